@@ -1,0 +1,80 @@
+// API layer: what each request means. Owns routing, the order of checks (route, credentials,
+// media type, body), the mapping of outcomes to statuses, and every Error response. May call the
+// domain, auth and store (interface only) layers; knows nothing of sockets or HTTP framing,
+// which the transport layer does before calling in.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "auth/token.hpp"
+#include "domain/plant.hpp"
+
+namespace plantstore::auth {
+class TokenRegistry;
+}
+namespace plantstore::store {
+class PlantStore;
+}
+
+namespace plantstore::api {
+
+/// What the API needs from a request's head. Views into the transport's buffers.
+struct RequestHead {
+    std::string_view method;  ///< as sent, e.g. "POST"
+    std::string_view target;  ///< origin-form, e.g. "/plants?x=1"
+    std::optional<std::string_view> authorization;
+    bool repeated_authorization = false;  ///< more than one Authorization header
+    std::optional<std::string_view> content_type;
+};
+
+/// A response; its body is always JSON.
+struct Response {
+    int status = 200;
+    std::string body;
+    std::vector<std::pair<std::string_view, std::string>> headers;  ///< beyond Content-Type
+};
+
+/// An Error-shaped response: `{"error": status, "message": message}`.
+Response error_response(int status, std::string_view message);
+
+enum class Route { create_plant };
+
+/// A request that passed every check that does not need its body.
+struct Admitted {
+    Route route = Route::create_plant;
+    std::shared_ptr<const auth::TokenRecord> caller;
+};
+
+struct ApiOptions {
+    std::string base_path;  ///< "" or "/prefix" without a trailing slash
+    domain::FieldLimits field_limits;
+};
+
+class Api {
+public:
+    Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store);
+
+    /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400)
+    /// and the media type (415). Returns the final response, or the admission to read the body.
+    std::variant<Response, Admitted> admit(const RequestHead& head) const;
+
+    /// Handles an admitted request. Calls `respond` exactly once, possibly on another thread
+    /// and possibly before returning.
+    void handle(const Admitted& admitted, std::string_view body,
+                std::function<void(Response)> respond) const;
+
+private:
+    ApiOptions options_;
+    std::string plants_path_;
+    const auth::TokenRegistry& tokens_;
+    store::PlantStore& store_;
+};
+
+}  // namespace plantstore::api

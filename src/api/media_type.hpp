@@ -1,0 +1,12 @@
+// API layer (see api.hpp): the Content-Type rule for request bodies.
+#pragma once
+
+#include <string_view>
+
+namespace plantstore::api {
+
+/// True for `application/json` (case-insensitive) with optional parameters, where a `charset`
+/// parameter, if present, must name UTF-8 (RFC 8259 allows no other encoding). Pure.
+bool is_json_media_type(std::string_view content_type);
+
+}  // namespace plantstore::api

@@ -1,0 +1,271 @@
+// App layer (see token_refresher.hpp): the `plantstore` command line.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "api/api.hpp"
+#include "app/log.hpp"
+#include "app/token_refresher.hpp"
+#include "auth/token.hpp"
+#include "auth/token_registry.hpp"
+#include "store/sqlite/sqlite_plant_store.hpp"
+#include "store/sqlite/sqlite_token_repository.hpp"
+#include "transport/http_server.hpp"
+
+#ifndef PLANTSTORE_VERSION
+#define PLANTSTORE_VERSION "0.0.0-dev"
+#endif
+
+namespace plantstore::app {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// How often a running server looks for tokens created or revoked by `plantstore token`.
+constexpr milliseconds kTokenPollInterval{250};
+
+struct ServeConfig {
+    std::string listen = "127.0.0.1:8080";
+    std::filesystem::path data_dir = "data";
+    std::string base_path;
+    unsigned threads = 0;
+    std::size_t max_body_bytes = 64 * 1024;
+    std::size_t max_header_bytes = 16 * 1024;
+    std::size_t max_text_length = 1024;
+    std::size_t max_connections = 10000;
+    std::size_t max_pending_writes = 16384;
+    long request_timeout_ms = 10'000;
+    long idle_timeout_ms = 60'000;
+    long write_timeout_ms = 10'000;
+    long drain_timeout_ms = 10'000;
+};
+
+struct TokenCreateConfig {
+    std::string name;
+    std::string tenant = "default";
+};
+
+// "host:port" or "[v6]:port" into its parts. @throws CLI::ValidationError
+std::pair<std::string, std::uint16_t> split_listen_address(const std::string& listen) {
+    const auto colon = listen.rfind(':');
+    if (colon == std::string::npos || colon + 1 == listen.size()) {
+        throw CLI::ValidationError("--listen", "expected HOST:PORT, got '" + listen + "'");
+    }
+    std::string host = listen.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    const std::string port_text = listen.substr(colon + 1);
+    std::size_t used = 0;
+    unsigned long port = 0;
+    try {
+        port = std::stoul(port_text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != port_text.size() || port > 65535) {
+        throw CLI::ValidationError("--listen", "the port must be 0 to 65535, got '" + port_text + "'");
+    }
+    return {host, static_cast<std::uint16_t>(port)};
+}
+
+std::string normalized_base_path(std::string path) {
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    if (!path.empty() && (path.front() != '/' || path.find_first_of("?#% ") != std::string::npos)) {
+        throw CLI::ValidationError("--base-path",
+                                   "must start with '/' and contain no '?', '#', '%' or spaces");
+    }
+    return path;
+}
+
+std::string format_utc(std::int64_t unix_seconds) {
+    const auto time = static_cast<std::time_t>(unix_seconds);
+    std::tm parts{};
+    gmtime_r(&time, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+bool valid_token_name(const std::string& name) {
+    return !name.empty() && name.size() <= 64 &&
+           name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+               std::string::npos;
+}
+
+int serve(const ServeConfig& config) {
+    const auto [host, port] = split_listen_address(config.listen);
+    auth::TokenRegistry tokens;
+    store::sqlite::SqlitePlantStore store({config.data_dir, config.max_pending_writes});
+    TokenRefresher refresher(config.data_dir, tokens, kTokenPollInterval);
+    const api::Api api({normalized_base_path(config.base_path), {config.max_text_length}}, tokens,
+                       store);
+
+    transport::ServerOptions options;
+    options.host = host;
+    options.port = port;
+    options.threads = config.threads;
+    options.limits.max_body_bytes = config.max_body_bytes;
+    options.limits.max_header_bytes = config.max_header_bytes;
+    options.limits.max_connections = config.max_connections;
+    options.limits.request_timeout = milliseconds(config.request_timeout_ms);
+    options.limits.idle_timeout = milliseconds(config.idle_timeout_ms);
+    options.limits.write_timeout = milliseconds(config.write_timeout_ms);
+    options.limits.drain_timeout = milliseconds(config.drain_timeout_ms);
+    transport::HttpServer server(options, api);
+
+    const std::string address = server.local_address();
+    log_event("info", "started",
+              {{"version", PLANTSTORE_VERSION},
+               {"listen", address},
+               {"data_dir", std::filesystem::absolute(config.data_dir).string()},
+               {"base_path", normalized_base_path(config.base_path)},
+               {"threads", std::to_string(config.threads)},
+               {"max_body_bytes", std::to_string(config.max_body_bytes)},
+               {"max_header_bytes", std::to_string(config.max_header_bytes)},
+               {"max_text_length", std::to_string(config.max_text_length)},
+               {"max_connections", std::to_string(config.max_connections)},
+               {"request_timeout_ms", std::to_string(config.request_timeout_ms)},
+               {"idle_timeout_ms", std::to_string(config.idle_timeout_ms)}});
+    std::cout << "plantstore listening on http://" << address << std::endl;
+
+    server.run([] { log_event("info", "draining"); });
+    store.close();  // everything acknowledged or accepted is committed before exit
+    log_event("info", "stopped");
+    return 0;
+}
+
+int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig& config) {
+    if (!valid_token_name(config.name)) {
+        std::cerr << "plantstore: --name must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
+        return 2;
+    }
+    store::sqlite::SqliteTokenRepository repository(data_dir);
+    const std::string token = auth::mint_token();
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const auth::TokenRecord record{config.name, auth::digest_token(token), config.tenant,
+                                   std::chrono::duration_cast<std::chrono::seconds>(now).count()};
+    if (!repository.add(record)) {
+        std::cerr << "plantstore: a token named '" << config.name
+                  << "' already exists (revoke it first)\n";
+        return 1;
+    }
+    std::cout << token << std::endl;  // the only time the token exists outside the client
+    return 0;
+}
+
+int token_list(const std::filesystem::path& data_dir) {
+    store::sqlite::SqliteTokenRepository repository(data_dir);
+    std::cout << "NAME\tTENANT\tCREATED\n";
+    for (const auto& record : repository.list()) {
+        std::cout << record.name << '\t' << record.tenant << '\t'
+                  << format_utc(record.created_at_unix) << '\n';
+    }
+    return 0;
+}
+
+int token_revoke(const std::filesystem::path& data_dir, const std::string& name) {
+    store::sqlite::SqliteTokenRepository repository(data_dir);
+    if (!repository.remove(name)) {
+        std::cerr << "plantstore: no token named '" << name << "'\n";
+        return 1;
+    }
+    std::cout << "revoked " << name << '\n';
+    return 0;
+}
+
+int run(int argc, char** argv) {
+    CLI::App cli{"plantstore: the Plant Store API (POST /plants) on a durable embedded store"};
+    cli.require_subcommand(1);
+
+    ServeConfig serve_config;
+    auto* serve_command = cli.add_subcommand("serve", "Run the HTTP service");
+    auto option = [&](const char* flag, auto& value, const char* env, const char* help) {
+        serve_command->add_option(flag, value, help)->envname(env)->capture_default_str();
+    };
+    option("--listen", serve_config.listen, "PLANTSTORE_LISTEN",
+           "Address to listen on, HOST:PORT (port 0 picks a free one)");
+    option("--data-dir", serve_config.data_dir, "PLANTSTORE_DATA_DIR",
+           "Directory of the database (created if missing)");
+    option("--base-path", serve_config.base_path, "PLANTSTORE_BASE_PATH",
+           "Prefix of every API path, e.g. /v1 (empty: none)");
+    option("--threads", serve_config.threads, "PLANTSTORE_THREADS",
+           "I/O threads (0: one per core)");
+    option("--max-body-bytes", serve_config.max_body_bytes, "PLANTSTORE_MAX_BODY_BYTES",
+           "Largest request body; larger gets 413");
+    option("--max-header-bytes", serve_config.max_header_bytes, "PLANTSTORE_MAX_HEADER_BYTES",
+           "Largest request line plus headers; larger gets 431");
+    option("--max-text-length", serve_config.max_text_length, "PLANTSTORE_MAX_TEXT_LENGTH",
+           "Longest name or tag in Unicode code points; longer gets 400");
+    option("--max-connections", serve_config.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
+           "Open connections at most; more are closed at once");
+    option("--max-pending-writes", serve_config.max_pending_writes,
+           "PLANTSTORE_MAX_PENDING_WRITES", "Creates waiting for the disk at most; more get 503");
+    option("--request-timeout-ms", serve_config.request_timeout_ms,
+           "PLANTSTORE_REQUEST_TIMEOUT_MS", "Time to receive a whole request; slower gets 408");
+    option("--idle-timeout-ms", serve_config.idle_timeout_ms, "PLANTSTORE_IDLE_TIMEOUT_MS",
+           "Time a keep-alive connection may wait for its next request");
+    option("--write-timeout-ms", serve_config.write_timeout_ms, "PLANTSTORE_WRITE_TIMEOUT_MS",
+           "Time to write one response before the connection is dropped");
+    option("--drain-timeout-ms", serve_config.drain_timeout_ms, "PLANTSTORE_DRAIN_TIMEOUT_MS",
+           "On SIGTERM/SIGINT, time requests in flight get to finish");
+
+    std::filesystem::path token_data_dir = "data";
+    auto* token_command = cli.add_subcommand("token", "Manage access tokens");
+    token_command->require_subcommand(1);
+    token_command->add_option("--data-dir", token_data_dir, "Directory of the database")
+        ->envname("PLANTSTORE_DATA_DIR")
+        ->capture_default_str();
+    TokenCreateConfig create_config;
+    auto* create_command = token_command->add_subcommand(
+        "create", "Mint a token; print it (and only it) on stdout. Only its SHA-256 is stored");
+    create_command->add_option("--name", create_config.name, "Unique name of the token")
+        ->required();
+    create_command->add_option("--tenant", create_config.tenant, "Tenant the token acts for")
+        ->capture_default_str();
+    create_command->add_option("--data-dir", token_data_dir, "Directory of the database");
+    auto* list_command =
+        token_command->add_subcommand("list", "Show token names and creation times");
+    list_command->add_option("--data-dir", token_data_dir, "Directory of the database");
+    std::string revoke_name;
+    auto* revoke_command = token_command->add_subcommand(
+        "revoke", "Remove a token; a running server refuses it within a second");
+    revoke_command->add_option("NAME", revoke_name, "Name of the token")->required();
+    revoke_command->add_option("--data-dir", token_data_dir, "Directory of the database");
+
+    auto* version_command = cli.add_subcommand("version", "Print the version");
+
+    try {
+        cli.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        return cli.exit(error);
+    }
+
+    try {
+        if (*serve_command) return serve(serve_config);
+        if (*create_command) return token_create(token_data_dir, create_config);
+        if (*list_command) return token_list(token_data_dir);
+        if (*revoke_command) return token_revoke(token_data_dir, revoke_name);
+        if (*version_command) {
+            std::cout << "plantstore " << PLANTSTORE_VERSION << '\n';
+            return 0;
+        }
+    } catch (const CLI::ValidationError& error) {
+        std::cerr << "plantstore: " << error.what() << '\n';
+        return 2;
+    } catch (const std::exception& error) {
+        log_event("error", "fatal", {{"reason", error.what()}});
+        return 1;
+    }
+    return 2;
+}
+
+}  // namespace
+
+}  // namespace plantstore::app
+
+int main(int argc, char** argv) { return plantstore::app::run(argc, argv); }

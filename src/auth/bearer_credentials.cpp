@@ -1,0 +1,58 @@
+#include "auth/bearer_credentials.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace plantstore::auth {
+
+namespace {
+
+bool is_b64token_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_' ||
+           c == '~' || c == '+' || c == '/';
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+BearerCredentials malformed(std::string_view problem) {
+    return {BearerCredentials::Kind::malformed, {}, problem};
+}
+
+}  // namespace
+
+BearerCredentials parse_bearer_credentials(std::optional<std::string_view> header) {
+    if (!header) return {};
+    const std::string_view value = trim(*header);
+    const std::size_t space = value.find(' ');
+    if (!iequals(value.substr(0, space), "Bearer")) {
+        return malformed("the Authorization header must use the Bearer scheme");
+    }
+    if (space == std::string_view::npos) return malformed("the bearer token is empty");
+    std::string_view token = value.substr(space);
+    token.remove_prefix(std::min(token.find_first_not_of(' '), token.size()));
+    if (token.empty()) return malformed("the bearer token is empty");
+
+    const std::size_t padding = token.find('=');
+    const std::string_view body = token.substr(0, padding);
+    const bool padding_only_equals =
+        padding == std::string_view::npos ||
+        token.find_first_not_of('=', padding) == std::string_view::npos;
+    if (body.empty() || !padding_only_equals ||
+        !std::all_of(body.begin(), body.end(), is_b64token_char)) {
+        return malformed("the bearer token has characters RFC 6750 does not allow");
+    }
+    return {BearerCredentials::Kind::bearer, token, {}};
+}
+
+}  // namespace plantstore::auth

@@ -1,0 +1,17 @@
+// Domain layer: JSON encoding of the specification's response records (see plant.hpp).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "domain/plant.hpp"
+
+namespace plantstore::domain {
+
+/// `{"name":...,"tag":...}`, with `tag` omitted when the plant has none.
+std::string encode_plant(const Plant& plant);
+
+/// The specification's Error record: `{"error":<code>,"message":<message>}`.
+std::string encode_error(int code, std::string_view message);
+
+}  // namespace plantstore::domain

@@ -1,0 +1,237 @@
+#include "domain/new_plant_decoder.hpp"
+
+#include <algorithm>
+#include <boost/json/basic_parser_impl.hpp>
+#include <limits>
+#include <unordered_set>
+#include <utility>
+
+namespace plantstore::domain {
+
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view kIdRule =
+    "id: must be an integer between -9223372036854775808 and 9223372036854775807";
+
+enum class Field { id, name, tag, other };
+
+Field classify(std::string_view key) {
+    if (key == "id") return Field::id;
+    if (key == "name") return Field::name;
+    if (key == "tag") return Field::tag;
+    return Field::other;
+}
+
+std::string_view field_name(Field field) {
+    switch (field) {
+        case Field::id:
+            return "id";
+        case Field::name:
+            return "name";
+        case Field::tag:
+            return "tag";
+        case Field::other:
+            break;
+    }
+    return "field";
+}
+
+std::size_t count_code_points(std::string_view utf8) {
+    // The parser has already rejected invalid UTF-8, so every byte that is not a continuation
+    // byte (10xxxxxx) starts exactly one code point.
+    return static_cast<std::size_t>(std::count_if(utf8.begin(), utf8.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U;
+    }));
+}
+
+// Boost.JSON SAX handler that validates while parsing, so a NewPlant is built without a DOM and
+// the first broken rule stops the parse. Only the top-level object's members are interpreted;
+// deeper values (inside unknown fields) are only checked for well-formedness and depth.
+class NewPlantHandler {
+public:
+    static constexpr std::size_t max_object_size = std::numeric_limits<std::size_t>::max();
+    static constexpr std::size_t max_array_size = std::numeric_limits<std::size_t>::max();
+    static constexpr std::size_t max_key_size = std::numeric_limits<std::size_t>::max();
+    static constexpr std::size_t max_string_size = std::numeric_limits<std::size_t>::max();
+
+    explicit NewPlantHandler(const FieldLimits& limits) : limits_(limits) {}
+
+    bool on_document_begin(json::error_code&) { return true; }
+    bool on_document_end(json::error_code&) { return true; }
+
+    bool on_object_begin(json::error_code& ec) {
+        if (depth_ == 0) {
+            top_is_object_ = true;
+        } else if (!accept_container_value(ec)) {
+            return false;
+        }
+        ++depth_;
+        return true;
+    }
+    bool on_object_end(std::size_t, json::error_code&) {
+        --depth_;
+        return true;
+    }
+    bool on_array_begin(json::error_code& ec) {
+        if (depth_ == 0) return fail(ec, "body: must be a JSON object");
+        if (!accept_container_value(ec)) return false;
+        ++depth_;
+        return true;
+    }
+    bool on_array_end(std::size_t, json::error_code&) {
+        --depth_;
+        return true;
+    }
+
+    bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
+        if (depth_ == 1) key_.append(part.data(), part.size());
+        return true;
+    }
+    bool on_key(json::string_view part, std::size_t, json::error_code& ec) {
+        if (depth_ != 1) return true;
+        key_.append(part.data(), part.size());
+        current_ = classify(key_);
+        text_code_points_ = 0;
+        const bool repeated = current_ == Field::other ? remember_other_key(key_)
+                                                       : std::exchange(seen(current_), true);
+        if (repeated) return fail(ec, key_ + ": appears more than once in the object");
+        key_.clear();
+        return true;
+    }
+
+    bool on_string_part(json::string_view part, std::size_t, json::error_code& ec) {
+        return append_text(part, ec);
+    }
+    bool on_string(json::string_view part, std::size_t, json::error_code& ec) {
+        if (!append_text(part, ec)) return false;
+        if (is_member_value() && current_ == Field::tag) {
+            result_.plant.tag = std::move(tag_);
+        }
+        return true;
+    }
+
+    bool on_number_part(json::string_view, json::error_code&) { return true; }
+    bool on_int64(std::int64_t value, json::string_view, json::error_code& ec) {
+        if (!is_member_value() || current_ != Field::id) return accept_scalar(ec);
+        result_.id = value;
+        return true;
+    }
+    bool on_uint64(std::uint64_t, json::string_view, json::error_code& ec) {
+        return accept_scalar(ec);
+    }
+    bool on_double(double, json::string_view, json::error_code& ec) { return accept_scalar(ec); }
+    bool on_bool(bool, json::error_code& ec) { return accept_scalar(ec); }
+    bool on_null(json::error_code& ec) { return accept_scalar(ec); }
+    bool on_comment_part(json::string_view, json::error_code&) { return true; }
+    bool on_comment(json::string_view, json::error_code&) { return true; }
+
+    /// The rule the body broke, when the handler (not the JSON grammar) stopped the parse.
+    const std::optional<std::string>& violation() const { return violation_; }
+
+    /// Completes validation once the parser accepted the whole document.
+    std::variant<NewPlant, DecodeError> finish() {
+        if (!top_is_object_) return DecodeError{"body: must be a JSON object"};
+        if (!seen_name_) return DecodeError{"name: is required"};
+        if (!seen_id_) return DecodeError{"id: is required"};
+        return std::move(result_);
+    }
+
+private:
+    bool is_member_value() const { return depth_ == 1; }
+
+    bool& seen(Field field) {
+        return field == Field::id ? seen_id_ : field == Field::name ? seen_name_ : seen_tag_;
+    }
+
+    // Returns true when `key` was already seen among the unknown members. A hash set keeps a
+    // body made of thousands of distinct keys linear in its size.
+    bool remember_other_key(const std::string& key) { return !other_keys_.insert(key).second; }
+
+    bool fail(json::error_code& ec, std::string message) {
+        violation_ = std::move(message);
+        ec = json::error::syntax;  // Any error stops the parser; violation_ carries the reason.
+        return false;
+    }
+
+    bool type_error(json::error_code& ec) {
+        if (current_ == Field::id) return fail(ec, std::string(kIdRule));
+        return fail(ec, std::string(field_name(current_)) + ": must be a string");
+    }
+
+    bool accept_scalar(json::error_code& ec) {
+        if (depth_ == 0) return fail(ec, "body: must be a JSON object");
+        if (is_member_value() && current_ != Field::other) return type_error(ec);
+        return true;
+    }
+
+    bool accept_container_value(json::error_code& ec) {
+        if (is_member_value() && current_ != Field::other) return type_error(ec);
+        return true;
+    }
+
+    bool append_text(json::string_view part, json::error_code& ec) {
+        if (depth_ == 0) return fail(ec, "body: must be a JSON object");
+        if (!is_member_value() || current_ == Field::other) return true;
+        if (current_ == Field::id) return type_error(ec);
+        std::string& target = current_ == Field::name ? result_.plant.name : tag_;
+        text_code_points_ += count_code_points({part.data(), part.size()});
+        if (text_code_points_ > limits_.max_text_code_points) {
+            return fail(ec, std::string(field_name(current_)) + ": must be at most " +
+                                std::to_string(limits_.max_text_code_points) + " characters");
+        }
+        target.append(part.data(), part.size());
+        return true;
+    }
+
+    const FieldLimits& limits_;
+    int depth_ = 0;
+    bool top_is_object_ = false;
+    bool seen_id_ = false;
+    bool seen_name_ = false;
+    bool seen_tag_ = false;
+    Field current_ = Field::other;
+    std::string key_;
+    std::unordered_set<std::string> other_keys_;
+    std::string tag_;
+    std::size_t text_code_points_ = 0;
+    NewPlant result_;
+    std::optional<std::string> violation_;
+};
+
+bool is_json_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+DecodeError grammar_error(std::string_view body, std::size_t offset, const json::error_code& ec) {
+    if (ec == json::error::too_deep) {
+        return {"body: nesting deeper than " + std::to_string(kMaxNestingDepth) + " levels"};
+    }
+    if (offset < body.size() && (static_cast<unsigned char>(body[offset]) & 0x80U) != 0) {
+        return {"body: invalid UTF-8 at byte " + std::to_string(offset)};
+    }
+    if (ec == json::error::incomplete) return {"body: JSON ends too early"};
+    return {"body: invalid JSON at byte " + std::to_string(offset) + " (" + ec.message() + ")"};
+}
+
+}  // namespace
+
+std::variant<NewPlant, DecodeError> decode_new_plant(std::string_view body,
+                                                     const FieldLimits& limits) {
+    if (std::all_of(body.begin(), body.end(), is_json_whitespace)) {
+        return DecodeError{"body: is empty; a JSON object is required"};
+    }
+    json::parse_options options;
+    options.max_depth = kMaxNestingDepth;
+    json::basic_parser<NewPlantHandler> parser(options, limits);
+    json::error_code ec;
+    const std::size_t consumed = parser.write_some(false, body.data(), body.size(), ec);
+    if (const auto& violation = parser.handler().violation()) return DecodeError{*violation};
+    if (ec) return grammar_error(body, consumed, ec);
+    if (consumed != body.size()) {
+        return DecodeError{"body: unexpected data after the JSON object at byte " +
+                           std::to_string(consumed)};
+    }
+    return parser.handler().finish();
+}
+
+}  // namespace plantstore::domain

@@ -1,0 +1,98 @@
+#include "store/sqlite/schema.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <string>
+
+namespace plantstore::store::sqlite {
+
+namespace {
+
+// Append-only: a released migration never changes; a new one is added at the end.
+constexpr std::array<std::string_view, 1> kMigrations = {
+    // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
+    // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
+    // the token set changed without rereading it.
+    R"sql(
+    CREATE TABLE plants (
+        tenant     TEXT    NOT NULL,
+        id         INTEGER NOT NULL,
+        name       TEXT    NOT NULL,
+        tag        TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE tokens (
+        name       TEXT    PRIMARY KEY,
+        digest     BLOB    NOT NULL UNIQUE,
+        tenant     TEXT    NOT NULL DEFAULT 'default',
+        scopes     TEXT    NOT NULL DEFAULT 'plants:read plants:write plants:delete',
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE change_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO change_counters VALUES ('tokens', 0);
+    CREATE TRIGGER tokens_inserted AFTER INSERT ON tokens
+        BEGIN UPDATE change_counters SET value = value + 1 WHERE name = 'tokens'; END;
+    CREATE TRIGGER tokens_updated AFTER UPDATE ON tokens
+        BEGIN UPDATE change_counters SET value = value + 1 WHERE name = 'tokens'; END;
+    CREATE TRIGGER tokens_deleted AFTER DELETE ON tokens
+        BEGIN UPDATE change_counters SET value = value + 1 WHERE name = 'tokens'; END;
+    )sql",
+};
+
+// A directory entry is durable only once its parent directory is synced.
+void sync_directory(const std::filesystem::path& directory) {
+    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::fsync(fd);
+    ::close(fd);
+}
+
+void apply_migrations(Database& db) {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+        auto version_query = db.prepare("PRAGMA user_version");
+        version_query.step();
+        const auto applied = static_cast<std::size_t>(version_query.column_int64(0));
+        if (applied > kMigrations.size()) {
+            throw SqliteError(0, "the data directory has schema version " +
+                                     std::to_string(applied) + ", newer than this build's " +
+                                     std::to_string(kMigrations.size()));
+        }
+        for (std::size_t next = applied; next < kMigrations.size(); ++next) {
+            db.exec(kMigrations[next]);
+            db.exec("PRAGMA user_version = " + std::to_string(next + 1));
+        }
+        db.exec("COMMIT");
+    } catch (...) {
+        db.try_exec("ROLLBACK");
+        throw;
+    }
+}
+
+}  // namespace
+
+int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
+
+std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_dir) {
+    if (!std::filesystem::exists(data_dir)) {
+        std::filesystem::create_directories(data_dir);
+        std::filesystem::permissions(data_dir, std::filesystem::perms::owner_all);
+        sync_directory(std::filesystem::absolute(data_dir).parent_path());
+    }
+    const auto path = data_dir / "plantstore.db";
+    auto db = std::make_unique<Database>(path);
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read |
+                                           std::filesystem::perms::owner_write);
+    try {
+        apply_migrations(*db);
+    } catch (const SqliteError& error) {
+        throw SqliteError(error.code(), path.string() + ": " + error.what());
+    }
+    sync_directory(data_dir);
+    return db;
+}
+
+}  // namespace plantstore::store::sqlite

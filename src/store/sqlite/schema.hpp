@@ -1,0 +1,19 @@
+// Store layer (see store/plant_store.hpp): the data directory's layout and its versioned schema.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "store/sqlite/database.hpp"
+
+namespace plantstore::store::sqlite {
+
+/// The newest schema version this build knows; PRAGMA user_version records the applied one.
+int latest_schema_version();
+
+/// Creates `data_dir` (mode 0700) if needed, opens its database and applies pending migrations
+/// in one transaction. @throws SqliteError or std::filesystem::filesystem_error with a message
+/// naming the path and the reason (read-only directory, newer schema, not a database...).
+std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_dir);
+
+}  // namespace plantstore::store::sqlite

@@ -1,0 +1,153 @@
+#include "store/sqlite/sqlite_plant_store.hpp"
+
+#include <chrono>
+
+#include "store/sqlite/schema.hpp"
+
+namespace plantstore::store::sqlite {
+
+namespace {
+
+std::int64_t now_unix_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+CreateResult unavailable(std::string reason) {
+    return {CreateResult::Outcome::unavailable, {}, std::move(reason)};
+}
+
+}  // namespace
+
+// The writer thread's connection and statements, prepared once.
+class SqlitePlantStore::Writer {
+public:
+    explicit Writer(const std::filesystem::path& data_dir)
+        : db_(open_store_database(data_dir)),
+          begin_(db_->prepare("BEGIN IMMEDIATE")),
+          commit_(db_->prepare("COMMIT")),
+          insert_(db_->prepare("INSERT INTO plants (tenant, id, name, tag, created_at) "
+                               "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, id) DO NOTHING")),
+          select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")) {}
+
+    /// Runs `batch` in one transaction; fills `results` (same order) only when it committed.
+    /// Returns an empty string on success, otherwise why nothing of the batch was written.
+    std::string commit(const std::vector<Pending>& batch, std::vector<CreateResult>& results) {
+        results.clear();
+        if (const int rc = begin_.try_step(); rc != kDone) return fail("BEGIN", begin_);
+        begin_.reset();
+        const std::int64_t created_at = now_unix_ms();
+        for (const Pending& pending : batch) {
+            const auto& plant = pending.plant;
+            insert_.bind(1, std::string_view(pending.tenant))
+                .bind(2, plant.id)
+                .bind(3, std::string_view(plant.plant.name))
+                .bind(4, plant.plant.tag)
+                .bind(5, created_at);
+            const int rc = insert_.try_step();
+            insert_.reset();
+            if (rc != kDone) return fail("INSERT", insert_);
+            if (db_->changes() == 1) {
+                results.push_back({CreateResult::Outcome::created, plant.plant, {}});
+                continue;
+            }
+            select_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
+            if (select_.try_step() != kRow) return fail("SELECT", select_);
+            domain::Plant existing{select_.column_text(0), select_.column_optional_text(1)};
+            select_.reset();
+            const auto outcome = existing == plant.plant ? CreateResult::Outcome::replayed
+                                                         : CreateResult::Outcome::id_taken;
+            results.push_back({outcome, std::move(existing), {}});
+        }
+        if (commit_.try_step() != kDone) return fail("COMMIT", commit_);
+        commit_.reset();
+        return {};
+    }
+
+private:
+    static constexpr int kRow = 100;   // SQLITE_ROW, kept out of the header's includes
+    static constexpr int kDone = 101;  // SQLITE_DONE
+
+    std::string fail(std::string_view step, Statement& statement) {
+        std::string reason = std::string(step) + " failed: " + db_->error_message();
+        statement.reset();
+        if (db_->in_transaction()) db_->try_exec("ROLLBACK");
+        return reason;
+    }
+
+    std::unique_ptr<Database> db_;
+    Statement begin_;
+    Statement commit_;
+    Statement insert_;
+    Statement select_;
+};
+
+SqlitePlantStore::SqlitePlantStore(Options options)
+    : options_(std::move(options)), writer_(std::make_unique<Writer>(options_.data_dir)) {
+    pending_.reserve(options_.max_batch);
+    thread_ = std::thread([this] { run_writer(); });
+}
+
+SqlitePlantStore::~SqlitePlantStore() { close(); }
+
+void SqlitePlantStore::create(std::string tenant, domain::NewPlant plant, CreateCallback done) {
+    const char* refusal = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        if (closing_) {
+            refusal = "the store is closing";
+        } else if (pending_.size() >= options_.max_pending) {
+            refusal = "the write queue is full";
+        } else {
+            pending_.push_back({std::move(tenant), std::move(plant), std::move(done)});
+            // The writer only sleeps on an empty queue, so only that transition needs a wake-up.
+            if (pending_.size() == 1) work_available_.notify_one();
+            return;
+        }
+    }
+    done(unavailable(refusal));
+}
+
+bool SqlitePlantStore::accepting_work() const {
+    std::lock_guard lock(mutex_);
+    return !closing_ && pending_.size() < options_.max_pending;
+}
+
+void SqlitePlantStore::close() {
+    {
+        std::lock_guard lock(mutex_);
+        if (closing_) return;
+        closing_ = true;
+    }
+    work_available_.notify_one();
+    if (thread_.joinable()) thread_.join();
+}
+
+void SqlitePlantStore::run_writer() {
+    std::vector<Pending> batch;
+    std::vector<CreateResult> results;
+    batch.reserve(options_.max_batch);
+    results.reserve(options_.max_batch);
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            work_available_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+            if (pending_.empty()) return;  // closing, and everything accepted is committed
+            if (pending_.size() <= options_.max_batch) {
+                batch.swap(pending_);
+            } else {
+                const auto split = pending_.begin() + static_cast<std::ptrdiff_t>(options_.max_batch);
+                std::move(pending_.begin(), split, std::back_inserter(batch));
+                pending_.erase(pending_.begin(), split);
+            }
+        }
+        const std::string failure = writer_->commit(batch, results);
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            batch[i].done(failure.empty() ? std::move(results[i]) : unavailable(failure));
+        }
+        batch.clear();
+    }
+}
+
+}  // namespace plantstore::store::sqlite

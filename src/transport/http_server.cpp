@@ -1,0 +1,384 @@
+#include "transport/http_server.hpp"
+
+#include <array>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <future>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "api/api.hpp"
+
+namespace plantstore::transport {
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+auto use_ec(error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+
+// After a response that closes the connection, how long and how much of the client's unread
+// input is drained so that closing does not reset the connection before it reads the response.
+constexpr auto kLingerTime = 1s;
+constexpr std::size_t kLingerBytes = 1024 * 1024;
+
+class Connection;
+
+// One thread's share of the server: its event loop and the connections it owns. Only that
+// thread touches `connections`.
+struct Worker {
+    net::io_context context{1};
+    std::unordered_set<Connection*> connections;
+};
+
+bool is_http_framing_error(const error_code& ec) {
+    return &ec.category() == &http::make_error_code(http::error::bad_method).category();
+}
+
+// Adapts Api::handle, which may complete on the store's thread, to a coroutine: the result is
+// posted back to the awaiting coroutine's own executor.
+template <typename CompletionToken>
+auto async_handle(const api::Api& api, const api::Admitted& admitted, std::string_view body,
+                  CompletionToken&& token) {
+    return net::async_initiate<CompletionToken, void(api::Response)>(
+        [&api, &admitted, body](auto handler) {
+            auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+            auto executor = net::get_associated_executor(*shared);
+            try {
+                api.handle(admitted, body, [shared, executor](api::Response response) {
+                    net::post(executor, [shared, response = std::move(response)]() mutable {
+                        std::move (*shared)(std::move(response));
+                    });
+                });
+            } catch (const std::exception&) {
+                net::post(executor, [shared] {
+                    std::move (*shared)(api::error_response(500, "internal error"));
+                });
+            }
+        },
+        token);
+}
+
+class Connection : public std::enable_shared_from_this<Connection> {
+public:
+    Connection(tcp::socket socket, Worker& worker, const api::Api& api,
+               const ServerLimits& limits, const std::atomic<bool>& draining,
+               std::atomic<std::size_t>& open_connections)
+        : socket_(std::move(socket)),
+          timer_(socket_.get_executor()),
+          worker_(worker),
+          api_(api),
+          limits_(limits),
+          draining_(draining),
+          open_connections_(open_connections) {}
+
+    ~Connection() { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
+
+    net::awaitable<void> run() {
+        worker_.connections.insert(this);
+        try {
+            while (co_await wait_for_request() && co_await serve_one()) {
+            }
+        } catch (const std::exception&) {
+            // A bug on this connection must not take the others down; it just closes.
+        }
+        worker_.connections.erase(this);
+        timer_.cancel();
+        error_code ignored;
+        socket_.close(ignored);
+    }
+
+    /// Called on this connection's thread when the server starts draining.
+    void drain() {
+        if (idle_) {
+            error_code ignored;
+            socket_.cancel(ignored);
+        }
+    }
+
+private:
+    // Waits for the first byte of the next request, within the idle time-out.
+    net::awaitable<bool> wait_for_request() {
+        if (buffer_.size() > 0) co_return true;  // a pipelined request is already buffered
+        if (draining_) co_return false;
+        idle_ = true;
+        arm(limits_.idle_timeout);
+        error_code ec;
+        co_await socket_.async_wait(tcp::socket::wait_read, use_ec(ec));
+        idle_ = false;
+        disarm();
+        co_return !ec && !draining_;
+    }
+
+    // Reads, handles and answers one request. Returns whether the connection stays open.
+    net::awaitable<bool> serve_one() {
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+        parser.body_limit(limits_.max_body_bytes);
+        arm(limits_.request_timeout);
+        error_code ec;
+        co_await http::async_read_header(socket_, buffer_, parser, use_ec(ec));
+        if (ec) co_return co_await answer_read_failure(ec);
+
+        const auto& request = parser.get();
+        const unsigned version = request.version();
+        std::variant<api::Response, api::Admitted> decision = admit(request);
+        if (auto* early = std::get_if<api::Response>(&decision)) {
+            disarm();
+            // An unread body cannot be skipped reliably, so the connection closes after this.
+            co_return co_await send(std::move(*early), version,
+                                    request.keep_alive() && parser.is_done());
+        }
+        if (const auto length = parser.content_length(); length && *length > limits_.max_body_bytes) {
+            disarm();
+            co_return co_await send(body_too_large(), version, false);
+        }
+        if (!parser.is_done() && beast::iequals(request[http::field::expect], "100-continue")) {
+            http::response<http::empty_body> go_on{http::status::continue_, version};
+            co_await http::async_write(socket_, go_on, use_ec(ec));
+            if (ec) co_return false;
+        }
+        co_await http::async_read(socket_, buffer_, parser, use_ec(ec));
+        if (ec) co_return co_await answer_read_failure(ec);
+        disarm();
+
+        api::Response response = co_await async_handle(
+            api_, std::get<api::Admitted>(decision), parser.get().body(), net::use_awaitable);
+        co_return co_await send(std::move(response), version, parser.get().keep_alive());
+    }
+
+    std::variant<api::Response, api::Admitted> admit(
+        const http::request<http::string_body>& request) const {
+        api::RequestHead head;
+        head.method = request.method_string();
+        head.target = request.target();
+        if (const auto found = request.find(http::field::authorization); found != request.end()) {
+            head.authorization = found->value();
+            head.repeated_authorization = request.count(http::field::authorization) > 1;
+        }
+        if (const auto found = request.find(http::field::content_type); found != request.end()) {
+            head.content_type = found->value();
+        }
+        try {
+            return api_.admit(head);
+        } catch (const std::exception&) {
+            return api::error_response(500, "internal error");
+        }
+    }
+
+    api::Response body_too_large() const {
+        return api::error_response(413, "the request body exceeds " +
+                                            std::to_string(limits_.max_body_bytes) + " bytes");
+    }
+
+    // Maps a failed read to its answer; a client that went away gets none.
+    net::awaitable<bool> answer_read_failure(const error_code& ec) {
+        disarm();
+        constexpr unsigned kVersion = 11;
+        if (expired_) {
+            co_return co_await send(
+                api::error_response(408, "the request was not received in time"), kVersion,
+                false);
+        }
+        if (ec == http::error::header_limit) {
+            co_return co_await send(
+                api::error_response(431, "the request line and headers exceed " +
+                                             std::to_string(limits_.max_header_bytes) + " bytes"),
+                kVersion, false);
+        }
+        if (ec == http::error::body_limit) co_return co_await send(body_too_large(), kVersion, false);
+        if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
+            ec != http::error::partial_message) {
+            co_return co_await send(
+                api::error_response(400, "malformed HTTP request: " + ec.message()), kVersion,
+                false);
+        }
+        co_return false;
+    }
+
+    net::awaitable<bool> send(api::Response response, unsigned version, bool keep_alive) {
+        keep_alive = keep_alive && !draining_;
+        http::response<http::string_body> message{static_cast<http::status>(response.status),
+                                                  version};
+        message.set(http::field::content_type, "application/json");
+        for (auto& [name, value] : response.headers) message.set(name, value);
+        message.body() = std::move(response.body);
+        message.keep_alive(keep_alive);
+        message.prepare_payload();
+        arm(limits_.write_timeout);
+        error_code ec;
+        co_await http::async_write(socket_, message, use_ec(ec));
+        disarm();
+        if (ec) co_return false;
+        if (!keep_alive) co_await linger();
+        co_return keep_alive;
+    }
+
+    // Half-closes, then discards what the client still sends for a bounded time and size.
+    net::awaitable<void> linger() {
+        error_code ec;
+        socket_.shutdown(tcp::socket::shutdown_send, ec);
+        arm(kLingerTime);
+        std::array<char, 4096> sink{};
+        std::size_t discarded = 0;
+        while (!ec && discarded < kLingerBytes) {
+            discarded += co_await socket_.async_read_some(net::buffer(sink), use_ec(ec));
+        }
+        disarm();
+    }
+
+    // One deadline at a time: when it passes, pending socket operations are cancelled and
+    // `expired_` tells the coroutine why.
+    void arm(std::chrono::steady_clock::duration timeout) {
+        expired_ = false;
+        timer_.expires_after(timeout);
+        timer_.async_wait([self = shared_from_this()](error_code ec) {
+            if (ec) return;
+            self->expired_ = true;
+            error_code ignored;
+            self->socket_.cancel(ignored);
+        });
+    }
+    void disarm() { timer_.cancel(); }
+
+    tcp::socket socket_;
+    net::steady_timer timer_;
+    beast::flat_buffer buffer_;
+    Worker& worker_;
+    const api::Api& api_;
+    const ServerLimits& limits_;
+    const std::atomic<bool>& draining_;
+    std::atomic<std::size_t>& open_connections_;
+    bool idle_ = false;
+    bool expired_ = false;
+};
+
+}  // namespace
+
+class HttpServer::Impl {
+public:
+    Impl(ServerOptions options, const api::Api& api)
+        : options_(std::move(options)), api_(api) {
+        const unsigned threads = options_.threads == 0 ? std::max(1U, std::thread::hardware_concurrency())
+                                                       : options_.threads;
+        for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+        acceptor_.emplace(workers_.front()->context);
+        const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
+        acceptor_->open(endpoint.protocol());
+        acceptor_->set_option(tcp::acceptor::reuse_address(true));
+        acceptor_->bind(endpoint);
+        acceptor_->listen(net::socket_base::max_listen_connections);
+    }
+
+    std::string local_address() const {
+        const auto endpoint = acceptor_->local_endpoint();
+        return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    }
+
+    void run(const std::function<void()>& on_drain_start) {
+        auto& main_context = workers_.front()->context;
+        std::promise<void> stop_requested;
+        net::signal_set signals(main_context, SIGINT, SIGTERM);
+        signals.async_wait([&stop_requested](error_code ec, int) {
+            if (!ec) stop_requested.set_value();
+        });
+        net::co_spawn(main_context, accept_loop(), net::detached);
+
+        std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running;
+        std::vector<std::thread> threads;
+        for (auto& worker : workers_) {
+            keep_running.push_back(net::make_work_guard(worker->context));
+            threads.emplace_back([&context = worker->context] { context.run(); });
+        }
+
+        stop_requested.get_future().wait();
+        on_drain_start();
+        draining_ = true;
+        net::post(main_context, [this] {
+            error_code ignored;
+            acceptor_->close(ignored);
+        });
+        for (auto& worker : workers_) {
+            net::post(worker->context, [&worker = *worker] {
+                for (Connection* connection : worker.connections) connection->drain();
+            });
+        }
+        // Bounded wait for requests in flight; past the deadline the loops are stopped.
+        const auto deadline = std::chrono::steady_clock::now() + options_.limits.drain_timeout;
+        while (open_connections_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(10ms);
+        }
+        keep_running.clear();
+        for (auto& worker : workers_) worker->context.stop();
+        for (auto& thread : threads) thread.join();
+    }
+
+private:
+    net::awaitable<void> accept_loop() {
+        std::size_t next_worker = 0;
+        while (acceptor_->is_open()) {
+            Worker& worker = *workers_[next_worker++ % workers_.size()];
+            error_code ec;
+            tcp::socket socket = co_await acceptor_->async_accept(worker.context, use_ec(ec));
+            if (ec == net::error::operation_aborted) co_return;
+            if (ec) {
+                // Out of descriptors or similar: pause so the loop does not spin.
+                net::steady_timer pause(co_await net::this_coro::executor, 50ms);
+                co_await pause.async_wait(use_ec(ec));
+                continue;
+            }
+            if (open_connections_.load(std::memory_order_relaxed) >=
+                options_.limits.max_connections) {
+                socket.close(ec);  // over the cap: refused at once, existing ones unaffected
+                continue;
+            }
+            socket.set_option(tcp::no_delay(true), ec);
+            open_connections_.fetch_add(1, std::memory_order_relaxed);
+            auto connection =
+                std::make_shared<Connection>(std::move(socket), worker, api_, options_.limits,
+                                             draining_, open_connections_);
+            net::co_spawn(
+                worker.context, [connection] { return connection->run(); }, net::detached);
+        }
+    }
+
+    ServerOptions options_;
+    const api::Api& api_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::optional<tcp::acceptor> acceptor_;
+    std::atomic<bool> draining_{false};
+    std::atomic<std::size_t> open_connections_{0};
+};
+
+HttpServer::HttpServer(ServerOptions options, const api::Api& api)
+    : impl_(std::make_unique<Impl>(std::move(options), api)) {}
+
+HttpServer::~HttpServer() = default;
+
+std::string HttpServer::local_address() const { return impl_->local_address(); }
+
+void HttpServer::run(const std::function<void()>& on_drain_start) { impl_->run(on_drain_start); }
+
+}  // namespace plantstore::transport
