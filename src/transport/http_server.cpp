@@ -49,7 +49,7 @@ class Connection;
 // One thread's share of the server: its event loop and the connections it owns. Only that
 // thread touches `connections`.
 struct Worker {
-    net::io_context context{1};
+    net::io_context context;
     std::unordered_set<Connection*> connections;
 };
 
@@ -99,7 +99,12 @@ public:
     net::awaitable<void> run() {
         worker_.connections.insert(this);
         try {
-            while (co_await wait_for_request() && co_await serve_one()) {
+            // Never `co_await a() && co_await b()`: GCC 12 evaluates both operands.
+            for (;;) {
+                const bool request_arrived = co_await wait_for_request();
+                if (!request_arrived) break;
+                const bool keep_open = co_await serve_one();
+                if (!keep_open) break;
             }
         } catch (const std::exception&) {
             // A bug on this connection must not take the others down; it just closes.

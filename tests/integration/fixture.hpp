@@ -1,0 +1,52 @@
+// Integration test support: a fresh data directory, a token and a running server per test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <memory>
+
+#include "server_process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace plantstore::testing_support {
+
+class ServerTest : public testing::Test {
+protected:
+    void SetUp() override { token = create_token(data_dir(), "tests"); }
+
+    void start(std::vector<std::string> extra_args = {}) {
+        server = std::make_unique<ServerProcess>(data_dir(), std::move(extra_args));
+    }
+    std::filesystem::path data_dir() const { return dir.path() / "data"; }
+    unsigned short port() const { return server->port(); }
+
+    HttpResponse post(const std::string& body, const std::string& path = "/plants") {
+        return post_plant(port(), token, body, path);
+    }
+
+    TempDir dir;
+    std::string token;
+    std::unique_ptr<ServerProcess> server;
+};
+
+/// Asserts the Error shape: JSON content type, exactly {"error": status, "message": string},
+/// and that the message contains `message_part`.
+inline void expect_error(const HttpResponse& response, int status,
+                         const std::string& message_part = "") {
+    EXPECT_EQ(response.status, status) << response.body;
+    EXPECT_EQ(response.header("content-type"), "application/json");
+    boost::json::error_code ec;
+    const auto value = boost::json::parse(response.body, ec);
+    ASSERT_FALSE(ec) << response.body;
+    ASSERT_TRUE(value.is_object()) << response.body;
+    const auto& object = value.as_object();
+    EXPECT_EQ(object.size(), 2U) << response.body;
+    ASSERT_TRUE(object.contains("error") && object.at("error").is_int64()) << response.body;
+    EXPECT_EQ(object.at("error").as_int64(), status);
+    ASSERT_TRUE(object.contains("message") && object.at("message").is_string()) << response.body;
+    EXPECT_NE(std::string(object.at("message").as_string()).find(message_part), std::string::npos)
+        << response.body;
+}
+
+}  // namespace plantstore::testing_support

@@ -1,0 +1,191 @@
+// The API contract over real HTTP against the real binary: every status and its Error shape.
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+class HttpApi : public ServerTest {
+protected:
+    void SetUp() override {
+        ServerTest::SetUp();
+        start();
+    }
+};
+
+TEST_F(HttpApi, CreateAnswers200WithThePlantAndNoId) {
+    const auto response = post(R"({"id":1,"name":"Monstera","tag":"aroid"})");
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(response.header("content-type"), "application/json");
+    EXPECT_EQ(response.body, R"({"name":"Monstera","tag":"aroid"})");
+}
+
+TEST_F(HttpApi, TagIsOmittedWhenAbsentAndUnknownFieldsIgnored) {
+    const auto response = post(R"({"id":2,"name":"Fern","color":"green"})");
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(response.body, R"({"name":"Fern"})");
+}
+
+TEST_F(HttpApi, RetryWithTheSamePlantIs200AndADifferentOneIs409) {
+    ASSERT_EQ(post(R"({"id":3,"name":"Fern","tag":"t"})").status, 200);
+    const auto replay = post(R"({"tag":"t","id":3,"name":"Fern"})");
+    EXPECT_EQ(replay.status, 200);
+    EXPECT_EQ(replay.body, R"({"name":"Fern","tag":"t"})");
+    expect_error(post(R"({"id":3,"name":"Cactus"})"), 409, "id 3 already exists");
+}
+
+TEST_F(HttpApi, InvalidBodiesAre400NamingTheFieldAndRule) {
+    expect_error(post(""), 400, "body: is empty");
+    expect_error(post("not json"), 400, "body: invalid JSON");
+    expect_error(post("[1]"), 400, "body: must be a JSON object");
+    expect_error(post(R"({"name":"a"})"), 400, "id: is required");
+    expect_error(post(R"({"id":1})"), 400, "name: is required");
+    expect_error(post(R"({"id":1.5,"name":"a"})"), 400,
+                 "id: must be an integer between -9223372036854775808 and 9223372036854775807");
+    expect_error(post(R"({"id":9223372036854775808,"name":"a"})"), 400, "id: must be an integer");
+    expect_error(post(R"({"id":1,"name":null})"), 400, "name: must be a string");
+    expect_error(post(R"({"id":1,"name":"a","tag":7})"), 400, "tag: must be a string");
+    expect_error(post(R"({"id":1,"name":"a","id":2})"), 400, "id: appears more than once");
+    expect_error(post("{\"id\":1,\"name\":\"\xff\"}"), 400, "body: invalid UTF-8");
+    expect_error(post(R"({"id":1,"name":"\udc00"})"), 400, "body: invalid JSON");
+    expect_error(post(R"({"id":1,"name":")" + std::string(1025, 'n') + "\"}"), 400,
+                 "name: must be at most 1024 characters");
+    // None of them created anything: the id is still free.
+    EXPECT_EQ(post(R"({"id":1,"name":"ok"})").status, 200);
+}
+
+TEST_F(HttpApi, MissingTokenIs401WithAChallenge) {
+    HttpConnection connection(port());
+    const auto response = connection.request("POST", "/plants", R"({"id":1,"name":"a"})",
+                                             {"Content-Type: application/json"});
+    ASSERT_TRUE(response);
+    expect_error(*response, 401, "authentication required");
+    EXPECT_EQ(response->header("www-authenticate"), R"(Bearer realm="plantstore")");
+}
+
+TEST_F(HttpApi, UnknownTokenIs401InvalidToken) {
+    const auto response = post_plant(port(), "ps_unknown", R"({"id":1,"name":"a"})");
+    expect_error(response, 401, "unknown or revoked");
+    EXPECT_EQ(response.header("www-authenticate"),
+              R"(Bearer realm="plantstore", error="invalid_token")");
+}
+
+TEST_F(HttpApi, MalformedCredentialsAre400InvalidRequest) {
+    for (const std::string authorization : {"Basic dXNlcjpwYXNz", "Bearer", "Bearer a,b"}) {
+        HttpConnection connection(port());
+        const auto response =
+            connection.request("POST", "/plants", R"({"id":1,"name":"a"})",
+                               {"Content-Type: application/json", "Authorization: " + authorization});
+        ASSERT_TRUE(response);
+        expect_error(*response, 400);
+        EXPECT_EQ(response->header("www-authenticate"),
+                  R"(Bearer realm="plantstore", error="invalid_request")")
+            << authorization;
+    }
+}
+
+TEST_F(HttpApi, SchemeNameIsCaseInsensitive) {
+    HttpConnection connection(port());
+    const auto response =
+        connection.request("POST", "/plants", R"({"id":5,"name":"a"})",
+                           {"Content-Type: application/json", "Authorization: bearer " + token});
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200);
+}
+
+TEST_F(HttpApi, UnauthenticatedRequestsLearnNothingAboutTheirBody) {
+    ASSERT_EQ(post(R"({"id":7,"name":"a"})").status, 200);
+    for (const std::string body : {"not json", R"({"id":7,"name":"other"})", ""}) {
+        expect_error(post_plant(port(), "ps_wrong", body), 401);
+    }
+}
+
+TEST_F(HttpApi, UnknownPathIs404) {
+    expect_error(post(R"({"id":1,"name":"a"})", "/plant"), 404, "no such resource");
+    expect_error(post(R"({"id":1,"name":"a"})", "/"), 404);
+}
+
+TEST_F(HttpApi, OtherMethodIs405WithAllow) {
+    HttpConnection connection(port());
+    const auto response =
+        connection.request("DELETE", "/plants", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(response);
+    expect_error(*response, 405, "DELETE");
+    EXPECT_EQ(response->header("allow"), "POST");
+}
+
+TEST_F(HttpApi, NonJsonContentTypeIs415AndJsonWithCharsetIsAccepted) {
+    HttpConnection connection(port());
+    const auto form = connection.request(
+        "POST", "/plants", "id=1&name=a",
+        {"Authorization: Bearer " + token, "Content-Type: application/x-www-form-urlencoded"});
+    ASSERT_TRUE(form);
+    expect_error(*form, 415, "application/json");
+
+    HttpConnection second(port());
+    const auto utf8 = second.request(
+        "POST", "/plants", R"({"id":11,"name":"a"})",
+        {"Authorization: Bearer " + token, "Content-Type: application/json; charset=UTF-8"});
+    ASSERT_TRUE(utf8);
+    EXPECT_EQ(utf8->status, 200);
+}
+
+TEST_F(HttpApi, BodyOverTheLimitIs413) {
+    const std::string big = R"({"id":1,"name":"a","pad":")" + std::string(70 * 1024, 'x') + "\"}";
+    expect_error(post(big), 413, "65536 bytes");
+}
+
+TEST_F(HttpApi, ChunkedBodyOverTheLimitIs413) {
+    HttpConnection connection(port());
+    std::string request = "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+                          "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const std::string chunk(32 * 1024, 'x');
+    for (int i = 0; i < 3; ++i) request += "8000\r\n" + chunk + "\r\n";
+    request += "0\r\n\r\n";
+    connection.send_raw(request);
+    const auto response = connection.read_response();
+    ASSERT_TRUE(response);
+    expect_error(*response, 413);
+}
+
+TEST_F(HttpApi, HeadersOverTheLimitAre431) {
+    HttpConnection connection(port());
+    const auto response = connection.request("POST", "/plants", R"({"id":1,"name":"a"})",
+                                             {"X-Padding: " + std::string(20 * 1024, 'p')});
+    ASSERT_TRUE(response);
+    expect_error(*response, 431);
+}
+
+TEST_F(HttpApi, MalformedHttpIs400AndCloses) {
+    HttpConnection connection(port());
+    connection.send_raw("POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n");
+    const auto response = connection.read_response();
+    ASSERT_TRUE(response);
+    expect_error(*response, 400, "malformed HTTP request");
+    EXPECT_TRUE(connection.closed_by_server());
+}
+
+class HttpApiOptions : public ServerTest {};
+
+TEST_F(HttpApiOptions, BasePathPrefixesTheRoute) {
+    start({"--base-path", "/v1/"});
+    EXPECT_EQ(post(R"({"id":1,"name":"a"})", "/v1/plants").status, 200);
+    expect_error(post(R"({"id":2,"name":"a"})", "/plants"), 404);
+}
+
+TEST_F(HttpApiOptions, LimitsAreConfigurable) {
+    start({"--max-text-length", "3", "--max-body-bytes", "100"});
+    EXPECT_EQ(post(R"({"id":1,"name":"abc"})").status, 200);
+    expect_error(post(R"({"id":2,"name":"abcd"})"), 400, "name: must be at most 3 characters");
+    expect_error(post(R"({"id":3,"name":"a","pad":")" + std::string(100, 'x') + "\"}"), 413,
+                 "100 bytes");
+}
+
+TEST_F(HttpApiOptions, EnvironmentVariablesConfigureToo) {
+    ::setenv("PLANTSTORE_BASE_PATH", "/env", 1);
+    start();
+    ::unsetenv("PLANTSTORE_BASE_PATH");
+    EXPECT_EQ(post(R"({"id":1,"name":"a"})", "/env/plants").status, 200);
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support

@@ -1,0 +1,140 @@
+// The process around the API: tokens managed while serving, graceful shutdown, CLI behaviour.
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Lifecycle : public ServerTest {};
+
+// Polls `request` until it answers `status`, for at most five seconds (the server rereads
+// tokens every 250 ms).
+bool eventually_status(const std::function<int()>& request, int status) {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        if (request() == status) return true;
+        std::this_thread::sleep_for(100ms);
+    }
+    return false;
+}
+
+TEST_F(Lifecycle, TokensCreatedAndRevokedWhileServingTakeEffect) {
+    start();
+    const std::string late = create_token(data_dir(), "late");
+    int next_id = 1;
+    auto post_with_late = [&] {
+        return post_plant(port(), late, R"({"id":)" + std::to_string(next_id++) + R"(,"name":"a"})")
+            .status;
+    };
+    EXPECT_TRUE(eventually_status(post_with_late, 200));
+    const auto revoked =
+        run_plantstore({"token", "revoke", "late", "--data-dir", data_dir().string()});
+    EXPECT_EQ(revoked.exit_code, 0) << revoked.err;
+    EXPECT_TRUE(eventually_status(post_with_late, 401));
+    EXPECT_EQ(post(R"({"id":1000,"name":"a"})").status, 200);  // other tokens unaffected
+}
+
+TEST_F(Lifecycle, TokenCreatePrintsOnlyTheTokenAndListNeverShowsIt) {
+    const auto created = run_plantstore(
+        {"token", "create", "--name", "printed", "--data-dir", data_dir().string()});
+    ASSERT_EQ(created.exit_code, 0);
+    EXPECT_EQ(created.out.size(), 3U + 43U + 1U) << created.out;  // "ps_" + 43 + newline
+    EXPECT_EQ(created.out.rfind("ps_", 0), 0U);
+    const auto listed = run_plantstore({"token", "list", "--data-dir", data_dir().string()});
+    EXPECT_EQ(listed.exit_code, 0);
+    EXPECT_NE(listed.out.find("printed"), std::string::npos);
+    EXPECT_NE(listed.out.find("tests"), std::string::npos);
+    EXPECT_EQ(listed.out.find("ps_"), std::string::npos);
+}
+
+TEST_F(Lifecycle, DuplicateTokenNameAndUnknownRevokeFail) {
+    EXPECT_NE(run_plantstore({"token", "create", "--name", "tests", "--data-dir",
+                              data_dir().string()})
+                  .exit_code,
+              0);
+    EXPECT_NE(run_plantstore({"token", "revoke", "nobody", "--data-dir", data_dir().string()})
+                  .exit_code,
+              0);
+}
+
+TEST_F(Lifecycle, SigtermFinishesTheRequestInFlightThenExitsZero) {
+    start();
+    HttpConnection in_flight(port());
+    const std::string body = R"({"id":77,"name":"drained"})";
+    const std::string request = plant_request(token, body);
+    in_flight.send_raw(request.substr(0, request.size() - body.size()));  // headers only
+    std::this_thread::sleep_for(200ms);
+    HttpConnection idle(port());
+    ::kill(server->pid(), SIGTERM);
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(server->exited());  // still waiting for the request in flight
+    in_flight.send_raw(body);
+    const auto response = in_flight.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->header("connection"), "close");
+    EXPECT_TRUE(idle.closed_by_server());
+    EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
+    EXPECT_NE(server->log().find(R"("event":"stopped")"), std::string::npos);
+
+    start();
+    EXPECT_EQ(post(body).status, 200);  // the same plant again: a replay, so it was stored
+    expect_error(post(R"({"id":77,"name":"other"})"), 409);
+}
+
+TEST_F(Lifecycle, SigintAlsoDrains) {
+    start();
+    EXPECT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    EXPECT_EQ(server->stop(SIGINT), 0);
+}
+
+TEST_F(Lifecycle, UnusableDataDirectoryStopsWithAMessage) {
+    const auto file = dir.path() / "not-a-directory";
+    std::ofstream(file) << "x";
+    const auto result =
+        run_plantstore({"serve", "--listen", "127.0.0.1:0", "--data-dir", file.string()});
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_NE(result.err.find(R"("event":"fatal")"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("not-a-directory"), std::string::npos) << result.err;
+}
+
+TEST_F(Lifecycle, BadOptionValuesAreRefused) {
+    const auto result = run_plantstore({"serve", "--listen", "127.0.0.1:99999", "--data-dir",
+                                        data_dir().string()});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("--listen"), std::string::npos) << result.err;
+}
+
+TEST_F(Lifecycle, HelpDocumentsEveryServeOptionWithItsEnvironmentVariable) {
+    const auto help = run_plantstore({"serve", "--help"});
+    EXPECT_EQ(help.exit_code, 0);
+    for (const char* option :
+         {"--listen", "--data-dir", "--base-path", "--threads", "--max-body-bytes",
+          "--max-header-bytes", "--max-text-length", "--max-connections", "--max-pending-writes",
+          "--request-timeout-ms", "--idle-timeout-ms", "--write-timeout-ms", "--drain-timeout-ms",
+          "PLANTSTORE_LISTEN", "PLANTSTORE_DATA_DIR", "PLANTSTORE_THREADS"}) {
+        EXPECT_NE(help.out.find(option), std::string::npos) << option;
+    }
+}
+
+TEST_F(Lifecycle, VersionPrintsTheVersion) {
+    const auto result = run_plantstore({"version"});
+    EXPECT_EQ(result.exit_code, 0);
+    EXPECT_EQ(result.out.rfind("plantstore ", 0), 0U);
+}
+
+TEST_F(Lifecycle, TheLogNeverContainsTheToken) {
+    start();
+    EXPECT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    post_plant(port(), token + "x", R"({"id":2,"name":"a"})");
+    server->stop(SIGTERM);
+    EXPECT_EQ(server->log().find(token.substr(3)), std::string::npos);
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support

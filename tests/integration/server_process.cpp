@@ -1,0 +1,306 @@
+#include "server_process.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace plantstore::testing_support {
+
+namespace {
+
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+
+std::vector<char*> argv_of(std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    return argv;
+}
+
+std::vector<std::string> with_binary(std::vector<std::string> args) {
+    args.insert(args.begin(), PLANTSTORE_BINARY);
+    return args;
+}
+
+// Reads from `fd` until end-of-file or the deadline.
+void drain_into(int fd, std::string& out, std::chrono::steady_clock::time_point deadline) {
+    char chunk[4096];
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n <= 0) return;
+        out.append(chunk, static_cast<std::size_t>(n));
+    }
+}
+
+std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+        std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+}
+
+int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+}  // namespace
+
+CommandResult run_plantstore(const std::vector<std::string>& args) {
+    int out_pipe[2];
+    int err_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+        throw std::runtime_error("pipe failed");
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    auto full = with_binary(args);
+    auto argv = argv_of(full);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    if (rc != 0) throw std::runtime_error("cannot start " PLANTSTORE_BINARY);
+    CommandResult result;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    drain_into(out_pipe[0], result.out, deadline);
+    drain_into(err_pipe[0], result.err, deadline);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    if (auto status = wait_for_exit(pid, 60s)) {
+        result.exit_code = exit_code_of(*status);
+    } else {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+    }
+    return result;
+}
+
+std::string create_token(const std::filesystem::path& data_dir, const std::string& name,
+                         const std::string& tenant) {
+    const auto result = run_plantstore(
+        {"token", "create", "--name", name, "--tenant", tenant, "--data-dir", data_dir.string()});
+    if (result.exit_code != 0) throw std::runtime_error("token create failed: " + result.err);
+    std::string token = result.out;
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+        token.pop_back();
+    }
+    return token;
+}
+
+ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
+                             std::vector<std::string> extra_args)
+    : log_path_(data_dir.string() + ".server.log") {
+    std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0", "--data-dir",
+                                     data_dir.string()};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    int out_pipe[2];
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0600);
+    auto full = with_binary(args);
+    auto argv = argv_of(full);
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out_pipe[1]);
+    if (rc != 0) throw std::runtime_error("cannot start " PLANTSTORE_BINARY);
+
+    // The server prints "plantstore listening on http://127.0.0.1:PORT" once it accepts.
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    const std::string marker = "listening on http://127.0.0.1:";
+    char chunk[256];
+    while (out.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+        pollfd p{out_pipe[0], POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        const ssize_t n = ::read(out_pipe[0], chunk, sizeof chunk);
+        if (n <= 0) break;
+        out.append(chunk, static_cast<std::size_t>(n));
+    }
+    ::close(out_pipe[0]);
+    const auto at = out.find(marker);
+    if (at == std::string::npos) {
+        stop(SIGKILL, 5s);
+        throw std::runtime_error("plantstore did not start: " + out + log());
+    }
+    port_ = static_cast<unsigned short>(std::stoi(out.substr(at + marker.size())));
+}
+
+ServerProcess::~ServerProcess() {
+    if (!status_) stop(SIGKILL, 10s);
+    std::error_code ignored;
+    std::filesystem::remove(log_path_, ignored);
+}
+
+int ServerProcess::stop(int signal, std::chrono::seconds limit) {
+    if (!status_) {
+        ::kill(pid_, signal);
+        status_ = wait_for_exit(pid_, limit);
+        if (!status_) {
+            ::kill(pid_, SIGKILL);
+            int status = 0;
+            ::waitpid(pid_, &status, 0);
+            status_ = status;
+            return -1;
+        }
+    }
+    return exit_code_of(*status_);
+}
+
+void ServerProcess::kill_hard() { stop(SIGKILL, 10s); }
+
+bool ServerProcess::exited() {
+    if (status_) return true;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
+    return status_.has_value();
+}
+
+std::string ServerProcess::log() const {
+    std::ifstream file(log_path_);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+std::string HttpResponse::header(const std::string& lower_name) const {
+    const auto found = headers.find(lower_name);
+    return found == headers.end() ? std::string("<absent>") : found->second;
+}
+
+HttpConnection::HttpConnection(unsigned short port, std::chrono::milliseconds read_timeout) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd_);
+        throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
+    }
+    timeval timeout{};
+    timeout.tv_sec = static_cast<long>(read_timeout.count() / 1000);
+    timeout.tv_usec = static_cast<long>((read_timeout.count() % 1000) * 1000);
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+HttpConnection::~HttpConnection() { ::close(fd_); }
+
+void HttpConnection::send_raw(const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+        const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) return;  // the server closed: the following read tells the test
+        sent += static_cast<std::size_t>(n);
+    }
+}
+
+std::optional<HttpResponse> HttpConnection::read_response() {
+    http::response_parser<http::string_body> parser;
+    parser.eager(true);
+    parser.body_limit(16 * 1024 * 1024);
+    char chunk[16384];
+    for (;;) {
+        while (!buffer_.empty() && !parser.is_done()) {
+            boost::beast::error_code ec;
+            const std::size_t used =
+                parser.put(boost::asio::buffer(buffer_.data(), buffer_.size()), ec);
+            buffer_.erase(0, used);
+            if (ec == http::error::need_more) break;
+            if (ec) return std::nullopt;
+            if (used == 0) break;
+        }
+        if (parser.is_done()) break;
+        const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+        if (n <= 0) {
+            // Beast completes a parser that saw no bytes at all on EOF, as an empty 200: a
+            // closed connection must not read as a response.
+            if (!parser.got_some()) return std::nullopt;
+            boost::beast::error_code ec;
+            parser.put_eof(ec);
+            if (ec || !parser.is_done()) return std::nullopt;
+            break;
+        }
+        buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+    auto message = parser.release();
+    HttpResponse response;
+    response.status = static_cast<int>(message.result_int());
+    response.version = message.version();
+    for (const auto& field : message) {
+        std::string name(field.name_string());
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        response.headers[name] = std::string(field.value());
+    }
+    response.body = message.body();
+    return response;
+}
+
+bool HttpConnection::closed_by_server() {
+    if (!buffer_.empty()) return false;
+    char byte = 0;
+    return ::recv(fd_, &byte, 1, 0) == 0;
+}
+
+std::optional<HttpResponse> HttpConnection::request(const std::string& method,
+                                                    const std::string& target,
+                                                    const std::string& body,
+                                                    const std::vector<std::string>& extra_headers) {
+    std::string text = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    for (const auto& header : extra_headers) text += header + "\r\n";
+    if (!body.empty() || method == "POST") {
+        text += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    }
+    text += "\r\n" + body;
+    send_raw(text);
+    return read_response();
+}
+
+std::string plant_request(const std::string& token, const std::string& body,
+                          const std::string& path) {
+    return "POST " + path +
+           " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+}
+
+HttpResponse post_plant(unsigned short port, const std::string& token, const std::string& body,
+                        const std::string& path) {
+    HttpConnection connection(port);
+    connection.send_raw(plant_request(token, body, path));
+    auto response = connection.read_response();
+    if (!response) throw std::runtime_error("no response to POST " + path);
+    return *response;
+}
+
+}  // namespace plantstore::testing_support

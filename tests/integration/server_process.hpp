@@ -1,0 +1,100 @@
+// Integration test support: the real plantstore binary as a child process, and a small HTTP
+// client over real sockets to 127.0.0.1. Every wait here is bounded.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace plantstore::testing_support {
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+/// Runs `plantstore <args>` to completion (bounded) and returns what it printed.
+CommandResult run_plantstore(const std::vector<std::string>& args);
+
+/// Mints a token named `name` in `data_dir` through the CLI and returns it.
+std::string create_token(const std::filesystem::path& data_dir, const std::string& name,
+                         const std::string& tenant = "default");
+
+/// `plantstore serve` on 127.0.0.1 with a free port, started and ready.
+class ServerProcess {
+public:
+    ServerProcess(const std::filesystem::path& data_dir, std::vector<std::string> extra_args = {});
+    ServerProcess(const ServerProcess&) = delete;
+    ServerProcess& operator=(const ServerProcess&) = delete;
+    ~ServerProcess();
+
+    unsigned short port() const { return port_; }
+    pid_t pid() const { return pid_; }
+
+    /// Sends `signal` and waits (bounded) for the exit; returns the exit status, or -1 when it
+    /// was killed by a signal or did not stop in time.
+    int stop(int signal, std::chrono::seconds limit = std::chrono::seconds(20));
+    /// SIGKILL, as a crash or power loss would stop it.
+    void kill_hard();
+    /// Whether the process has exited (without waiting).
+    bool exited();
+    /// What it wrote on stderr so far.
+    std::string log() const;
+
+private:
+    pid_t pid_ = -1;
+    unsigned short port_ = 0;
+    std::filesystem::path log_path_;
+    std::optional<int> status_;
+};
+
+struct HttpResponse {
+    int status = 0;
+    unsigned version = 11;
+    std::map<std::string, std::string> headers;  ///< lower-case names
+    std::string body;
+
+    std::string header(const std::string& lower_name) const;
+};
+
+/// A blocking HTTP/1.1 connection to 127.0.0.1 with a receive time-out on every read.
+class HttpConnection {
+public:
+    explicit HttpConnection(unsigned short port,
+                            std::chrono::milliseconds read_timeout = std::chrono::seconds(10));
+    HttpConnection(const HttpConnection&) = delete;
+    HttpConnection& operator=(const HttpConnection&) = delete;
+    ~HttpConnection();
+
+    void send_raw(const std::string& bytes);
+    /// Parses one response; nullopt when the server closed the connection (or timed out)
+    /// before a complete response.
+    std::optional<HttpResponse> read_response();
+    /// True when the server has closed its side (a read returns end-of-file in time).
+    bool closed_by_server();
+
+    /// Sends a request with Content-Length and reads its response.
+    std::optional<HttpResponse> request(const std::string& method, const std::string& target,
+                                        const std::string& body,
+                                        const std::vector<std::string>& extra_headers);
+
+private:
+    int fd_ = -1;
+    std::string buffer_;
+};
+
+/// `POST /plants` with a bearer token and a JSON body on a fresh connection.
+HttpResponse post_plant(unsigned short port, const std::string& token, const std::string& body,
+                        const std::string& path = "/plants");
+
+/// Raw request text for `POST /plants` with Content-Length.
+std::string plant_request(const std::string& token, const std::string& body,
+                          const std::string& path = "/plants");
+
+}  // namespace plantstore::testing_support
