@@ -32,8 +32,8 @@ Response create_outcome_response(const store::CreateResult& result, domain::Plan
         case Outcome::replayed:
             return {200, domain::encode_plant(result.stored), {}};
         case Outcome::id_taken:
-            return error_response(409, "id: a different plant with id " + std::to_string(id) +
-                                           " already exists");
+            return error_response(
+                409, "id: a different plant with id " + std::to_string(id) + " already exists");
         case Outcome::unavailable:
             break;
     }

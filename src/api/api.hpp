@@ -58,7 +58,7 @@ struct ApiOptions {
 };
 
 class Api {
-public:
+  public:
     Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store);
 
     /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400)
@@ -70,7 +70,7 @@ public:
     void handle(const Admitted& admitted, std::string_view body,
                 std::function<void(Response)> respond) const;
 
-private:
+  private:
     ApiOptions options_;
     std::string plants_path_;
     const auth::TokenRegistry& tokens_;

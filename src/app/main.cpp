@@ -68,7 +68,8 @@ std::pair<std::string, std::uint16_t> split_listen_address(const std::string& li
         used = 0;
     }
     if (used != port_text.size() || port > 65535) {
-        throw CLI::ValidationError("--listen", "the port must be 0 to 65535, got '" + port_text + "'");
+        throw CLI::ValidationError("--listen",
+                                   "the port must be 0 to 65535, got '" + port_text + "'");
     }
     return {host, static_cast<std::uint16_t>(port)};
 }
@@ -93,7 +94,8 @@ std::string format_utc(std::int64_t unix_seconds) {
 
 bool valid_token_name(const std::string& name) {
     return !name.empty() && name.size() <= 64 &&
-           name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+           name.find_first_not_of(
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
                std::string::npos;
 }
 
@@ -203,10 +205,10 @@ int run(int argc, char** argv) {
            "Longest name or tag in Unicode code points; longer gets 400");
     option("--max-connections", serve_config.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
            "Open connections at most; more are closed at once");
-    option("--max-pending-writes", serve_config.max_pending_writes,
-           "PLANTSTORE_MAX_PENDING_WRITES", "Creates waiting for the disk at most; more get 503");
-    option("--request-timeout-ms", serve_config.request_timeout_ms,
-           "PLANTSTORE_REQUEST_TIMEOUT_MS", "Time to receive a whole request; slower gets 408");
+    option("--max-pending-writes", serve_config.max_pending_writes, "PLANTSTORE_MAX_PENDING_WRITES",
+           "Creates waiting for the disk at most; more get 503");
+    option("--request-timeout-ms", serve_config.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",
+           "Time to receive a whole request; slower gets 408");
     option("--idle-timeout-ms", serve_config.idle_timeout_ms, "PLANTSTORE_IDLE_TIMEOUT_MS",
            "Time a keep-alive connection may wait for its next request");
     option("--write-timeout-ms", serve_config.write_timeout_ms, "PLANTSTORE_WRITE_TIMEOUT_MS",

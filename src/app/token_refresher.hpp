@@ -17,14 +17,14 @@ namespace plantstore::app {
 /// Keeps a TokenRegistry equal to the tokens stored in a data directory, so that `token create`
 /// and `token revoke` take effect in a running server within one poll interval.
 class TokenRefresher {
-public:
+  public:
     /// Loads the tokens once (so the server starts with them), then polls in a thread.
     /// @throws std::exception when the data directory cannot be read
     TokenRefresher(std::filesystem::path data_dir, auth::TokenRegistry& registry,
                    std::chrono::milliseconds interval);
     ~TokenRefresher();
 
-private:
+  private:
     void poll();
 
     std::filesystem::path data_dir_;

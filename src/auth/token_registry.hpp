@@ -14,7 +14,7 @@ namespace plantstore::auth {
 /// Thread-safe, lock-free for readers: I/O threads authenticate against an immutable snapshot
 /// that a refresher swaps atomically when the stored tokens change.
 class TokenRegistry {
-public:
+  public:
     TokenRegistry();
 
     /// Replaces the accepted tokens. Safe to call while other threads authenticate.
@@ -24,7 +24,7 @@ public:
     /// constant-time; the returned pointer keeps its snapshot alive.
     std::shared_ptr<const TokenRecord> authenticate(std::string_view token) const;
 
-private:
+  private:
     struct Snapshot;
     std::atomic<std::shared_ptr<const Snapshot>> snapshot_;
 };

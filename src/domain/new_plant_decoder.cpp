@@ -50,7 +50,7 @@ std::size_t count_code_points(std::string_view utf8) {
 // the first broken rule stops the parse. Only the top-level object's members are interpreted;
 // deeper values (inside unknown fields) are only checked for well-formedness and depth.
 class NewPlantHandler {
-public:
+  public:
     static constexpr std::size_t max_object_size = std::numeric_limits<std::size_t>::max();
     static constexpr std::size_t max_array_size = std::numeric_limits<std::size_t>::max();
     static constexpr std::size_t max_key_size = std::numeric_limits<std::size_t>::max();
@@ -138,7 +138,7 @@ public:
         return std::move(result_);
     }
 
-private:
+  private:
     bool is_member_value() const { return depth_ == 1; }
 
     bool& seen(Field field) {

@@ -27,7 +27,7 @@ using CreateCallback = std::function<void(CreateResult)>;
 
 /// An asynchronous, durable plant store. Implementations are thread-safe.
 class PlantStore {
-public:
+  public:
     virtual ~PlantStore() = default;
 
     /// Creates `plant` in `tenant`. Calls `done` exactly once, possibly on another thread and

@@ -82,10 +82,9 @@ auto async_handle(const api::Api& api, const api::Admitted& admitted, std::strin
 }
 
 class Connection : public std::enable_shared_from_this<Connection> {
-public:
-    Connection(tcp::socket socket, Worker& worker, const api::Api& api,
-               const ServerLimits& limits, const std::atomic<bool>& draining,
-               std::atomic<std::size_t>& open_connections)
+  public:
+    Connection(tcp::socket socket, Worker& worker, const api::Api& api, const ServerLimits& limits,
+               const std::atomic<bool>& draining, std::atomic<std::size_t>& open_connections)
         : socket_(std::move(socket)),
           timer_(socket_.get_executor()),
           worker_(worker),
@@ -123,7 +122,7 @@ public:
         }
     }
 
-private:
+  private:
     // Waits for the first byte of the next request, within the idle time-out.
     net::awaitable<bool> wait_for_request() {
         if (buffer_.size() > 0) co_return true;  // a pipelined request is already buffered
@@ -156,7 +155,8 @@ private:
             co_return co_await send(std::move(*early), version,
                                     request.keep_alive() && parser.is_done());
         }
-        if (const auto length = parser.content_length(); length && *length > limits_.max_body_bytes) {
+        if (const auto length = parser.content_length();
+            length && *length > limits_.max_body_bytes) {
             disarm();
             co_return co_await send(body_too_large(), version, false);
         }
@@ -169,8 +169,8 @@ private:
         if (ec) co_return co_await answer_read_failure(ec);
         disarm();
 
-        api::Response response = co_await async_handle(
-            api_, std::get<api::Admitted>(decision), parser.get().body(), net::use_awaitable);
+        api::Response response = co_await async_handle(api_, std::get<api::Admitted>(decision),
+                                                       parser.get().body(), net::use_awaitable);
         co_return co_await send(std::move(response), version, parser.get().keep_alive());
     }
 
@@ -194,8 +194,8 @@ private:
     }
 
     api::Response body_too_large() const {
-        return api::error_response(413, "the request body exceeds " +
-                                            std::to_string(limits_.max_body_bytes) + " bytes");
+        return api::error_response(
+            413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes");
     }
 
     // Maps a failed read to its answer; a client that went away gets none.
@@ -204,8 +204,7 @@ private:
         constexpr unsigned kVersion = 11;
         if (expired_) {
             co_return co_await send(
-                api::error_response(408, "the request was not received in time"), kVersion,
-                false);
+                api::error_response(408, "the request was not received in time"), kVersion, false);
         }
         if (ec == http::error::header_limit) {
             co_return co_await send(
@@ -213,7 +212,8 @@ private:
                                              std::to_string(limits_.max_header_bytes) + " bytes"),
                 kVersion, false);
         }
-        if (ec == http::error::body_limit) co_return co_await send(body_too_large(), kVersion, false);
+        if (ec == http::error::body_limit)
+            co_return co_await send(body_too_large(), kVersion, false);
         if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
             ec != http::error::partial_message) {
             co_return co_await send(
@@ -283,11 +283,11 @@ private:
 }  // namespace
 
 class HttpServer::Impl {
-public:
-    Impl(ServerOptions options, const api::Api& api)
-        : options_(std::move(options)), api_(api) {
-        const unsigned threads = options_.threads == 0 ? std::max(1U, std::thread::hardware_concurrency())
-                                                       : options_.threads;
+  public:
+    Impl(ServerOptions options, const api::Api& api) : options_(std::move(options)), api_(api) {
+        const unsigned threads = options_.threads == 0
+                                     ? std::max(1U, std::thread::hardware_concurrency())
+                                     : options_.threads;
         for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
         acceptor_.emplace(workers_.front()->context);
         const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
@@ -340,7 +340,7 @@ public:
         for (auto& thread : threads) thread.join();
     }
 
-private:
+  private:
     net::awaitable<void> accept_loop() {
         std::size_t next_worker = 0;
         while (acceptor_->is_open()) {
@@ -361,9 +361,8 @@ private:
             }
             socket.set_option(tcp::no_delay(true), ec);
             open_connections_.fetch_add(1, std::memory_order_relaxed);
-            auto connection =
-                std::make_shared<Connection>(std::move(socket), worker, api_, options_.limits,
-                                             draining_, open_connections_);
+            auto connection = std::make_shared<Connection>(
+                std::move(socket), worker, api_, options_.limits, draining_, open_connections_);
             net::co_spawn(
                 worker.context, [connection] { return connection->run(); }, net::detached);
         }

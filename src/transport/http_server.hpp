@@ -39,7 +39,7 @@ struct ServerOptions {
 };
 
 class HttpServer {
-public:
+  public:
     /// Binds and listens. @throws std::exception naming the reason when that fails
     HttpServer(ServerOptions options, const api::Api& api);
     ~HttpServer();
@@ -51,7 +51,7 @@ public:
     /// (bounded by drain_timeout) and returns. `on_drain_start` runs when draining begins.
     void run(const std::function<void()>& on_drain_start);
 
-private:
+  private:
     class Impl;
     std::unique_ptr<Impl> impl_;
 };

@@ -29,9 +29,9 @@ TEST_F(Durability, EveryAcknowledgedCreateSurvivesKill9) {
                 HttpConnection connection(port(), 5s);
                 for (int i = 0; i < kMaxPerClient && !stop; ++i) {
                     const std::int64_t id = client * 1'000'000LL + i;
-                    connection.send_raw(plant_request(
-                        token, R"({"id":)" + std::to_string(id) + R"(,"name":"n)" +
-                                   std::to_string(id) + R"(","tag":"durable"})"));
+                    connection.send_raw(
+                        plant_request(token, R"({"id":)" + std::to_string(id) + R"(,"name":"n)" +
+                                                 std::to_string(id) + R"(","tag":"durable"})"));
                     const auto response = connection.read_response();
                     if (!response) return;  // the server is gone
                     if (response->status == 200) {
@@ -59,8 +59,8 @@ TEST_F(Durability, EveryAcknowledgedCreateSurvivesKill9) {
     start();
     HttpConnection connection(port());
     for (const std::int64_t id : acknowledged) {
-        connection.send_raw(plant_request(
-            token, R"({"id":)" + std::to_string(id) + R"(,"name":"different"})"));
+        connection.send_raw(
+            plant_request(token, R"({"id":)" + std::to_string(id) + R"(,"name":"different"})"));
         const auto conflict = connection.read_response();
         ASSERT_TRUE(conflict);
         ASSERT_EQ(conflict->status, 409) << "acknowledged id " << id << " was lost";

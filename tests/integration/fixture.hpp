@@ -12,7 +12,7 @@
 namespace plantstore::testing_support {
 
 class ServerTest : public testing::Test {
-protected:
+  protected:
     void SetUp() override { token = create_token(data_dir(), "tests"); }
 
     void start(std::vector<std::string> extra_args = {}) {

@@ -5,7 +5,7 @@ namespace plantstore::testing_support {
 namespace {
 
 class HttpApi : public ServerTest {
-protected:
+  protected:
     void SetUp() override {
         ServerTest::SetUp();
         start();
@@ -72,9 +72,9 @@ TEST_F(HttpApi, UnknownTokenIs401InvalidToken) {
 TEST_F(HttpApi, MalformedCredentialsAre400InvalidRequest) {
     for (const std::string authorization : {"Basic dXNlcjpwYXNz", "Bearer", "Bearer a,b"}) {
         HttpConnection connection(port());
-        const auto response =
-            connection.request("POST", "/plants", R"({"id":1,"name":"a"})",
-                               {"Content-Type: application/json", "Authorization: " + authorization});
+        const auto response = connection.request(
+            "POST", "/plants", R"({"id":1,"name":"a"})",
+            {"Content-Type: application/json", "Authorization: " + authorization});
         ASSERT_TRUE(response);
         expect_error(*response, 400);
         EXPECT_EQ(response->header("www-authenticate"),
@@ -136,8 +136,9 @@ TEST_F(HttpApi, BodyOverTheLimitIs413) {
 
 TEST_F(HttpApi, ChunkedBodyOverTheLimitIs413) {
     HttpConnection connection(port());
-    std::string request = "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
-                          "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string request =
+        "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+        "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
     const std::string chunk(32 * 1024, 'x');
     for (int i = 0; i < 3; ++i) request += "8000\r\n" + chunk + "\r\n";
     request += "0\r\n\r\n";

@@ -62,7 +62,8 @@ TEST_F(HttpProtocol, ExpectContinueGets100BeforeTheBody) {
     const std::string body = body_for(1);
     connection.send_raw("POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
                         "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
-                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+                        "Content-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n");
     const auto interim = connection.read_response();
     ASSERT_TRUE(interim);
     EXPECT_EQ(interim->status, 100);

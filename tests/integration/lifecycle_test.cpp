@@ -40,8 +40,8 @@ TEST_F(Lifecycle, TokensCreatedAndRevokedWhileServingTakeEffect) {
 }
 
 TEST_F(Lifecycle, TokenCreatePrintsOnlyTheTokenAndListNeverShowsIt) {
-    const auto created = run_plantstore(
-        {"token", "create", "--name", "printed", "--data-dir", data_dir().string()});
+    const auto created =
+        run_plantstore({"token", "create", "--name", "printed", "--data-dir", data_dir().string()});
     ASSERT_EQ(created.exit_code, 0);
     EXPECT_EQ(created.out.size(), 3U + 43U + 1U) << created.out;  // "ps_" + 43 + newline
     EXPECT_EQ(created.out.rfind("ps_", 0), 0U);
@@ -53,13 +53,13 @@ TEST_F(Lifecycle, TokenCreatePrintsOnlyTheTokenAndListNeverShowsIt) {
 }
 
 TEST_F(Lifecycle, DuplicateTokenNameAndUnknownRevokeFail) {
-    EXPECT_NE(run_plantstore({"token", "create", "--name", "tests", "--data-dir",
-                              data_dir().string()})
-                  .exit_code,
-              0);
-    EXPECT_NE(run_plantstore({"token", "revoke", "nobody", "--data-dir", data_dir().string()})
-                  .exit_code,
-              0);
+    EXPECT_NE(
+        run_plantstore({"token", "create", "--name", "tests", "--data-dir", data_dir().string()})
+            .exit_code,
+        0);
+    EXPECT_NE(
+        run_plantstore({"token", "revoke", "nobody", "--data-dir", data_dir().string()}).exit_code,
+        0);
 }
 
 TEST_F(Lifecycle, SigtermFinishesTheRequestInFlightThenExitsZero) {
@@ -104,8 +104,8 @@ TEST_F(Lifecycle, UnusableDataDirectoryStopsWithAMessage) {
 }
 
 TEST_F(Lifecycle, BadOptionValuesAreRefused) {
-    const auto result = run_plantstore({"serve", "--listen", "127.0.0.1:99999", "--data-dir",
-                                        data_dir().string()});
+    const auto result =
+        run_plantstore({"serve", "--listen", "127.0.0.1:99999", "--data-dir", data_dir().string()});
     EXPECT_EQ(result.exit_code, 2);
     EXPECT_NE(result.err.find("--listen"), std::string::npos) << result.err;
 }

@@ -288,8 +288,7 @@ std::optional<HttpResponse> HttpConnection::request(const std::string& method,
 
 std::string plant_request(const std::string& token, const std::string& body,
                           const std::string& path) {
-    return "POST " + path +
-           " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+    return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
            "\r\n\r\n" + body;
 }

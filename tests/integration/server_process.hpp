@@ -28,7 +28,7 @@ std::string create_token(const std::filesystem::path& data_dir, const std::strin
 
 /// `plantstore serve` on 127.0.0.1 with a free port, started and ready.
 class ServerProcess {
-public:
+  public:
     ServerProcess(const std::filesystem::path& data_dir, std::vector<std::string> extra_args = {});
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;
@@ -47,7 +47,7 @@ public:
     /// What it wrote on stderr so far.
     std::string log() const;
 
-private:
+  private:
     pid_t pid_ = -1;
     unsigned short port_ = 0;
     std::filesystem::path log_path_;
@@ -65,7 +65,7 @@ struct HttpResponse {
 
 /// A blocking HTTP/1.1 connection to 127.0.0.1 with a receive time-out on every read.
 class HttpConnection {
-public:
+  public:
     explicit HttpConnection(unsigned short port,
                             std::chrono::milliseconds read_timeout = std::chrono::seconds(10));
     HttpConnection(const HttpConnection&) = delete;
@@ -84,7 +84,7 @@ public:
                                         const std::string& body,
                                         const std::vector<std::string>& extra_headers);
 
-private:
+  private:
     int fd_ = -1;
     std::string buffer_;
 };

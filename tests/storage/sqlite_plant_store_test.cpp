@@ -79,8 +79,8 @@ TEST(SqlitePlantStore, ConcurrentCreatesAreGroupCommittedAndAllDurable) {
         for (int t = 0; t < kThreads; ++t) {
             threads.emplace_back([&, t] {
                 for (int i = 0; i < kPerThread; ++i) {
-                    const auto r = create_and_wait(store, "default",
-                                                   plant(t * kPerThread + i, "p" + std::to_string(i)));
+                    const auto r = create_and_wait(
+                        store, "default", plant(t * kPerThread + i, "p" + std::to_string(i)));
                     if (r.outcome == Outcome::created) ++created;
                 }
             });

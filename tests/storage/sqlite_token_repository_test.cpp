@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+
 #include "support/temp_dir.hpp"
 
 namespace plantstore::store::sqlite {

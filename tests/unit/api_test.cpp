@@ -12,7 +12,7 @@ namespace plantstore::api {
 namespace {
 
 class ScriptedStore final : public store::PlantStore {
-public:
+  public:
     store::CreateResult::Outcome next = store::CreateResult::Outcome::created;
     std::vector<std::pair<std::string, domain::NewPlant>> received;
 
@@ -24,7 +24,7 @@ public:
 };
 
 class ApiTest : public testing::Test {
-protected:
+  protected:
     ApiTest() { tokens.replace({{"ci", auth::digest_token("ps_good"), "default", 0}}); }
 
     RequestHead post(std::optional<std::string_view> authorization = "Bearer ps_good") {
@@ -87,14 +87,16 @@ TEST_F(ApiTest, UnavailableStoreIs503WithRetryAfter) {
 TEST_F(ApiTest, InvalidBodyIs400AndNeverReachesTheStore) {
     const Response response = full(post(), R"({"id":"3","name":"Fern"})");
     EXPECT_EQ(response.status, 400);
-    EXPECT_EQ(response.body,
-              R"({"error":400,"message":"id: must be an integer between -9223372036854775808 and 9223372036854775807"})");
+    EXPECT_EQ(
+        response.body,
+        R"({"error":400,"message":"id: must be an integer between -9223372036854775808 and 9223372036854775807"})");
     EXPECT_TRUE(store.received.empty());
 }
 
 TEST_F(ApiTest, UnknownPathIs404EvenUnderTheWrongPrefix) {
-    EXPECT_EQ(final_response({"POST", "/plants", "Bearer ps_good", false, "application/json"}).status,
-              404);
+    EXPECT_EQ(
+        final_response({"POST", "/plants", "Bearer ps_good", false, "application/json"}).status,
+        404);
     EXPECT_EQ(final_response({"POST", "/v1/plants/", {}, false, {}}).status, 404);
     EXPECT_EQ(final_response({"POST", "/v1/plantsx", {}, false, {}}).status, 404);
 }

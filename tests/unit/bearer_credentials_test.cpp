@@ -30,7 +30,8 @@ TEST(BearerCredentials, ToleratesExtraSpacesAroundTheToken) {
 }
 
 TEST(BearerCredentials, OtherSchemesAreMalformed) {
-    for (const char* header : {"Basic dXNlcjpwYXNz", "Token abc", "Bearerabc", "abc", "Bearer:abc"}) {
+    for (const char* header :
+         {"Basic dXNlcjpwYXNz", "Token abc", "Bearerabc", "abc", "Bearer:abc"}) {
         const auto parsed = parse_bearer_credentials(header);
         EXPECT_EQ(parsed.kind, Kind::malformed) << header;
         EXPECT_EQ(parsed.problem, "the Authorization header must use the Bearer scheme") << header;

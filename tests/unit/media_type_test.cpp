@@ -6,9 +6,10 @@ namespace plantstore::api {
 namespace {
 
 TEST(MediaType, AcceptsJsonWithOrWithoutParameters) {
-    for (const char* type : {"application/json", "Application/JSON", "application/json; charset=utf-8",
-                             "application/json;charset=UTF-8", "application/json; charset=\"utf-8\"",
-                             " application/json ", "application/json; foo=bar"}) {
+    for (const char* type :
+         {"application/json", "Application/JSON", "application/json; charset=utf-8",
+          "application/json;charset=UTF-8", "application/json; charset=\"utf-8\"",
+          " application/json ", "application/json; foo=bar"}) {
         EXPECT_TRUE(is_json_media_type(type)) << type;
     }
 }

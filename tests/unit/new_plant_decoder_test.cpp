@@ -59,8 +59,8 @@ TEST(NewPlantDecoder, NegativeZeroIsTheIntegerZero) {
 }
 
 TEST(NewPlantDecoder, IdMustBeAnIntegerLiteral) {
-    for (const char* id : {"1.0", "1e3", "1E3", "0.5", "-1.5e2", "\"1\"", "true", "null", "[1]",
-                           "{}"}) {
+    for (const char* id :
+         {"1.0", "1e3", "1E3", "0.5", "-1.5e2", "\"1\"", "true", "null", "[1]", "{}"}) {
         EXPECT_EQ(rejection(std::string(R"({"name":"a","id":)") + id + "}"), kIdRule) << id;
     }
 }
@@ -97,7 +97,9 @@ TEST(NewPlantDecoder, NotJson) {
     EXPECT_EQ(rejection(R"({"id":1,"name":"a",})").rfind("body: invalid JSON at byte", 0), 0U);
     EXPECT_EQ(rejection(R"({'id':1})").rfind("body: invalid JSON at byte 1", 0), 0U);
     EXPECT_EQ(rejection(R"({"id":1,"name":"a" // c
-})").rfind("body: invalid JSON", 0), 0U);
+})")
+                  .rfind("body: invalid JSON", 0),
+              0U);
     EXPECT_EQ(rejection(R"({"id":1,"name":"a")"), "body: JSON ends too early");
     EXPECT_EQ(rejection(R"({"id":01,"name":"a"})").rfind("body: invalid JSON", 0), 0U);
     EXPECT_EQ(rejection(R"({"id":NaN,"name":"a"})").rfind("body: invalid JSON", 0), 0U);
@@ -110,7 +112,8 @@ TEST(NewPlantDecoder, TrailingDataAfterTheObject) {
 }
 
 TEST(NewPlantDecoder, DuplicateKeysAreAmbiguous) {
-    EXPECT_EQ(rejection(R"({"id":1,"name":"a","id":2})"), "id: appears more than once in the object");
+    EXPECT_EQ(rejection(R"({"id":1,"name":"a","id":2})"),
+              "id: appears more than once in the object");
     EXPECT_EQ(rejection(R"({"id":1,"name":"a","name":"a"})"),
               "name: appears more than once in the object");
     EXPECT_EQ(rejection(R"({"id":1,"name":"a","tag":"x","tag":"y"})"),
@@ -159,13 +162,14 @@ TEST(NewPlantDecoder, NestingDepthIsBounded) {
 TEST(NewPlantDecoder, TextLengthCountsCodePoints) {
     const FieldLimits limits{4};
     EXPECT_EQ(accepted(R"({"id":1,"name":"abcd"})", limits).plant.name, "abcd");
-    EXPECT_EQ(rejection(R"({"id":1,"name":"abcde"})", limits), "name: must be at most 4 characters");
+    EXPECT_EQ(rejection(R"({"id":1,"name":"abcde"})", limits),
+              "name: must be at most 4 characters");
     // Four two-byte and four-byte characters are four characters, not eight or sixteen bytes.
     EXPECT_EQ(accepted("{\"id\":1,\"name\":\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"}", limits).id, 1);
-    EXPECT_EQ(accepted(R"({"id":1,"name":"\ud83c\udf35\ud83c\udf35\ud83c\udf35\ud83c\udf35"})",
-                       limits)
-                  .id,
-              1);
+    EXPECT_EQ(
+        accepted(R"({"id":1,"name":"\ud83c\udf35\ud83c\udf35\ud83c\udf35\ud83c\udf35"})", limits)
+            .id,
+        1);
     EXPECT_EQ(rejection(R"({"id":1,"name":"a","tag":"12345"})", limits),
               "tag: must be at most 4 characters");
 }

@@ -52,7 +52,8 @@ TEST(TokenRegistry, AuthenticatesOnlyKnownTokens) {
 
 TEST(TokenRegistry, ReplaceRevokesTokensNoLongerListed) {
     TokenRegistry registry;
-    registry.replace({{"a", digest_token("ta"), "default", 0}, {"b", digest_token("tb"), "default", 0}});
+    registry.replace(
+        {{"a", digest_token("ta"), "default", 0}, {"b", digest_token("tb"), "default", 0}});
     const auto held = registry.authenticate("ta");
     registry.replace({{"b", digest_token("tb"), "default", 0}});
     EXPECT_EQ(registry.authenticate("ta"), nullptr);

@@ -18,17 +18,17 @@ namespace plantstore::store::sqlite {
 
 /// A failed SQLite call: what was attempted and SQLite's own message.
 class SqliteError : public std::runtime_error {
-public:
+  public:
     SqliteError(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
     int code() const { return code_; }
 
-private:
+  private:
     int code_;
 };
 
 /// A prepared statement. Bind indices are 1-based, column indices 0-based (as in SQLite).
 class Statement {
-public:
+  public:
     Statement(sqlite3* db, std::string_view sql);
     Statement(Statement&&) noexcept;
     Statement& operator=(Statement&&) = delete;
@@ -50,14 +50,14 @@ public:
     std::optional<std::string> column_optional_text(int index) const;
     std::string_view column_blob(int index) const;
 
-private:
+  private:
     sqlite3* db_;
     sqlite3_stmt* statement_;
 };
 
 /// One connection. Not thread-safe: each thread that touches the store owns its own.
 class Database {
-public:
+  public:
     /// Opens (creating if needed) `path` in WAL mode with synchronous=FULL.
     /// @throws SqliteError with a message naming the path
     explicit Database(const std::filesystem::path& path);
@@ -76,7 +76,7 @@ public:
     std::string error_message() const;
     sqlite3* handle() { return db_; }
 
-private:
+  private:
     sqlite3* db_ = nullptr;
 };
 

@@ -84,8 +84,8 @@ std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_
     }
     const auto path = data_dir / "plantstore.db";
     auto db = std::make_unique<Database>(path);
-    std::filesystem::permissions(path, std::filesystem::perms::owner_read |
-                                           std::filesystem::perms::owner_write);
+    std::filesystem::permissions(
+        path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     try {
         apply_migrations(*db);
     } catch (const SqliteError& error) {

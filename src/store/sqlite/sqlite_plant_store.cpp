@@ -22,7 +22,7 @@ CreateResult unavailable(std::string reason) {
 
 // The writer thread's connection and statements, prepared once.
 class SqlitePlantStore::Writer {
-public:
+  public:
     explicit Writer(const std::filesystem::path& data_dir)
         : db_(open_store_database(data_dir)),
           begin_(db_->prepare("BEGIN IMMEDIATE")),
@@ -65,7 +65,7 @@ public:
         return {};
     }
 
-private:
+  private:
     static constexpr int kRow = 100;   // SQLITE_ROW, kept out of the header's includes
     static constexpr int kDone = 101;  // SQLITE_DONE
 
@@ -137,7 +137,8 @@ void SqlitePlantStore::run_writer() {
             if (pending_.size() <= options_.max_batch) {
                 batch.swap(pending_);
             } else {
-                const auto split = pending_.begin() + static_cast<std::ptrdiff_t>(options_.max_batch);
+                const auto split =
+                    pending_.begin() + static_cast<std::ptrdiff_t>(options_.max_batch);
                 std::move(pending_.begin(), split, std::back_inserter(batch));
                 pending_.erase(pending_.begin(), split);
             }

@@ -17,7 +17,7 @@ namespace plantstore::store::sqlite {
 /// the whole batch, no artificial delay), then completes each request. So durable throughput
 /// scales with concurrency instead of being capped at the disk's fsync rate.
 class SqlitePlantStore final : public PlantStore {
-public:
+  public:
     struct Options {
         std::filesystem::path data_dir;
         /// Creates waiting for the writer beyond which new ones are refused as unavailable.
@@ -38,7 +38,7 @@ public:
     /// Stops accepting work, commits everything already accepted, and joins the writer.
     void close();
 
-private:
+  private:
     struct Pending {
         std::string tenant;
         domain::NewPlant plant;

@@ -1,6 +1,5 @@
 #include "store/sqlite/sqlite_token_repository.hpp"
 
-
 #include <algorithm>
 
 #include "store/sqlite/schema.hpp"
@@ -36,8 +35,8 @@ std::vector<auth::TokenRecord> SqliteTokenRepository::list() {
     auto query = db_->prepare("SELECT name, digest, tenant, created_at FROM tokens ORDER BY name");
     std::vector<auth::TokenRecord> records;
     while (query.step()) {
-        auth::TokenRecord record{query.column_text(0), {}, query.column_text(2),
-                                 query.column_int64(3)};
+        auth::TokenRecord record{
+            query.column_text(0), {}, query.column_text(2), query.column_int64(3)};
         const std::string_view digest = query.column_blob(1);
         std::copy_n(digest.begin(), std::min(digest.size(), record.digest.size()),
                     record.digest.begin());

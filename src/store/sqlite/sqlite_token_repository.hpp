@@ -15,7 +15,7 @@ class Database;
 
 /// Tokens as the CLI manages them and the server reads them. Not thread-safe; one per thread.
 class SqliteTokenRepository {
-public:
+  public:
     /// @throws SqliteError or std::filesystem::filesystem_error naming the path and the reason
     explicit SqliteTokenRepository(const std::filesystem::path& data_dir);
     ~SqliteTokenRepository();
@@ -29,7 +29,7 @@ public:
     /// A number that changes whenever any token is added, changed or removed (by any process).
     std::int64_t change_count();
 
-private:
+  private:
     std::unique_ptr<Database> db_;
 };
 

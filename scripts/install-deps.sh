@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, the Debian 12 packages plantstore needs that are not installed yet.
+# Usage: scripts/install-deps.sh [--tests]   (--tests adds what the test suite needs)
+set -euo pipefail
+
+packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libsqlite3-dev libssl-dev
+          libcli11-dev)
+if [[ "${1:-}" == "--tests" ]]; then
+    packages+=(libgtest-dev sqlite3)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$package")
+    fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "plantstore: installing ${missing[*]}" >&2
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

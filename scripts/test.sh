@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, then builds and runs the unit, storage and
+# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh --tests
+for preset in dev asan; do
+    echo "== $preset: build" >&2
+    cmake --preset "$preset" >/dev/null
+    cmake --build --preset "$preset"
+    echo "== $preset: test" >&2
+    ctest --preset "$preset"
+done
+echo "== all tests passed" >&2
