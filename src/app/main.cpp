@@ -110,7 +110,8 @@ int serve(const ServeConfig& config) {
     transport::ServerOptions options;
     options.host = host;
     options.port = port;
-    options.threads = config.threads;
+    options.threads =
+        config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
     options.limits.max_body_bytes = config.max_body_bytes;
     options.limits.max_header_bytes = config.max_header_bytes;
     options.limits.max_connections = config.max_connections;
@@ -126,7 +127,7 @@ int serve(const ServeConfig& config) {
                {"listen", address},
                {"data_dir", std::filesystem::absolute(config.data_dir).string()},
                {"base_path", normalized_base_path(config.base_path)},
-               {"threads", std::to_string(config.threads)},
+               {"threads", std::to_string(options.threads)},
                {"max_body_bytes", std::to_string(config.max_body_bytes)},
                {"max_header_bytes", std::to_string(config.max_header_bytes)},
                {"max_text_length", std::to_string(config.max_text_length)},

@@ -285,10 +285,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 class HttpServer::Impl {
   public:
     Impl(ServerOptions options, const api::Api& api) : options_(std::move(options)), api_(api) {
-        const unsigned threads = options_.threads == 0
-                                     ? std::max(1U, std::thread::hardware_concurrency())
-                                     : options_.threads;
-        for (unsigned i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+        for (unsigned i = 0; i < std::max(1U, options_.threads); ++i)
+            workers_.push_back(std::make_unique<Worker>());
         acceptor_.emplace(workers_.front()->context);
         const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
         acceptor_->open(endpoint.protocol());
