@@ -3,26 +3,18 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/http_text.hpp"
+
 namespace plantstore::auth {
+
+using common::iequals_ascii;
+using common::trim_whitespace;
 
 namespace {
 
 bool is_b64token_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_' ||
            c == '~' || c == '+' || c == '/';
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
 }
 
 BearerCredentials malformed(std::string_view problem) {
@@ -33,9 +25,9 @@ BearerCredentials malformed(std::string_view problem) {
 
 BearerCredentials parse_bearer_credentials(std::optional<std::string_view> header) {
     if (!header) return {};
-    const std::string_view value = trim(*header);
+    const std::string_view value = trim_whitespace(*header);
     const std::size_t space = value.find(' ');
-    if (!iequals(value.substr(0, space), "Bearer")) {
+    if (!iequals_ascii(value.substr(0, space), "Bearer")) {
         return malformed("the Authorization header must use the Bearer scheme");
     }
     if (space == std::string_view::npos) return malformed("the bearer token is empty");
