@@ -138,7 +138,14 @@ int serve(const ServeConfig& config) {
 
     server.run([] { log_event("info", "draining"); });
     store.close();  // everything acknowledged or accepted is committed before exit
-    log_event("info", "stopped");
+    const auto stats = store.write_stats();
+    log_event(
+        "info", "stopped",
+        {{"batches", std::to_string(stats.batches)},
+         {"creates", std::to_string(stats.creates)},
+         {"failed_batches", std::to_string(stats.failed_batches)},
+         {"largest_batch", std::to_string(stats.largest_batch)},
+         {"commit_seconds", std::to_string(static_cast<double>(stats.commit_nanoseconds) / 1e9)}});
     return 0;
 }
 

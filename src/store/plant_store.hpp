@@ -3,6 +3,7 @@
 // call the domain and auth (records only) layers; never the API or transport layers.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -25,6 +26,15 @@ struct CreateResult {
 
 using CreateCallback = std::function<void(CreateResult)>;
 
+/// Cumulative counters of a store's write path, for logs and metrics.
+struct WriteStats {
+    std::uint64_t batches = 0;             ///< transactions committed or failed
+    std::uint64_t creates = 0;             ///< creates in those transactions
+    std::uint64_t failed_batches = 0;      ///< transactions that wrote nothing
+    std::uint64_t commit_nanoseconds = 0;  ///< total time in BEGIN..COMMIT, fsync included
+    std::uint64_t largest_batch = 0;
+};
+
 /// An asynchronous, durable plant store. Implementations are thread-safe.
 class PlantStore {
   public:
@@ -37,6 +47,9 @@ class PlantStore {
 
     /// Whether new work would be accepted now (false while overloaded or closing).
     virtual bool accepting_work() const = 0;
+
+    /// Counters since the store opened. Thread-safe.
+    virtual WriteStats write_stats() const = 0;
 };
 
 }  // namespace plantstore::store

@@ -13,12 +13,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <future>
 #include <thread>
 #include <unordered_set>
@@ -81,12 +80,41 @@ auto async_handle(const api::Api& api, const api::Admitted& admitted, std::strin
         token);
 }
 
+// Appends the status line and headers of a JSON response to `out`. Written by hand rather than
+// through Beast's serializer: every response here has the same few headers, and the profile
+// showed Beast's generic field list and buffer sequences costing more than the rest of a write.
+void serialize_response(std::string& out, const api::Response& response, unsigned version,
+                        bool keep_alive) {
+    out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    out += std::to_string(response.status);
+    out += ' ';
+    const auto reason = http::obsolete_reason(static_cast<http::status>(response.status));
+    out.append(reason.data(), reason.size());
+    out += "\r\nContent-Type: application/json\r\nContent-Length: ";
+    out += std::to_string(response.body.size());
+    out += "\r\n";
+    for (const auto& [name, value] : response.headers) {
+        out.append(name.data(), name.size());
+        out += ": ";
+        out += value;
+        out += "\r\n";
+    }
+    if (!keep_alive) {
+        out += "Connection: close\r\n";
+    } else if (version == 10) {
+        out += "Connection: keep-alive\r\n";
+    }
+    out += "\r\n";
+    out += response.body;
+}
+
+using Clock = std::chrono::steady_clock;
+
 class Connection : public std::enable_shared_from_this<Connection> {
   public:
     Connection(tcp::socket socket, Worker& worker, const api::Api& api, const ServerLimits& limits,
                const std::atomic<bool>& draining, std::atomic<std::size_t>& open_connections)
         : socket_(std::move(socket)),
-          timer_(socket_.get_executor()),
           worker_(worker),
           api_(api),
           limits_(limits),
@@ -98,50 +126,61 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::awaitable<void> run() {
         worker_.connections.insert(this);
         try {
-            // Never `co_await a() && co_await b()`: GCC 12 evaluates both operands.
-            for (;;) {
-                const bool request_arrived = co_await wait_for_request();
-                if (!request_arrived) break;
-                const bool keep_open = co_await serve_one();
-                if (!keep_open) break;
+            while (co_await serve_one()) {
             }
         } catch (const std::exception&) {
             // A bug on this connection must not take the others down; it just closes.
         }
+        phase_ = Phase::closed;
         worker_.connections.erase(this);
-        timer_.cancel();
         error_code ignored;
         socket_.close(ignored);
     }
 
+    /// Called by the worker's sweep: cancels pending I/O once the current deadline has passed.
+    void check_deadline(Clock::time_point now) {
+        if (phase_ == Phase::reading && !request_started_ && request_has_begun()) {
+            // The first bytes of a request arrived: from now on it has request_timeout to finish.
+            request_started_ = true;
+            deadline_ = now + limits_.request_timeout;
+        }
+        if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
+    }
+
     /// Called on this connection's thread when the server starts draining.
     void drain() {
-        if (idle_) {
-            error_code ignored;
-            socket_.cancel(ignored);
-        }
+        if (phase_ == Phase::reading && !request_has_begun()) expire();
     }
 
   private:
-    // Waits for the first byte of the next request, within the idle time-out.
-    net::awaitable<bool> wait_for_request() {
-        if (buffer_.size() > 0) co_return true;  // a pipelined request is already buffered
-        if (draining_) co_return false;
-        idle_ = true;
-        arm(limits_.idle_timeout);
-        error_code ec;
-        co_await socket_.async_wait(tcp::socket::wait_read, use_ec(ec));
-        idle_ = false;
-        disarm();
-        co_return !ec && !draining_;
+    enum class Phase { reading, handling, writing, closed };
+
+    bool request_has_begun() const {
+        return buffer_.size() > 0 || (parser_ && parser_->got_some());
+    }
+
+    void expire() {
+        expired_ = true;
+        error_code ignored;
+        socket_.cancel(ignored);
+    }
+
+    void enter(Phase phase, Clock::duration timeout) {
+        phase_ = phase;
+        deadline_ = Clock::now() + timeout;
     }
 
     // Reads, handles and answers one request. Returns whether the connection stays open.
     net::awaitable<bool> serve_one() {
-        http::request_parser<http::string_body> parser;
+        if (draining_ && buffer_.size() == 0) co_return false;
+        expired_ = false;
+        auto& parser = parser_.emplace();
         parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
         parser.body_limit(limits_.max_body_bytes);
-        arm(limits_.request_timeout);
+        // Until a first byte arrives the connection is idle; check_deadline then switches to
+        // the request time-out. A pipelined request is already under way.
+        request_started_ = buffer_.size() > 0;
+        enter(Phase::reading, request_started_ ? limits_.request_timeout : limits_.idle_timeout);
         error_code ec;
         co_await http::async_read_header(socket_, buffer_, parser, use_ec(ec));
         if (ec) co_return co_await answer_read_failure(ec);
@@ -150,25 +189,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
         const unsigned version = request.version();
         std::variant<api::Response, api::Admitted> decision = admit(request);
         if (auto* early = std::get_if<api::Response>(&decision)) {
-            disarm();
             // An unread body cannot be skipped reliably, so the connection closes after this.
             co_return co_await send(std::move(*early), version,
                                     request.keep_alive() && parser.is_done());
         }
         if (const auto length = parser.content_length();
             length && *length > limits_.max_body_bytes) {
-            disarm();
             co_return co_await send(body_too_large(), version, false);
         }
         if (!parser.is_done() && beast::iequals(request[http::field::expect], "100-continue")) {
-            http::response<http::empty_body> go_on{http::status::continue_, version};
-            co_await http::async_write(socket_, go_on, use_ec(ec));
+            static constexpr std::string_view kContinue[] = {"HTTP/1.0 100 Continue\r\n\r\n",
+                                                             "HTTP/1.1 100 Continue\r\n\r\n"};
+            const auto line = kContinue[version == 10 ? 0 : 1];
+            co_await net::async_write(socket_, net::buffer(line.data(), line.size()), use_ec(ec));
             if (ec) co_return false;
         }
         co_await http::async_read(socket_, buffer_, parser, use_ec(ec));
         if (ec) co_return co_await answer_read_failure(ec);
-        disarm();
 
+        phase_ = Phase::handling;
         api::Response response = co_await async_handle(api_, std::get<api::Admitted>(decision),
                                                        parser.get().body(), net::use_awaitable);
         co_return co_await send(std::move(response), version, parser.get().keep_alive());
@@ -198,11 +237,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
             413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes");
     }
 
-    // Maps a failed read to its answer; a client that went away gets none.
+    // Maps a failed read to its answer; a client that went away, or an idle connection whose
+    // time is up, gets none.
     net::awaitable<bool> answer_read_failure(const error_code& ec) {
-        disarm();
         constexpr unsigned kVersion = 11;
         if (expired_) {
+            if (!request_started_ && !request_has_begun()) co_return false;
             co_return co_await send(
                 api::error_response(408, "the request was not received in time"), kVersion, false);
         }
@@ -212,8 +252,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                              std::to_string(limits_.max_header_bytes) + " bytes"),
                 kVersion, false);
         }
-        if (ec == http::error::body_limit)
+        if (ec == http::error::body_limit) {
             co_return co_await send(body_too_large(), kVersion, false);
+        }
         if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
             ec != http::error::partial_message) {
             co_return co_await send(
@@ -225,17 +266,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     net::awaitable<bool> send(api::Response response, unsigned version, bool keep_alive) {
         keep_alive = keep_alive && !draining_;
-        http::response<http::string_body> message{static_cast<http::status>(response.status),
-                                                  version};
-        message.set(http::field::content_type, "application/json");
-        for (auto& [name, value] : response.headers) message.set(name, value);
-        message.body() = std::move(response.body);
-        message.keep_alive(keep_alive);
-        message.prepare_payload();
-        arm(limits_.write_timeout);
+        out_.clear();
+        serialize_response(out_, response, version, keep_alive);
+        enter(Phase::writing, limits_.write_timeout);
         error_code ec;
-        co_await http::async_write(socket_, message, use_ec(ec));
-        disarm();
+        co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
         if (ec) co_return false;
         if (!keep_alive) co_await linger();
         co_return keep_alive;
@@ -245,40 +280,43 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::awaitable<void> linger() {
         error_code ec;
         socket_.shutdown(tcp::socket::shutdown_send, ec);
-        arm(kLingerTime);
+        enter(Phase::writing, kLingerTime);
         std::array<char, 4096> sink{};
         std::size_t discarded = 0;
         while (!ec && discarded < kLingerBytes) {
             discarded += co_await socket_.async_read_some(net::buffer(sink), use_ec(ec));
         }
-        disarm();
     }
-
-    // One deadline at a time: when it passes, pending socket operations are cancelled and
-    // `expired_` tells the coroutine why.
-    void arm(std::chrono::steady_clock::duration timeout) {
-        expired_ = false;
-        timer_.expires_after(timeout);
-        timer_.async_wait([self = shared_from_this()](error_code ec) {
-            if (ec) return;
-            self->expired_ = true;
-            error_code ignored;
-            self->socket_.cancel(ignored);
-        });
-    }
-    void disarm() { timer_.cancel(); }
 
     tcp::socket socket_;
-    net::steady_timer timer_;
     beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::string_body>> parser_;
+    std::string out_;
     Worker& worker_;
     const api::Api& api_;
     const ServerLimits& limits_;
     const std::atomic<bool>& draining_;
     std::atomic<std::size_t>& open_connections_;
-    bool idle_ = false;
+    Phase phase_ = Phase::reading;
+    Clock::time_point deadline_{};
+    bool request_started_ = false;
     bool expired_ = false;
 };
+
+// How often each worker checks its connections' deadlines: time-outs are honoured within this.
+constexpr auto kSweepInterval = 100ms;
+
+// Runs until its worker's event loop is stopped.
+net::awaitable<void> sweep_deadlines(Worker& worker) {
+    net::steady_timer timer(co_await net::this_coro::executor);
+    for (;;) {
+        timer.expires_after(kSweepInterval);
+        error_code ec;
+        co_await timer.async_wait(use_ec(ec));
+        const auto now = Clock::now();
+        for (Connection* connection : worker.connections) connection->check_deadline(now);
+    }
+}
 
 }  // namespace
 
@@ -308,6 +346,9 @@ class HttpServer::Impl {
             if (!ec) stop_requested.set_value();
         });
         net::co_spawn(main_context, accept_loop(), net::detached);
+        for (auto& worker : workers_) {
+            net::co_spawn(worker->context, sweep_deadlines(*worker), net::detached);
+        }
 
         std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running;
         std::vector<std::thread> threads;

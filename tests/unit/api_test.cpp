@@ -21,6 +21,7 @@ class ScriptedStore final : public store::PlantStore {
         done({next, plant.plant, {}});
     }
     bool accepting_work() const override { return true; }
+    store::WriteStats write_stats() const override { return {}; }
 };
 
 class ApiTest : public testing::Test {

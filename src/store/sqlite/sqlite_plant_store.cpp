@@ -114,6 +114,11 @@ bool SqlitePlantStore::accepting_work() const {
     return !closing_ && pending_.size() < options_.max_pending;
 }
 
+WriteStats SqlitePlantStore::write_stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+}
+
 void SqlitePlantStore::close() {
     {
         std::lock_guard lock(mutex_);
@@ -143,7 +148,18 @@ void SqlitePlantStore::run_writer() {
                 pending_.erase(pending_.begin(), split);
             }
         }
+        const auto started = std::chrono::steady_clock::now();
         const std::string failure = writer_->commit(batch, results);
+        const auto elapsed = std::chrono::steady_clock::now() - started;
+        {
+            std::lock_guard lock(mutex_);
+            ++stats_.batches;
+            stats_.creates += batch.size();
+            stats_.failed_batches += failure.empty() ? 0 : 1;
+            stats_.commit_nanoseconds += static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+            stats_.largest_batch = std::max<std::uint64_t>(stats_.largest_batch, batch.size());
+        }
         for (std::size_t i = 0; i < batch.size(); ++i) {
             batch[i].done(failure.empty() ? std::move(results[i]) : unavailable(failure));
         }

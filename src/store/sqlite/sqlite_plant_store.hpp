@@ -34,6 +34,7 @@ class SqlitePlantStore final : public PlantStore {
 
     void create(std::string tenant, domain::NewPlant plant, CreateCallback done) override;
     bool accepting_work() const override;
+    WriteStats write_stats() const override;
 
     /// Stops accepting work, commits everything already accepted, and joins the writer.
     void close();
@@ -54,6 +55,7 @@ class SqlitePlantStore final : public PlantStore {
     std::condition_variable work_available_;
     std::vector<Pending> pending_;
     bool closing_ = false;
+    WriteStats stats_;  // guarded by mutex_
     std::thread thread_;
 };
 
