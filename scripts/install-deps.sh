@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian 12 packages plantstore needs that are not installed yet.
-# Usage: scripts/install-deps.sh [--tests]   (--tests adds what the test suite needs)
+# Usage: scripts/install-deps.sh [--tests | --bench]   (what the test suite or the benchmark
+# needs besides the build)
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libsqlite3-dev libssl-dev
           libcli11-dev)
-if [[ "${1:-}" == "--tests" ]]; then
-    packages+=(libgtest-dev sqlite3)
-fi
+case "${1:-}" in
+    --tests) packages+=(libgtest-dev sqlite3) ;;
+    --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev) ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

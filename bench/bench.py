@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""plantstore's benchmark: durable POST /plants against nginx answering a fixed body.
+
+Both servers run on 127.0.0.1 and are measured alternately with wrk (-t1) at each connection
+count, so every ratio comes from one run on the same (shared, noisy) machine. For each row it
+reports requests/s, p50 and p99 latency, non-200 answers, server CPU time per request and
+resident memory. With --scaling it also measures create throughput on a store preloaded with
+10 million plants, start-up time on it, and the memory of 1,000 and 10,000 idle connections.
+
+It starts and kills only its own processes, talks only to 127.0.0.1, and every wait is bounded.
+Run it through bench/run.sh, which installs wrk and nginx-light and builds the Release binary.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+LUA = os.path.join(BENCH_DIR, "post_plants.lua")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, limit_s=30.0):
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+def process_tree(pid):
+    """pid and its children (nginx's workers)."""
+    pids = [pid]
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+        pids += [int(p) for p in out.split()]
+    except OSError:
+        pass
+    return pids
+
+
+def cpu_ticks(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+        except OSError:
+            pass
+    return total
+
+
+def memory_kib(pids, key):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith(key + ":"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+class Server:
+    """A server process of ours: started here, stopped here, measured through /proc."""
+
+    def __init__(self, name, argv, port, env=None, cwd=None):
+        self.name, self.port = name, port
+        self.log = tempfile.TemporaryFile()
+        started = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=self.log, env=env, cwd=cwd,
+                                     start_new_session=True)
+        if not wait_for_port(port):
+            self.stop()
+            self.log.seek(0)
+            sys.exit(f"{name} did not start: {self.log.read().decode(errors='replace')}")
+        self.ready_seconds = time.monotonic() - started
+
+    def pids(self):
+        return process_tree(self.proc.pid)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+
+def start_nginx(workdir):
+    port = free_port()
+    prefix = os.path.join(workdir, "nginx")
+    os.makedirs(os.path.join(prefix, "tmp"), exist_ok=True)
+    with open(os.path.join(BENCH_DIR, "nginx.conf")) as f:
+        config = f.read().replace("@PORT@", str(port))
+    with open(os.path.join(prefix, "nginx.conf"), "w") as f:
+        f.write(config)
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    return Server("nginx", [nginx, "-p", prefix, "-c", os.path.join(prefix, "nginx.conf"),
+                            "-g", "daemon off;"], port)
+
+
+def mint_token(binary, data_dir):
+    return subprocess.run([binary, "token", "create", "--name", f"bench-{time.time_ns()}",
+                           "--data-dir", data_dir], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def start_plantstore(binary, data_dir, extra=()):
+    port = free_port()
+    return Server("plantstore", [binary, "serve", "--listen", f"127.0.0.1:{port}",
+                                 "--data-dir", data_dir, *extra], port)
+
+
+class IdRanges:
+    """Each wrk run gets its own id range so that every create is new."""
+
+    def __init__(self, start):
+        self.next = start
+
+    def take(self):
+        first = self.next
+        self.next += 10**12
+        return first
+
+
+def run_wrk(server, connections, duration, token, first_id):
+    env = dict(os.environ, PLANTSTORE_TOKEN=token)
+    pids = server.pids()
+    ticks_before = cpu_ticks(pids)
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", LUA,
+         f"http://127.0.0.1:{server.port}", "--", str(first_id)],
+        capture_output=True, text=True, env=env, timeout=duration + 60).stdout
+    ticks = cpu_ticks(pids) - ticks_before
+    match = re.search(r"^RESULT (\{.*\})$", out, re.M)
+    if not match:
+        sys.exit(f"wrk printed no result against {server.name}:\n{out}")
+    r = json.loads(match.group(1))
+    requests = max(r["requests"], 1)
+    return {
+        "server": server.name,
+        "connections": connections,
+        "requests_per_s": r["requests"] / (r["duration_us"] / 1e6),
+        "p50_ms": r["p50_us"] / 1000,
+        "p99_ms": r["p99_us"] / 1000,
+        "non200": r["non200"],
+        "socket_errors": r["socket_errors"],
+        "cpu_us_per_request": ticks / CLK_TCK * 1e6 / requests,
+        "rss_mib": memory_kib(pids, "VmRSS") / 1024,
+        "peak_rss_mib": memory_kib(pids, "VmHWM") / 1024,
+    }
+
+
+def markdown_table(rows):
+    lines = ["| conns | server | req/s | p50 ms | p99 ms | non-200 | CPU µs/req | RSS MiB "
+             "(peak) | plantstore/nginx |", "|---|---|---|---|---|---|---|---|---|"]
+    by_conns = {}
+    for row in rows:
+        by_conns.setdefault(row["connections"], {})[row["server"]] = row
+    for conns, pair in by_conns.items():
+        for name in ("nginx", "plantstore"):
+            row = pair.get(name)
+            if not row:
+                continue
+            ratio = ""
+            if name == "plantstore" and "nginx" in pair:
+                n = pair["nginx"]
+                ratio = (f"{row['requests_per_s'] / n['requests_per_s']:.0%} req/s, "
+                         f"{row['p99_ms'] / max(n['p99_ms'], 1e-9):.2f}× p99")
+            lines.append(
+                f"| {conns} | {name} | {row['requests_per_s']:,.0f} | {row['p50_ms']:.2f} | "
+                f"{row['p99_ms']:.2f} | {row['non200'] + row['socket_errors']} | "
+                f"{row['cpu_us_per_request']:.1f} | {row['rss_mib']:.1f} "
+                f"({row['peak_rss_mib']:.1f}) | {ratio} |")
+    return "\n".join(lines)
+
+
+def preload(binary, data_dir, count):
+    """Fills a fresh store with `count` plants straight through SQLite (schema via the CLI)."""
+    mint_token(binary, data_dir)  # creates the database and applies migrations
+    db = sqlite3.connect(os.path.join(data_dir, "plantstore.db"))
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    step = 1_000_000
+    for start in range(0, count, step):
+        db.execute(
+            "WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2) "
+            "INSERT INTO plants (tenant, id, name, tag, created_at) "
+            "SELECT 'default', i, 'preloaded-' || i, 'bench', 0 FROM n",
+            (start, min(start + step, count) - 1))
+        db.commit()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def open_idle_connections(port, count):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < count + 100:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1000), hard))
+    sockets = []
+    for _ in range(count):
+        sockets.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+    return sockets
+
+
+def scaling(args, binary, workdir, ids):
+    results = {}
+    # Throughput on an empty store and on one with 10 million plants, same run.
+    for plants in (0, args.preload):
+        data_dir = os.path.join(workdir, f"scaling-{plants}")
+        if plants:
+            started = time.monotonic()
+            preload(binary, data_dir, plants)
+            print(f"preloaded {plants:,} plants in {time.monotonic() - started:.0f} s",
+                  file=sys.stderr)
+        token = mint_token(binary, data_dir)
+        server = start_plantstore(binary, data_dir)
+        try:
+            row = run_wrk(server, 64, args.duration, token, ids.take())
+        finally:
+            server.stop()
+        row["preloaded"] = plants
+        row["ready_seconds"] = server.ready_seconds
+        results[f"throughput_{plants}"] = row
+    base, big = results["throughput_0"], results[f"throughput_{args.preload}"]
+    results["throughput_ratio"] = big["requests_per_s"] / base["requests_per_s"]
+
+    # Memory of idle keep-alive connections.
+    data_dir = os.path.join(workdir, "idle")
+    mint_token(binary, data_dir)
+    server = start_plantstore(binary, data_dir, ["--max-connections", "20000"])
+    try:
+        pids = server.pids()
+        before = memory_kib(pids, "VmRSS")
+        for count in (1000, 10000):
+            sockets = open_idle_connections(server.port, count)
+            time.sleep(1.0)
+            results[f"idle_{count}_added_mib"] = (memory_kib(pids, "VmRSS") - before) / 1024
+            for s in sockets:
+                s.close()
+            time.sleep(0.5)
+    finally:
+        server.stop()
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
+    parser.add_argument("--connections", default="1,16,64,256")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also measure a 10M-plant store and idle connections")
+    parser.add_argument("--preload", type=int, default=10_000_000)
+    parser.add_argument("--out", default=os.path.join(BENCH_DIR, "results", "latest.json"))
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE)[1:] * 2)
+    workdir = tempfile.mkdtemp(prefix="plantstore-bench-")
+    ids = IdRanges(10**12)
+    rows, extra = [], {}
+    servers = []
+    try:
+        data_dir = os.path.join(workdir, "data")
+        token = mint_token(binary, data_dir)
+        plantstore = start_plantstore(binary, data_dir)
+        nginx = start_nginx(workdir)
+        servers = [plantstore, nginx]
+        for conns in [int(c) for c in args.connections.split(",")]:
+            # Alternate which goes first, so neither always gets the warmer machine.
+            order = (nginx, plantstore) if conns % 2 == 0 else (plantstore, nginx)
+            for server in order:
+                rows.append(run_wrk(server, conns, args.duration, token, ids.take()))
+                print(f"{server.name:>10} c={conns:<4} {rows[-1]['requests_per_s']:>9,.0f} req/s",
+                      file=sys.stderr)
+        for server in servers:
+            server.stop()
+        servers = []
+        if args.scaling:
+            extra = scaling(args, binary, workdir, ids)
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    machine = f"{os.cpu_count()} cores, {os.uname().release}"
+    print(f"\nMachine: {machine}; wrk -t1, {args.duration} s per row, POST /plants with unique "
+          "bodies; plantstore durable (WAL, fsync before 200).\n")
+    print(markdown_table(rows))
+    if extra:
+        print(f"\nScaling (64 connections): empty store {extra['throughput_0']['requests_per_s']:,.0f}"
+              f" req/s; {args.preload:,} plants {extra[f'throughput_{args.preload}']['requests_per_s']:,.0f}"
+              f" req/s ({extra['throughput_ratio']:.0%}); ready to serve in "
+              f"{extra[f'throughput_{args.preload}']['ready_seconds']:.2f} s with {args.preload:,} "
+              f"plants. Idle connections add {extra['idle_1000_added_mib']:.1f} MiB (1,000) and "
+              f"{extra['idle_10000_added_mib']:.1f} MiB (10,000).")
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"machine": machine, "duration_s": args.duration, "rows": rows,
+                   "scaling": extra}, f, indent=2)
+    print(f"\nJSON: {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
