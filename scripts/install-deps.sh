@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libsqlite3-dev libssl-dev
           libcli11-dev)
 case "${1:-}" in
-    --tests) packages+=(libgtest-dev sqlite3) ;;
+    --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev) ;;
 esac
 
