@@ -4,7 +4,8 @@
 # needs besides the build)
 set -euo pipefail
 
-packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev libsqlite3-dev libssl-dev
+packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
+          libboost-url1.81-dev libsqlite3-dev libssl-dev
           libcli11-dev)
 case "${1:-}" in
     --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3) ;;

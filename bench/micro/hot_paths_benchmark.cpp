@@ -70,14 +70,14 @@ void commit_batch(benchmark::State& state) {
             std::vector<std::promise<void>> done(batch);
             for (auto& promise : done) {
                 store.create("default", {next_id++, {"Monstera deliciosa", "aroid"}},
-                             [&promise](store::CreateResult) { promise.set_value(); });
+                             [&promise](store::WriteResult) { promise.set_value(); });
             }
             for (auto& promise : done) promise.get_future().wait();
         }
         state.SetItemsProcessed(state.iterations() * state.range(0));
         const auto stats = store.write_stats();
         state.counters["creates_per_commit"] =
-            static_cast<double>(stats.creates) /
+            static_cast<double>(stats.writes) /
             static_cast<double>(std::max<std::uint64_t>(stats.batches, 1));
     }
     std::filesystem::remove_all(dir);

@@ -1,11 +1,15 @@
 #include "api/api.hpp"
 
+#include <boost/url/encode.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+#include <limits>
+
 #include "api/media_type.hpp"
 #include "auth/bearer_credentials.hpp"
 #include "auth/token_registry.hpp"
 #include "domain/json_encoding.hpp"
 #include "domain/new_plant_decoder.hpp"
-#include "store/plant_store.hpp"
 
 namespace plantstore::api {
 
@@ -13,7 +17,11 @@ namespace {
 
 constexpr std::string_view kChallenge = R"(Bearer realm="plantstore")";
 
-Response challenge(int status, std::string_view message, std::string_view error_code) {
+constexpr int kMaxListLimit = 1000;
+constexpr int kDefaultListLimit = 100;
+
+Response challenge(int status, std::string_view message, std::string_view error_code,
+                   std::string_view scope = {}) {
     Response response = error_response(status, message);
     std::string value(kChallenge);
     if (!error_code.empty()) {
@@ -21,12 +29,28 @@ Response challenge(int status, std::string_view message, std::string_view error_
         value += error_code;
         value += '"';
     }
+    if (!scope.empty()) {
+        value += R"(, scope=")";
+        value += scope;
+        value += '"';
+    }
     response.headers.emplace_back("WWW-Authenticate", std::move(value));
     return response;
 }
 
-Response create_outcome_response(const store::CreateResult& result, domain::PlantId id) {
-    using Outcome = store::CreateResult::Outcome;
+Response unavailable_response() {
+    Response response =
+        error_response(503, "the store cannot take this request right now; retry after a second");
+    response.headers.emplace_back("Retry-After", "1");
+    return response;
+}
+
+Response not_found_response(domain::PlantId id) {
+    return error_response(404, "no plant with id " + std::to_string(id));
+}
+
+Response write_outcome_response(const store::WriteResult& result, domain::PlantId id) {
+    using Outcome = store::WriteResult::Outcome;
     switch (result.outcome) {
         case Outcome::created:
         case Outcome::replayed:
@@ -34,13 +58,64 @@ Response create_outcome_response(const store::CreateResult& result, domain::Plan
         case Outcome::id_taken:
             return error_response(
                 409, "id: a different plant with id " + std::to_string(id) + " already exists");
+        case Outcome::deleted:
+            return {204, {}, {}};
+        case Outcome::not_found:
+            return not_found_response(id);
         case Outcome::unavailable:
             break;
     }
-    Response response =
-        error_response(503, "the store cannot accept writes right now; retry after a second");
-    response.headers.emplace_back("Retry-After", "1");
-    return response;
+    return unavailable_response();
+}
+
+std::string invalid_id_message(std::string_view name) {
+    return std::string(name) + ": " + std::string(domain::kIdRangeRule);
+}
+
+// Parses GET /plants's query string: limit (1..1000), after (an id), tag (exact match).
+std::variant<store::ListQuery, Response> parse_list_query(boost::urls::params_view params) {
+    store::ListQuery query;
+    query.limit = kDefaultListLimit;
+    bool seen_limit = false;
+    bool seen_after = false;
+    for (const auto& param : params) {
+        const std::string_view key = param.key;
+        if (key == "tag") {
+            if (query.tag) return error_response(400, "tag: given more than once");
+            query.tag = std::string(param.value);
+            continue;
+        }
+        bool* seen = key == "limit" ? &seen_limit : key == "after" ? &seen_after : nullptr;
+        if (seen == nullptr) {
+            return error_response(400, "unknown query parameter: " + std::string(key) +
+                                           " (known: limit, after, tag)");
+        }
+        if (*seen) return error_response(400, std::string(key) + ": given more than once");
+        *seen = true;
+        const auto number = domain::parse_plant_id(param.value);
+        if (key == "after") {
+            if (!number) return error_response(400, invalid_id_message("after"));
+            query.after = *number;
+        } else {
+            if (!number || *number < 1 || *number > kMaxListLimit) {
+                return error_response(400, "limit: must be an integer between 1 and " +
+                                               std::to_string(kMaxListLimit));
+            }
+            query.limit = static_cast<int>(*number);
+        }
+    }
+    return query;
+}
+
+std::string next_page_link(const std::string& plants_path, const store::ListQuery& query,
+                           domain::PlantId last_id) {
+    std::string link = "<" + plants_path + "?limit=" + std::to_string(query.limit) +
+                       "&after=" + std::to_string(last_id);
+    if (query.tag) {
+        link += "&tag=" + boost::urls::encode(*query.tag, boost::urls::unreserved_chars);
+    }
+    link += R"(>; rel="next")";
+    return link;
 }
 
 }  // namespace
@@ -56,12 +131,43 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       store_(store) {}
 
 std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
-    const std::string_view path = head.target.substr(0, head.target.find('?'));
-    if (path != plants_path_) return error_response(404, "no such resource: " + std::string(path));
-    if (head.method != "POST") {
+    const auto target = boost::urls::parse_origin_form(head.target);
+    if (!target) return error_response(400, "malformed request target");
+    const std::string path = target->path();
+
+    Admitted admitted;
+    std::string_view allowed;
+    bool method_matched = true;
+    auth::Scope needed = auth::Scope::read;
+    if (path == plants_path_) {
+        allowed = "GET, POST";
+        if (head.method == "POST") {
+            admitted.route = Route::create_plant;
+            needed = auth::Scope::write;
+        } else if (head.method == "GET") {
+            admitted.route = Route::list_plants;
+        } else {
+            method_matched = false;
+        }
+    } else if (path.size() > plants_path_.size() + 1 && path.starts_with(plants_path_) &&
+               path[plants_path_.size()] == '/' &&
+               path.find('/', plants_path_.size() + 1) == std::string::npos) {
+        allowed = "GET, DELETE";
+        if (head.method == "GET") {
+            admitted.route = Route::read_plant;
+        } else if (head.method == "DELETE") {
+            admitted.route = Route::delete_plant;
+            needed = auth::Scope::remove;
+        } else {
+            method_matched = false;
+        }
+    } else {
+        return error_response(404, "no such resource: " + path);
+    }
+    if (!method_matched) {
         Response response = error_response(
-            405, "method " + std::string(head.method) + " is not allowed on " + plants_path_);
-        response.headers.emplace_back("Allow", "POST");
+            405, "method " + std::string(head.method) + " is not allowed on " + path);
+        response.headers.emplace_back("Allow", std::string(allowed));
         return response;
     }
 
@@ -76,28 +182,94 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     if (credentials.kind == Kind::malformed) {
         return challenge(400, credentials.problem, "invalid_request");
     }
-    auto caller = tokens_.authenticate(credentials.token);
-    if (!caller) return challenge(401, "the bearer token is unknown or revoked", "invalid_token");
-
-    if (!head.content_type || !is_json_media_type(*head.content_type)) {
-        return error_response(415, "Content-Type must be application/json");
+    admitted.caller = tokens_.authenticate(credentials.token);
+    if (!admitted.caller) {
+        return challenge(401, "the bearer token is unknown or revoked", "invalid_token");
     }
-    return Admitted{Route::create_plant, std::move(caller)};
+    if (!auth::has_scope(admitted.caller->scopes, needed)) {
+        const std::string_view scope = auth::scope_name(needed);
+        return challenge(403, "this token lacks the scope " + std::string(scope),
+                         "insufficient_scope", scope);
+    }
+
+    switch (admitted.route) {
+        case Route::read_plant:
+        case Route::delete_plant: {
+            const auto id =
+                domain::parse_plant_id(std::string_view(path).substr(plants_path_.size() + 1));
+            if (!id) return error_response(400, invalid_id_message("id"));
+            admitted.id = *id;
+            break;
+        }
+        case Route::list_plants: {
+            auto query = parse_list_query(target->params());
+            if (auto* problem = std::get_if<Response>(&query)) return std::move(*problem);
+            admitted.query = std::get<store::ListQuery>(std::move(query));
+            break;
+        }
+        case Route::create_plant:
+            if (!head.content_type || !is_json_media_type(*head.content_type)) {
+                return error_response(415, "Content-Type must be application/json");
+            }
+            break;
+    }
+    return admitted;
 }
 
 void Api::handle(const Admitted& admitted, std::string_view body,
                  std::function<void(Response)> respond) const {
-    auto decoded = domain::decode_new_plant(body, options_.field_limits);
-    if (auto* problem = std::get_if<domain::DecodeError>(&decoded)) {
-        respond(error_response(400, problem->message));
-        return;
+    const std::string& tenant = admitted.caller->tenant;
+    const domain::PlantId id = admitted.id;
+    switch (admitted.route) {
+        case Route::create_plant: {
+            auto decoded = domain::decode_new_plant(body, options_.field_limits);
+            if (auto* problem = std::get_if<domain::DecodeError>(&decoded)) {
+                respond(error_response(400, problem->message));
+                return;
+            }
+            auto& plant = std::get<domain::NewPlant>(decoded);
+            const domain::PlantId new_id = plant.id;
+            store_.create(tenant, std::move(plant),
+                          [new_id, respond = std::move(respond)](store::WriteResult result) {
+                              respond(write_outcome_response(result, new_id));
+                          });
+            return;
+        }
+        case Route::delete_plant:
+            store_.remove(tenant, id,
+                          [id, respond = std::move(respond)](store::WriteResult result) {
+                              respond(write_outcome_response(result, id));
+                          });
+            return;
+        case Route::read_plant:
+            store_.read(tenant, id, [id, respond = std::move(respond)](store::ReadResult result) {
+                if (result.outcome == store::ReadResult::Outcome::found) {
+                    respond({200, domain::encode_plant_record(result.plants.front()), {}});
+                } else if (result.outcome == store::ReadResult::Outcome::not_found) {
+                    respond(not_found_response(id));
+                } else {
+                    respond(unavailable_response());
+                }
+            });
+            return;
+        case Route::list_plants:
+            store_.list(tenant, admitted.query,
+                        [this, query = admitted.query,
+                         respond = std::move(respond)](store::ReadResult result) {
+                            if (result.outcome != store::ReadResult::Outcome::found) {
+                                respond(unavailable_response());
+                                return;
+                            }
+                            Response response{200, domain::encode_plant_records(result.plants), {}};
+                            if (result.more) {
+                                response.headers.emplace_back(
+                                    "Link",
+                                    next_page_link(plants_path_, query, result.plants.back().id));
+                            }
+                            respond(std::move(response));
+                        });
+            return;
     }
-    auto& plant = std::get<domain::NewPlant>(decoded);
-    const domain::PlantId id = plant.id;
-    store_.create(admitted.caller->tenant, std::move(plant),
-                  [id, respond = std::move(respond)](store::CreateResult result) {
-                      respond(create_outcome_response(result, id));
-                  });
 }
 
 }  // namespace plantstore::api

@@ -15,12 +15,10 @@
 
 #include "auth/token.hpp"
 #include "domain/plant.hpp"
+#include "store/plant_store.hpp"
 
 namespace plantstore::auth {
 class TokenRegistry;
-}
-namespace plantstore::store {
-class PlantStore;
 }
 
 namespace plantstore::api {
@@ -44,12 +42,14 @@ struct Response {
 /// An Error-shaped response: `{"error": status, "message": message}`.
 Response error_response(int status, std::string_view message);
 
-enum class Route { create_plant };
+enum class Route { create_plant, list_plants, read_plant, delete_plant };
 
 /// A request that passed every check that does not need its body.
 struct Admitted {
     Route route = Route::create_plant;
     std::shared_ptr<const auth::TokenRecord> caller;
+    domain::PlantId id = 0;  ///< read_plant, delete_plant: the id in the path
+    store::ListQuery query;  ///< list_plants: the parsed query string
 };
 
 struct ApiOptions {
@@ -61,8 +61,9 @@ class Api {
   public:
     Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store);
 
-    /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400)
-    /// and the media type (415). Returns the final response, or the admission to read the body.
+    /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400),
+    /// the scope (403), path and query parameters (400) and the media type (415). Returns the
+    /// final response, or the admission to read the body.
     std::variant<Response, Admitted> admit(const RequestHead& head) const;
 
     /// Handles an admitted request. Calls `respond` exactly once, possibly on another thread

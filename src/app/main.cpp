@@ -47,6 +47,7 @@ struct ServeConfig {
 struct TokenCreateConfig {
     std::string name;
     std::string tenant = "default";
+    std::vector<std::string> scopes;  ///< none given: all of them (CLI11 appends to defaults)
 };
 
 // "host:port" or "[v6]:port" into its parts. @throws CLI::ValidationError
@@ -142,7 +143,7 @@ int serve(const ServeConfig& config) {
     log_event(
         "info", "stopped",
         {{"batches", std::to_string(stats.batches)},
-         {"creates", std::to_string(stats.creates)},
+         {"writes", std::to_string(stats.writes)},
          {"failed_batches", std::to_string(stats.failed_batches)},
          {"largest_batch", std::to_string(stats.largest_batch)},
          {"commit_seconds", std::to_string(static_cast<double>(stats.commit_nanoseconds) / 1e9)}});
@@ -154,11 +155,26 @@ int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig&
         std::cerr << "plantstore: --name must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
         return 2;
     }
+    if (!valid_token_name(config.tenant)) {
+        std::cerr << "plantstore: --tenant must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
+        return 2;
+    }
+    auth::ScopeSet scopes = config.scopes.empty() ? auth::kAllScopes : 0;
+    for (const auto& name : config.scopes) {
+        const auto parsed = auth::parse_scopes(name);
+        if (!parsed || *parsed == 0) {
+            std::cerr << "plantstore: unknown scope '" << name
+                      << "' (known: plants:read, plants:write, plants:delete)\n";
+            return 2;
+        }
+        scopes |= *parsed;
+    }
     store::sqlite::SqliteTokenRepository repository(data_dir);
     const std::string token = auth::mint_token();
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     const auth::TokenRecord record{config.name, auth::digest_token(token), config.tenant,
-                                   std::chrono::duration_cast<std::chrono::seconds>(now).count()};
+                                   std::chrono::duration_cast<std::chrono::seconds>(now).count(),
+                                   scopes};
     if (!repository.add(record)) {
         std::cerr << "plantstore: a token named '" << config.name
                   << "' already exists (revoke it first)\n";
@@ -170,10 +186,11 @@ int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig&
 
 int token_list(const std::filesystem::path& data_dir) {
     store::sqlite::SqliteTokenRepository repository(data_dir);
-    std::cout << "NAME\tTENANT\tCREATED\n";
+    std::cout << "NAME\tTENANT\tCREATED\tSCOPES\n";
     for (const auto& record : repository.list()) {
         std::cout << record.name << '\t' << record.tenant << '\t'
-                  << format_utc(record.created_at_unix) << '\n';
+                  << format_utc(record.created_at_unix) << '\t'
+                  << auth::format_scopes(record.scopes) << '\n';
     }
     return 0;
 }
@@ -235,8 +252,14 @@ int run(int argc, char** argv) {
         "create", "Mint a token; print it (and only it) on stdout. Only its SHA-256 is stored");
     create_command->add_option("--name", create_config.name, "Unique name of the token")
         ->required();
-    create_command->add_option("--tenant", create_config.tenant, "Tenant the token acts for")
+    create_command
+        ->add_option("--tenant", create_config.tenant,
+                     "Tenant the token acts for; it sees only that tenant's plants")
         ->capture_default_str();
+    create_command->add_option(
+        "--scope", create_config.scopes,
+        "What it may do (repeatable): plants:read, plants:write, plants:delete; "
+        "default: all three");
     create_command->add_option("--data-dir", token_data_dir, "Directory of the database");
     auto* list_command =
         token_command->add_subcommand("list", "Show token names and creation times");

@@ -5,6 +5,8 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace plantstore::auth {
@@ -30,6 +32,47 @@ TokenDigest digest_token(std::string_view token) {
     TokenDigest digest{};
     SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest.data());
     return digest;
+}
+
+namespace {
+constexpr Scope kScopes[] = {Scope::read, Scope::write, Scope::remove};
+}
+
+std::string_view scope_name(Scope scope) {
+    switch (scope) {
+        case Scope::read:
+            return "plants:read";
+        case Scope::write:
+            return "plants:write";
+        case Scope::remove:
+            return "plants:delete";
+    }
+    return {};
+}
+
+std::optional<ScopeSet> parse_scopes(std::string_view names) {
+    ScopeSet set = 0;
+    while (!names.empty()) {
+        const std::size_t space = names.find(' ');
+        const std::string_view name = names.substr(0, space);
+        names = space == std::string_view::npos ? std::string_view() : names.substr(space + 1);
+        if (name.empty()) continue;
+        const auto* found = std::find_if(std::begin(kScopes), std::end(kScopes),
+                                         [name](Scope scope) { return scope_name(scope) == name; });
+        if (found == std::end(kScopes)) return std::nullopt;
+        set |= static_cast<unsigned>(*found);
+    }
+    return set;
+}
+
+std::string format_scopes(ScopeSet set) {
+    std::string names;
+    for (Scope scope : kScopes) {
+        if (!has_scope(set, scope)) continue;
+        if (!names.empty()) names += ' ';
+        names += scope_name(scope);
+    }
+    return names;
 }
 
 bool digests_equal(const TokenDigest& a, const TokenDigest& b) {

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,12 +12,32 @@ namespace plantstore::auth {
 /// SHA-256 of a token: the only form in which a token is ever stored or compared.
 using TokenDigest = std::array<std::uint8_t, 32>;
 
+/// What a token may do. Stored and shown as space-separated names ("plants:read ...").
+enum class Scope : unsigned {
+    read = 1U << 0,    ///< plants:read: list and read plants
+    write = 1U << 1,   ///< plants:write: create plants
+    remove = 1U << 2,  ///< plants:delete: delete plants
+};
+using ScopeSet = unsigned;
+inline constexpr ScopeSet kAllScopes = 0b111;
+
+constexpr bool has_scope(ScopeSet set, Scope scope) {
+    return (set & static_cast<unsigned>(scope)) != 0;
+}
+/// "plants:read", "plants:write" or "plants:delete".
+std::string_view scope_name(Scope scope);
+/// Parses space-separated scope names; nullopt when one is unknown. Pure.
+std::optional<ScopeSet> parse_scopes(std::string_view names);
+/// Space-separated names of `set`, in a fixed order.
+std::string format_scopes(ScopeSet set);
+
 /// A token as stored: never the token itself, only its digest and what it grants.
 struct TokenRecord {
     std::string name;
     TokenDigest digest{};
-    std::string tenant;  ///< plants are namespaced by tenant; "default" until tenants exist
+    std::string tenant;  ///< the only tenant whose plants the token can see
     std::int64_t created_at_unix = 0;
+    ScopeSet scopes = kAllScopes;
 };
 
 /// A new token: "ps_" followed by 32 bytes (256 bits) from OpenSSL's CSPRNG, base64url without

@@ -11,18 +11,48 @@ void append_json_string(std::string& out, std::string_view text) {
     out += boost::json::serialize(boost::json::string_view(text.data(), text.size()));
 }
 
-}  // namespace
-
-std::string encode_plant(const Plant& plant) {
-    std::string out;
-    out.reserve(32 + plant.name.size() + (plant.tag ? plant.tag->size() : 0));
-    out += R"({"name":)";
+// Appends the members of a Plant (`"name":...` and `,"tag":...` when present).
+void append_plant_members(std::string& out, const Plant& plant) {
+    out += R"("name":)";
     append_json_string(out, plant.name);
     if (plant.tag) {
         out += R"(,"tag":)";
         append_json_string(out, *plant.tag);
     }
+}
+
+void append_plant_record(std::string& out, const PlantRecord& record) {
+    out += R"({"id":)";
+    out += std::to_string(record.id);
+    out += ',';
+    append_plant_members(out, record.plant);
     out += '}';
+}
+
+}  // namespace
+
+std::string encode_plant(const Plant& plant) {
+    std::string out;
+    out.reserve(32 + plant.name.size() + (plant.tag ? plant.tag->size() : 0));
+    out += '{';
+    append_plant_members(out, plant);
+    out += '}';
+    return out;
+}
+
+std::string encode_plant_record(const PlantRecord& record) {
+    std::string out;
+    append_plant_record(out, record);
+    return out;
+}
+
+std::string encode_plant_records(const std::vector<PlantRecord>& records) {
+    std::string out = "[";
+    for (const PlantRecord& record : records) {
+        if (out.size() > 1) out += ',';
+        append_plant_record(out, record);
+    }
+    out += ']';
     return out;
 }
 

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "domain/plant.hpp"
 
@@ -10,6 +11,12 @@ namespace plantstore::domain {
 
 /// `{"name":...,"tag":...}`, with `tag` omitted when the plant has none.
 std::string encode_plant(const Plant& plant);
+
+/// `{"id":...,"name":...,"tag":...}`, with `tag` omitted when the plant has none.
+std::string encode_plant_record(const PlantRecord& record);
+
+/// A JSON array of encode_plant_record objects, in the given order.
+std::string encode_plant_records(const std::vector<PlantRecord>& records);
 
 /// The specification's Error record: `{"error":<code>,"message":<message>}`.
 std::string encode_error(int code, std::string_view message);

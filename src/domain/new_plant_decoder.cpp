@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json/basic_parser_impl.hpp>
+#include <charconv>
 #include <limits>
 #include <unordered_set>
 #include <utility>
@@ -12,8 +13,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::string_view kIdRule =
-    "id: must be an integer between -9223372036854775808 and 9223372036854775807";
+const std::string kIdRule = "id: " + std::string(kIdRangeRule);
 
 enum class Field { id, name, tag, other };
 
@@ -156,7 +156,7 @@ class NewPlantHandler {
     }
 
     bool type_error(json::error_code& ec) {
-        if (current_ == Field::id) return fail(ec, std::string(kIdRule));
+        if (current_ == Field::id) return fail(ec, kIdRule);
         return fail(ec, std::string(field_name(current_)) + ": must be a string");
     }
 
@@ -232,6 +232,14 @@ std::variant<NewPlant, DecodeError> decode_new_plant(std::string_view body,
                            std::to_string(consumed)};
     }
     return parser.handler().finish();
+}
+
+std::optional<PlantId> parse_plant_id(std::string_view text) {
+    if (text.empty() || text == "-" || text.front() == '+') return std::nullopt;
+    PlantId value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
 }
 
 }  // namespace plantstore::domain

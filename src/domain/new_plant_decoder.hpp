@@ -1,6 +1,7 @@
 // Domain layer: turns a request body into a validated NewPlant in a single pass (see plant.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,5 +22,9 @@ struct DecodeError {
 /// fields are ignored. Never throws; any input yields either a NewPlant or a DecodeError.
 std::variant<NewPlant, DecodeError> decode_new_plant(std::string_view body,
                                                      const FieldLimits& limits);
+
+/// Parses a decimal int64 as it appears in a path or query string: an optional '-' and digits,
+/// nothing else. nullopt when `text` is not one or is out of range. Pure.
+std::optional<PlantId> parse_plant_id(std::string_view text);
 
 }  // namespace plantstore::domain

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace plantstore::domain {
 
@@ -28,6 +29,18 @@ struct NewPlant {
 
     friend bool operator==(const NewPlant&, const NewPlant&) = default;
 };
+
+/// A stored plant with its id, as listing and reading return it.
+struct PlantRecord {
+    PlantId id = 0;
+    Plant plant;
+
+    friend bool operator==(const PlantRecord&, const PlantRecord&) = default;
+};
+
+/// The rule every id obeys, in a body or a path; messages name it with the field's name.
+inline constexpr std::string_view kIdRangeRule =
+    "must be an integer between -9223372036854775808 and 9223372036854775807";
 
 /// Limits on field values; the specification leaves them open, so they are configurable.
 struct FieldLimits {

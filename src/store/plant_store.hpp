@@ -5,18 +5,22 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "domain/plant.hpp"
 
 namespace plantstore::store {
 
-/// How a create ended. Each outcome is final and, for `created`, durable.
-struct CreateResult {
+/// How a create or delete ended. Each outcome is final and, when something changed, durable.
+struct WriteResult {
     enum class Outcome {
         created,      ///< stored and durable
         replayed,     ///< the id already held this exact plant (a retry): nothing changed
         id_taken,     ///< the id already holds a different plant
+        deleted,      ///< removed, durably
+        not_found,    ///< no plant with that id (in that tenant)
         unavailable,  ///< the store could not take the work now; nothing was written
     };
     Outcome outcome = Outcome::unavailable;
@@ -24,30 +28,52 @@ struct CreateResult {
     std::string reason;    ///< for `unavailable`: why, for logs (never shown to clients)
 };
 
-using CreateCallback = std::function<void(CreateResult)>;
+/// What a read or list found.
+struct ReadResult {
+    enum class Outcome { found, not_found, unavailable };
+    Outcome outcome = Outcome::unavailable;
+    std::vector<domain::PlantRecord> plants;  ///< read: the plant; list: a page, ordered by id
+    bool more = false;                        ///< list: plants remain after this page
+    std::string reason;                       ///< for `unavailable`: why, for logs
+};
+
+struct ListQuery {
+    int limit = 100;                       ///< most plants in the page, at least 1
+    std::optional<domain::PlantId> after;  ///< only ids greater than this
+    std::optional<std::string> tag;        ///< only plants with exactly this tag
+};
+
+using WriteCallback = std::function<void(WriteResult)>;
+using ReadCallback = std::function<void(ReadResult)>;
 
 /// Cumulative counters of a store's write path, for logs and metrics.
 struct WriteStats {
     std::uint64_t batches = 0;             ///< transactions committed or failed
-    std::uint64_t creates = 0;             ///< creates in those transactions
+    std::uint64_t writes = 0;              ///< creates and deletes in those transactions
     std::uint64_t failed_batches = 0;      ///< transactions that wrote nothing
     std::uint64_t commit_nanoseconds = 0;  ///< total time in BEGIN..COMMIT, fsync included
     std::uint64_t largest_batch = 0;
 };
 
-/// An asynchronous, durable plant store. Implementations are thread-safe.
+/// An asynchronous, durable plant store, namespaced by tenant: no operation ever sees another
+/// tenant's plants. Implementations are thread-safe. Every callback is called exactly once,
+/// possibly on another thread and possibly before the call returns; it must be cheap (hand the
+/// result to its own executor).
 class PlantStore {
   public:
     virtual ~PlantStore() = default;
 
-    /// Creates `plant` in `tenant`. Calls `done` exactly once, possibly on another thread and
-    /// possibly before returning, only after the outcome is durable. `done` must be cheap: it
-    /// runs on the store's thread, so it should only hand the result to its own executor.
-    virtual void create(std::string tenant, domain::NewPlant plant, CreateCallback done) = 0;
+    /// Creates `plant`; `done` runs only after the outcome is durable.
+    virtual void create(std::string tenant, domain::NewPlant plant, WriteCallback done) = 0;
+    /// Deletes the plant `id`; `done` runs only after the outcome is durable.
+    virtual void remove(std::string tenant, domain::PlantId id, WriteCallback done) = 0;
+    /// The plant `id`, or not_found.
+    virtual void read(std::string tenant, domain::PlantId id, ReadCallback done) = 0;
+    /// A page of plants ordered by id (never not_found: an empty page is found).
+    virtual void list(std::string tenant, ListQuery query, ReadCallback done) = 0;
 
-    /// Whether new work would be accepted now (false while overloaded or closing).
+    /// Whether new writes would be accepted now (false while overloaded or closing).
     virtual bool accepting_work() const = 0;
-
     /// Counters since the store opened. Thread-safe.
     virtual WriteStats write_stats() const = 0;
 };

@@ -90,9 +90,12 @@ void serialize_response(std::string& out, const api::Response& response, unsigne
     out += ' ';
     const auto reason = http::obsolete_reason(static_cast<http::status>(response.status));
     out.append(reason.data(), reason.size());
-    out += "\r\nContent-Type: application/json\r\nContent-Length: ";
-    out += std::to_string(response.body.size());
     out += "\r\n";
+    if (response.status != 204) {  // RFC 9110 §8.6: a 204 carries neither body nor length
+        out += "Content-Type: application/json\r\nContent-Length: ";
+        out += std::to_string(response.body.size());
+        out += "\r\n";
+    }
     for (const auto& [name, value] : response.headers) {
         out.append(name.data(), name.size());
         out += ": ";

@@ -34,7 +34,7 @@ struct ServerLimits {
 struct ServerOptions {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8080;  ///< 0 picks a free port
-    unsigned threads = 1;  ///< event loops, one thread each
+    unsigned threads = 1;       ///< event loops, one thread each
     ServerLimits limits;
 };
 

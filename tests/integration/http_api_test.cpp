@@ -110,7 +110,12 @@ TEST_F(HttpApi, OtherMethodIs405WithAllow) {
         connection.request("DELETE", "/plants", "", {"Authorization: Bearer " + token});
     ASSERT_TRUE(response);
     expect_error(*response, 405, "DELETE");
-    EXPECT_EQ(response->header("allow"), "POST");
+    EXPECT_EQ(response->header("allow"), "GET, POST");
+    const auto item =
+        connection.request("PUT", "/plants/1", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(item);
+    expect_error(*item, 405, "PUT");
+    EXPECT_EQ(item->header("allow"), "GET, DELETE");
 }
 
 TEST_F(HttpApi, NonJsonContentTypeIs415AndJsonWithCharsetIsAccepted) {

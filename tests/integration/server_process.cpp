@@ -101,9 +101,14 @@ CommandResult run_plantstore(const std::vector<std::string>& args) {
 }
 
 std::string create_token(const std::filesystem::path& data_dir, const std::string& name,
-                         const std::string& tenant) {
-    const auto result = run_plantstore(
-        {"token", "create", "--name", name, "--tenant", tenant, "--data-dir", data_dir.string()});
+                         const std::string& tenant, const std::vector<std::string>& scopes) {
+    std::vector<std::string> args = {"token",    "create", "--name",     name,
+                                     "--tenant", tenant,   "--data-dir", data_dir.string()};
+    for (const auto& scope : scopes) {
+        args.push_back("--scope");
+        args.push_back(scope);
+    }
+    const auto result = run_plantstore(args);
     if (result.exit_code != 0) throw std::runtime_error("token create failed: " + result.err);
     std::string token = result.out;
     while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {

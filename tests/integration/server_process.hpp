@@ -24,7 +24,8 @@ CommandResult run_plantstore(const std::vector<std::string>& args);
 
 /// Mints a token named `name` in `data_dir` through the CLI and returns it.
 std::string create_token(const std::filesystem::path& data_dir, const std::string& name,
-                         const std::string& tenant = "default");
+                         const std::string& tenant = "default",
+                         const std::vector<std::string>& scopes = {});
 
 /// `plantstore serve` on 127.0.0.1 with a free port, started and ready.
 class ServerProcess {

@@ -13,14 +13,14 @@
 namespace plantstore::store::sqlite {
 namespace {
 
-using Outcome = CreateResult::Outcome;
+using Outcome = WriteResult::Outcome;
 using testing_support::TempDir;
 
-CreateResult create_and_wait(PlantStore& store, std::string tenant, domain::NewPlant plant) {
-    std::promise<CreateResult> promise;
+WriteResult create_and_wait(PlantStore& store, std::string tenant, domain::NewPlant plant) {
+    std::promise<WriteResult> promise;
     auto future = promise.get_future();
     store.create(std::move(tenant), std::move(plant),
-                 [&promise](CreateResult result) { promise.set_value(std::move(result)); });
+                 [&promise](WriteResult result) { promise.set_value(std::move(result)); });
     return future.get();
 }
 
@@ -97,11 +97,11 @@ TEST(SqlitePlantStore, ConcurrentCreatesAreGroupCommittedAndAllDurable) {
 TEST(SqlitePlantStore, DuplicateIdsInsideOneBatchResolveInArrivalOrder) {
     TempDir dir;
     SqlitePlantStore store({dir.path()});
-    std::vector<std::promise<CreateResult>> promises(3);
+    std::vector<std::promise<WriteResult>> promises(3);
     // Submitted back to back, these usually land in one transaction.
-    store.create("default", plant(9, "A"), [&](CreateResult r) { promises[0].set_value(r); });
-    store.create("default", plant(9, "A"), [&](CreateResult r) { promises[1].set_value(r); });
-    store.create("default", plant(9, "B"), [&](CreateResult r) { promises[2].set_value(r); });
+    store.create("default", plant(9, "A"), [&](WriteResult r) { promises[0].set_value(r); });
+    store.create("default", plant(9, "A"), [&](WriteResult r) { promises[1].set_value(r); });
+    store.create("default", plant(9, "B"), [&](WriteResult r) { promises[2].set_value(r); });
     EXPECT_EQ(promises[0].get_future().get().outcome, Outcome::created);
     EXPECT_EQ(promises[1].get_future().get().outcome, Outcome::replayed);
     EXPECT_EQ(promises[2].get_future().get().outcome, Outcome::id_taken);
@@ -112,7 +112,7 @@ TEST(SqlitePlantStore, CloseCommitsEverythingAcceptedThenRefuses) {
     SqlitePlantStore store({dir.path()});
     std::atomic<int> created{0};
     for (int i = 0; i < 500; ++i) {
-        store.create("default", plant(i, "p"), [&](CreateResult r) {
+        store.create("default", plant(i, "p"), [&](WriteResult r) {
             if (r.outcome == Outcome::created) ++created;
         });
     }
@@ -130,7 +130,7 @@ TEST(SqlitePlantStore, FullQueueRefusesInsteadOfGrowing) {
     std::atomic<int> unavailable{0};
     std::atomic<int> done{0};
     for (int i = 0; i < 2000; ++i) {
-        store.create("default", plant(i, "p"), [&](CreateResult r) {
+        store.create("default", plant(i, "p"), [&](WriteResult r) {
             if (r.outcome == Outcome::unavailable) ++unavailable;
             ++done;
         });
@@ -138,6 +138,53 @@ TEST(SqlitePlantStore, FullQueueRefusesInsteadOfGrowing) {
     store.close();
     EXPECT_EQ(done.load(), 2000);
     EXPECT_GT(unavailable.load(), 0);  // with one slot, a burst cannot all fit
+}
+
+template <typename Result, typename Call>
+Result wait_for(Call call) {
+    std::promise<Result> promise;
+    auto future = promise.get_future();
+    call([&promise](Result result) { promise.set_value(std::move(result)); });
+    return future.get();
+}
+
+TEST(SqlitePlantStore, ReadListAndDeleteStayInsideTheirTenant) {
+    TempDir dir;
+    SqlitePlantStore store({dir.path()});
+    for (int id = 1; id <= 5; ++id) {
+        create_and_wait(store, "a", plant(id, "a" + std::to_string(id), id % 2 ? "odd" : "even"));
+    }
+    create_and_wait(store, "b", plant(1, "b1"));
+
+    const auto one = wait_for<ReadResult>([&](auto done) { store.read("a", 3, done); });
+    ASSERT_EQ(one.outcome, ReadResult::Outcome::found);
+    EXPECT_EQ(one.plants.front(), (domain::PlantRecord{3, {"a3", "odd"}}));
+    EXPECT_EQ(wait_for<ReadResult>([&](auto done) { store.read("b", 3, done); }).outcome,
+              ReadResult::Outcome::not_found);
+
+    const auto page = wait_for<ReadResult>([&](auto done) { store.list("a", {2, 1, {}}, done); });
+    ASSERT_EQ(page.plants.size(), 2U);
+    EXPECT_EQ(page.plants[0].id, 2);
+    EXPECT_EQ(page.plants[1].id, 3);
+    EXPECT_TRUE(page.more);
+    const auto odd = wait_for<ReadResult>([&](auto done) {
+        store.list("a", {10, {}, "odd"}, done);
+    });
+    ASSERT_EQ(odd.plants.size(), 3U);
+    EXPECT_FALSE(odd.more);
+    const auto last = wait_for<ReadResult>([&](auto done) {
+        store.list("a", {10, INT64_MAX, {}}, done);
+    });
+    EXPECT_TRUE(last.plants.empty());
+
+    EXPECT_EQ(wait_for<WriteResult>([&](auto done) { store.remove("b", 3, done); }).outcome,
+              WriteResult::Outcome::not_found);
+    EXPECT_EQ(wait_for<WriteResult>([&](auto done) { store.remove("a", 3, done); }).outcome,
+              WriteResult::Outcome::deleted);
+    EXPECT_EQ(wait_for<ReadResult>([&](auto done) { store.read("a", 3, done); }).outcome,
+              ReadResult::Outcome::not_found);
+    EXPECT_EQ(wait_for<ReadResult>([&](auto done) { store.read("b", 1, done); }).outcome,
+              ReadResult::Outcome::found);
 }
 
 TEST(SqliteSchema, UsesWalFullSyncAndLatestVersion) {

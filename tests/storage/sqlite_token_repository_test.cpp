@@ -31,6 +31,19 @@ TEST(SqliteTokenRepository, AddListRemove) {
     EXPECT_EQ(tokens.list().size(), 1U);
 }
 
+TEST(SqliteTokenRepository, KeepsTenantAndScopes) {
+    TempDir dir;
+    SqliteTokenRepository tokens(dir.path());
+    auth::TokenRecord reader = record("reader", "ps_r");
+    reader.tenant = "acme";
+    reader.scopes = static_cast<auth::ScopeSet>(auth::Scope::read);
+    ASSERT_TRUE(tokens.add(reader));
+    const auto listed = tokens.list();
+    ASSERT_EQ(listed.size(), 1U);
+    EXPECT_EQ(listed[0].tenant, "acme");
+    EXPECT_EQ(listed[0].scopes, static_cast<auth::ScopeSet>(auth::Scope::read));
+}
+
 TEST(SqliteTokenRepository, ChangeCountMovesAcrossConnections) {
     TempDir dir;
     SqliteTokenRepository server_side(dir.path());

@@ -13,12 +13,25 @@ namespace {
 
 class ScriptedStore final : public store::PlantStore {
   public:
-    store::CreateResult::Outcome next = store::CreateResult::Outcome::created;
+    store::WriteResult::Outcome next = store::WriteResult::Outcome::created;
+    store::ReadResult::Outcome next_read = store::ReadResult::Outcome::found;
     std::vector<std::pair<std::string, domain::NewPlant>> received;
+    std::vector<store::ListQuery> queries;
 
-    void create(std::string tenant, domain::NewPlant plant, store::CreateCallback done) override {
+    void create(std::string tenant, domain::NewPlant plant, store::WriteCallback done) override {
         received.emplace_back(tenant, plant);
         done({next, plant.plant, {}});
+    }
+    void remove(std::string tenant, domain::PlantId id, store::WriteCallback done) override {
+        received.emplace_back(tenant, domain::NewPlant{id, {}});
+        done({next, {}, {}});
+    }
+    void read(std::string, domain::PlantId id, store::ReadCallback done) override {
+        done({next_read, {{id, {"Fern", std::nullopt}}}, false, {}});
+    }
+    void list(std::string, store::ListQuery query, store::ReadCallback done) override {
+        queries.push_back(query);
+        done({next_read, {{1, {"a", "x"}}, {2, {"b", std::nullopt}}}, true, {}});
     }
     bool accepting_work() const override { return true; }
     store::WriteStats write_stats() const override { return {}; }
@@ -26,7 +39,15 @@ class ScriptedStore final : public store::PlantStore {
 
 class ApiTest : public testing::Test {
   protected:
-    ApiTest() { tokens.replace({{"ci", auth::digest_token("ps_good"), "default", 0}}); }
+    ApiTest() {
+        tokens.replace({{"ci", auth::digest_token("ps_good"), "default", 0},
+                        {"reader", auth::digest_token("ps_reader"), "default", 0,
+                         static_cast<auth::ScopeSet>(auth::Scope::read)}});
+    }
+
+    RequestHead get(std::string_view target, std::string_view token = "Bearer ps_good") {
+        return {"GET", target, token, false, {}};
+    }
 
     RequestHead post(std::optional<std::string_view> authorization = "Bearer ps_good") {
         return {"POST", "/v1/plants", authorization, false, "application/json"};
@@ -69,9 +90,9 @@ TEST_F(ApiTest, CreatesAndAnswersThePlantWithoutId) {
 }
 
 TEST_F(ApiTest, ReplayIs200AndConflictIs409) {
-    store.next = store::CreateResult::Outcome::replayed;
+    store.next = store::WriteResult::Outcome::replayed;
     EXPECT_EQ(full(post(), R"({"id":3,"name":"Fern"})").status, 200);
-    store.next = store::CreateResult::Outcome::id_taken;
+    store.next = store::WriteResult::Outcome::id_taken;
     const Response conflict = full(post(), R"({"id":3,"name":"Fern"})");
     EXPECT_EQ(conflict.status, 409);
     EXPECT_EQ(conflict.body,
@@ -79,7 +100,7 @@ TEST_F(ApiTest, ReplayIs200AndConflictIs409) {
 }
 
 TEST_F(ApiTest, UnavailableStoreIs503WithRetryAfter) {
-    store.next = store::CreateResult::Outcome::unavailable;
+    store.next = store::WriteResult::Outcome::unavailable;
     const Response response = full(post(), R"({"id":3,"name":"Fern"})");
     EXPECT_EQ(response.status, 503);
     EXPECT_EQ(header(response, "Retry-After"), "1");
@@ -108,9 +129,90 @@ TEST_F(ApiTest, QueryStringDoesNotChangeTheRoute) {
 }
 
 TEST_F(ApiTest, OtherMethodIs405WithAllow) {
-    const Response response = final_response({"GET", "/v1/plants", {}, false, {}});
-    EXPECT_EQ(response.status, 405);
-    EXPECT_EQ(header(response, "Allow"), "POST");
+    const Response collection = final_response({"PUT", "/v1/plants", {}, false, {}});
+    EXPECT_EQ(collection.status, 405);
+    EXPECT_EQ(header(collection, "Allow"), "GET, POST");
+    const Response item = final_response({"POST", "/v1/plants/1", {}, false, {}});
+    EXPECT_EQ(item.status, 405);
+    EXPECT_EQ(header(item, "Allow"), "GET, DELETE");
+    // A method name that is a prefix of an allowed one is still another method.
+    EXPECT_EQ(final_response({"GE", "/v1/plants", {}, false, {}}).status, 405);
+}
+
+TEST_F(ApiTest, MissingScopeIs403WithTheScopeNamed) {
+    const Response response = final_response(post("Bearer ps_reader"));
+    EXPECT_EQ(response.status, 403);
+    EXPECT_EQ(header(response, "WWW-Authenticate"),
+              R"(Bearer realm="plantstore", error="insufficient_scope", scope="plants:write")");
+    RequestHead remove{"DELETE", "/v1/plants/1", "Bearer ps_reader", false, {}};
+    EXPECT_EQ(header(final_response(remove), "WWW-Authenticate"),
+              R"(Bearer realm="plantstore", error="insufficient_scope", scope="plants:delete")");
+    EXPECT_EQ(full(get("/v1/plants", "Bearer ps_reader"), "").status, 200);
+}
+
+TEST_F(ApiTest, PathIdMustBeAnInt64) {
+    for (const char* target :
+         {"/v1/plants/abc", "/v1/plants/1.5", "/v1/plants/+1", "/v1/plants/9223372036854775808",
+          "/v1/plants/-", "/v1/plants/1e3"}) {
+        const Response response = final_response(get(target));
+        EXPECT_EQ(response.status, 400) << target;
+        EXPECT_EQ(
+            response.body,
+            R"({"error":400,"message":"id: must be an integer between -9223372036854775808 and 9223372036854775807"})")
+            << target;
+    }
+    const auto admitted = api.admit(get("/v1/plants/-9223372036854775808"));
+    ASSERT_TRUE(std::holds_alternative<Admitted>(admitted));
+    EXPECT_EQ(std::get<Admitted>(admitted).id, INT64_MIN);
+}
+
+TEST_F(ApiTest, NestedPathsAreNotPlants) {
+    EXPECT_EQ(final_response(get("/v1/plants/1/x")).status, 404);
+    EXPECT_EQ(final_response(get("/v1/plants//1")).status, 404);
+}
+
+TEST_F(ApiTest, ListQueryParameters) {
+    const auto parsed = api.admit(get("/v1/plants?limit=5&after=-3&tag=a%20b"));
+    ASSERT_TRUE(std::holds_alternative<Admitted>(parsed));
+    const auto& query = std::get<Admitted>(parsed).query;
+    EXPECT_EQ(query.limit, 5);
+    EXPECT_EQ(query.after, -3);
+    EXPECT_EQ(query.tag, "a b");
+    EXPECT_EQ(std::get<Admitted>(api.admit(get("/v1/plants"))).query.limit, 100);
+
+    for (const char* bad :
+         {"limit=0", "limit=1001", "limit=-1", "limit=abc", "limit=", "limit", "limit=1&limit=2"}) {
+        const Response response = final_response(get(std::string("/v1/plants?") + bad));
+        EXPECT_EQ(response.status, 400) << bad;
+        EXPECT_NE(response.body.find("limit: "), std::string::npos) << bad;
+    }
+    EXPECT_NE(final_response(get("/v1/plants?after=x")).body.find("after: must be an integer"),
+              std::string::npos);
+    EXPECT_NE(final_response(get("/v1/plants?color=red")).body.find("unknown query parameter"),
+              std::string::npos);
+}
+
+TEST_F(ApiTest, ListAnswersRecordsAndANextLink) {
+    const Response response = full(get("/v1/plants?limit=2&tag=x%2Fy"), "");
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(response.body, R"([{"id":1,"name":"a","tag":"x"},{"id":2,"name":"b"}])");
+    EXPECT_EQ(header(response, "Link"), R"(</v1/plants?limit=2&after=2&tag=x%2Fy>; rel="next")");
+}
+
+TEST_F(ApiTest, ReadAndDeleteOutcomes) {
+    EXPECT_EQ(full(get("/v1/plants/7"), "").body, R"({"id":7,"name":"Fern"})");
+    store.next_read = store::ReadResult::Outcome::not_found;
+    const Response missing = full(get("/v1/plants/7"), "");
+    EXPECT_EQ(missing.status, 404);
+    EXPECT_EQ(missing.body, R"({"error":404,"message":"no plant with id 7"})");
+
+    RequestHead remove{"DELETE", "/v1/plants/7", "Bearer ps_good", false, {}};
+    store.next = store::WriteResult::Outcome::deleted;
+    const Response deleted = full(remove, "");
+    EXPECT_EQ(deleted.status, 204);
+    EXPECT_TRUE(deleted.body.empty());
+    store.next = store::WriteResult::Outcome::not_found;
+    EXPECT_EQ(full(remove, "").status, 404);
 }
 
 TEST_F(ApiTest, CredentialProblemsInOrder) {

@@ -11,7 +11,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 1> kMigrations = {
+constexpr std::array<std::string_view, 2> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -39,6 +39,10 @@ constexpr std::array<std::string_view, 1> kMigrations = {
         BEGIN UPDATE change_counters SET value = value + 1 WHERE name = 'tokens'; END;
     CREATE TRIGGER tokens_deleted AFTER DELETE ON tokens
         BEGIN UPDATE change_counters SET value = value + 1 WHERE name = 'tokens'; END;
+    )sql",
+    // 2: listing filtered by tag walks an index instead of every plant of the tenant.
+    R"sql(
+    CREATE INDEX plants_by_tag ON plants (tenant, tag, id);
     )sql",
 };
 

@@ -1,6 +1,7 @@
 #include "store/sqlite/sqlite_plant_store.hpp"
 
 #include <chrono>
+#include <limits>
 
 #include "store/sqlite/schema.hpp"
 
@@ -14,8 +15,8 @@ std::int64_t now_unix_ms() {
         .count();
 }
 
-CreateResult unavailable(std::string reason) {
-    return {CreateResult::Outcome::unavailable, {}, std::move(reason)};
+WriteResult unavailable(std::string reason) {
+    return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
 }
 
 }  // namespace
@@ -29,17 +30,29 @@ class SqlitePlantStore::Writer {
           commit_(db_->prepare("COMMIT")),
           insert_(db_->prepare("INSERT INTO plants (tenant, id, name, tag, created_at) "
                                "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, id) DO NOTHING")),
-          select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")) {}
+          select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
+          delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")) {}
 
     /// Runs `batch` in one transaction; fills `results` (same order) only when it committed.
     /// Returns an empty string on success, otherwise why nothing of the batch was written.
-    std::string commit(const std::vector<Pending>& batch, std::vector<CreateResult>& results) {
+    std::string commit(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
         results.clear();
         if (const int rc = begin_.try_step(); rc != kDone) return fail("BEGIN", begin_);
         begin_.reset();
         const std::int64_t created_at = now_unix_ms();
         for (const Pending& pending : batch) {
             const auto& plant = pending.plant;
+            if (pending.is_delete) {
+                delete_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
+                const int rc = delete_.try_step();
+                delete_.reset();
+                if (rc != kDone) return fail("DELETE", delete_);
+                results.push_back({db_->changes() == 1 ? WriteResult::Outcome::deleted
+                                                       : WriteResult::Outcome::not_found,
+                                   {},
+                                   {}});
+                continue;
+            }
             insert_.bind(1, std::string_view(pending.tenant))
                 .bind(2, plant.id)
                 .bind(3, std::string_view(plant.plant.name))
@@ -49,15 +62,15 @@ class SqlitePlantStore::Writer {
             insert_.reset();
             if (rc != kDone) return fail("INSERT", insert_);
             if (db_->changes() == 1) {
-                results.push_back({CreateResult::Outcome::created, plant.plant, {}});
+                results.push_back({WriteResult::Outcome::created, plant.plant, {}});
                 continue;
             }
             select_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
             if (select_.try_step() != kRow) return fail("SELECT", select_);
             domain::Plant existing{select_.column_text(0), select_.column_optional_text(1)};
             select_.reset();
-            const auto outcome = existing == plant.plant ? CreateResult::Outcome::replayed
-                                                         : CreateResult::Outcome::id_taken;
+            const auto outcome = existing == plant.plant ? WriteResult::Outcome::replayed
+                                                         : WriteResult::Outcome::id_taken;
             results.push_back({outcome, std::move(existing), {}});
         }
         if (commit_.try_step() != kDone) return fail("COMMIT", commit_);
@@ -81,6 +94,74 @@ class SqlitePlantStore::Writer {
     Statement commit_;
     Statement insert_;
     Statement select_;
+    Statement delete_;
+};
+
+// One read connection and its statements. Ids are compared with >= so that "no lower bound"
+// is simply the smallest id.
+class SqlitePlantStore::Reader {
+  public:
+    explicit Reader(const std::filesystem::path& data_dir)
+        : db_(open_store_database(data_dir)),
+          one_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
+          page_(db_->prepare("SELECT id, name, tag FROM plants WHERE tenant = ?1 AND id >= ?2 "
+                             "ORDER BY id LIMIT ?3")),
+          tagged_page_(db_->prepare("SELECT id, name, tag FROM plants WHERE tenant = ?1 AND "
+                                    "tag = ?4 AND id >= ?2 ORDER BY id LIMIT ?3")) {}
+
+    ReadResult read(const std::string& tenant, domain::PlantId id) {
+        one_.bind(1, std::string_view(tenant)).bind(2, id);
+        ReadResult result;
+        const int rc = one_.try_step();
+        if (rc == kRow) {
+            result.outcome = ReadResult::Outcome::found;
+            result.plants.push_back({id, {one_.column_text(0), one_.column_optional_text(1)}});
+        } else if (rc == kDone) {
+            result.outcome = ReadResult::Outcome::not_found;
+        } else {
+            result.reason = "SELECT failed: " + db_->error_message();
+        }
+        one_.reset();
+        return result;
+    }
+
+    ReadResult list(const std::string& tenant, const ListQuery& query) {
+        ReadResult result;
+        if (query.after == std::numeric_limits<domain::PlantId>::max()) {
+            result.outcome = ReadResult::Outcome::found;  // nothing can come after the largest
+            return result;
+        }
+        Statement& statement = query.tag ? tagged_page_ : page_;
+        statement.bind(1, std::string_view(tenant))
+            .bind(2, query.after ? *query.after + 1 : std::numeric_limits<domain::PlantId>::min())
+            .bind(3, static_cast<std::int64_t>(query.limit) + 1);  // one more tells "more"
+        if (query.tag) statement.bind(4, std::string_view(*query.tag));
+        int rc = kRow;
+        while ((rc = statement.try_step()) == kRow) {
+            result.plants.push_back(
+                {statement.column_int64(0),
+                 {statement.column_text(1), statement.column_optional_text(2)}});
+        }
+        if (rc == kDone) {
+            result.outcome = ReadResult::Outcome::found;
+            result.more = result.plants.size() > static_cast<std::size_t>(query.limit);
+            if (result.more) result.plants.pop_back();
+        } else {
+            result.plants.clear();
+            result.reason = "SELECT failed: " + db_->error_message();
+        }
+        statement.reset();
+        return result;
+    }
+
+  private:
+    static constexpr int kRow = 100;   // SQLITE_ROW
+    static constexpr int kDone = 101;  // SQLITE_DONE
+
+    std::unique_ptr<Database> db_;
+    Statement one_;
+    Statement page_;
+    Statement tagged_page_;
 };
 
 SqlitePlantStore::SqlitePlantStore(Options options)
@@ -91,7 +172,54 @@ SqlitePlantStore::SqlitePlantStore(Options options)
 
 SqlitePlantStore::~SqlitePlantStore() { close(); }
 
-void SqlitePlantStore::create(std::string tenant, domain::NewPlant plant, CreateCallback done) {
+void SqlitePlantStore::create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
+    enqueue({std::move(tenant), std::move(plant), false, std::move(done)});
+}
+
+void SqlitePlantStore::remove(std::string tenant, domain::PlantId id, WriteCallback done) {
+    enqueue({std::move(tenant), {id, {}}, true, std::move(done)});
+}
+
+std::unique_ptr<SqlitePlantStore::Reader, std::function<void(SqlitePlantStore::Reader*)>>
+SqlitePlantStore::borrow_reader() {
+    std::unique_ptr<Reader> reader;
+    {
+        std::lock_guard lock(readers_mutex_);
+        if (!idle_readers_.empty()) {
+            reader = std::move(idle_readers_.back());
+            idle_readers_.pop_back();
+        }
+    }
+    // At most one per thread that reads at the same moment: the pool grows to the number of
+    // I/O threads and stays there.
+    if (!reader) reader = std::make_unique<Reader>(options_.data_dir);
+    return {reader.release(), [this](Reader* returned) {
+                std::lock_guard lock(readers_mutex_);
+                idle_readers_.emplace_back(returned);
+            }};
+}
+
+void SqlitePlantStore::read(std::string tenant, domain::PlantId id, ReadCallback done) {
+    ReadResult result;
+    try {
+        result = borrow_reader()->read(tenant, id);
+    } catch (const std::exception& error) {
+        result.reason = error.what();
+    }
+    done(std::move(result));
+}
+
+void SqlitePlantStore::list(std::string tenant, ListQuery query, ReadCallback done) {
+    ReadResult result;
+    try {
+        result = borrow_reader()->list(tenant, query);
+    } catch (const std::exception& error) {
+        result.reason = error.what();
+    }
+    done(std::move(result));
+}
+
+void SqlitePlantStore::enqueue(Pending pending) {
     const char* refusal = nullptr;
     {
         std::lock_guard lock(mutex_);
@@ -100,13 +228,13 @@ void SqlitePlantStore::create(std::string tenant, domain::NewPlant plant, Create
         } else if (pending_.size() >= options_.max_pending) {
             refusal = "the write queue is full";
         } else {
-            pending_.push_back({std::move(tenant), std::move(plant), std::move(done)});
+            pending_.push_back(std::move(pending));
             // The writer only sleeps on an empty queue, so only that transition needs a wake-up.
             if (pending_.size() == 1) work_available_.notify_one();
             return;
         }
     }
-    done(unavailable(refusal));
+    pending.done(unavailable(refusal));
 }
 
 bool SqlitePlantStore::accepting_work() const {
@@ -131,7 +259,7 @@ void SqlitePlantStore::close() {
 
 void SqlitePlantStore::run_writer() {
     std::vector<Pending> batch;
-    std::vector<CreateResult> results;
+    std::vector<WriteResult> results;
     batch.reserve(options_.max_batch);
     results.reserve(options_.max_batch);
     for (;;) {
@@ -154,7 +282,7 @@ void SqlitePlantStore::run_writer() {
         {
             std::lock_guard lock(mutex_);
             ++stats_.batches;
-            stats_.creates += batch.size();
+            stats_.writes += batch.size();
             stats_.failed_batches += failure.empty() ? 0 : 1;
             stats_.commit_nanoseconds += static_cast<std::uint64_t>(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());

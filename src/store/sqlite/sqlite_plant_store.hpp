@@ -13,9 +13,11 @@
 namespace plantstore::store::sqlite {
 
 /// A PlantStore on one SQLite database in WAL mode with synchronous=FULL. One writer thread
-/// takes every pending create, runs them all in one transaction and commits once (one fsync for
-/// the whole batch, no artificial delay), then completes each request. So durable throughput
-/// scales with concurrency instead of being capped at the disk's fsync rate.
+/// takes every pending create and delete, runs them all in one transaction and commits once
+/// (one fsync for the whole batch, no artificial delay), then completes each request. So durable
+/// throughput scales with concurrency instead of being capped at the disk's fsync rate.
+/// Reads run on the caller's thread, each on a connection of its own from a small pool: WAL
+/// readers see the last commit and never wait for the writer.
 class SqlitePlantStore final : public PlantStore {
   public:
     struct Options {
@@ -32,7 +34,10 @@ class SqlitePlantStore final : public PlantStore {
     /// Same as close().
     ~SqlitePlantStore() override;
 
-    void create(std::string tenant, domain::NewPlant plant, CreateCallback done) override;
+    void create(std::string tenant, domain::NewPlant plant, WriteCallback done) override;
+    void remove(std::string tenant, domain::PlantId id, WriteCallback done) override;
+    void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
+    void list(std::string tenant, ListQuery query, ReadCallback done) override;
     bool accepting_work() const override;
     WriteStats write_stats() const override;
 
@@ -42,12 +47,17 @@ class SqlitePlantStore final : public PlantStore {
   private:
     struct Pending {
         std::string tenant;
-        domain::NewPlant plant;
-        CreateCallback done;
+        domain::NewPlant plant;  ///< for a delete, only the id is used
+        bool is_delete = false;
+        WriteCallback done;
     };
     class Writer;
+    class Reader;
 
+    void enqueue(Pending pending);
     void run_writer();
+    /// A reader connection for this thread's use, returned to the pool by the deleter.
+    std::unique_ptr<Reader, std::function<void(Reader*)>> borrow_reader();
 
     Options options_;
     std::unique_ptr<Writer> writer_;
@@ -56,6 +66,8 @@ class SqlitePlantStore final : public PlantStore {
     std::vector<Pending> pending_;
     bool closing_ = false;
     WriteStats stats_;  // guarded by mutex_
+    std::mutex readers_mutex_;
+    std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
     std::thread thread_;
 };
 

@@ -13,14 +13,16 @@ SqliteTokenRepository::~SqliteTokenRepository() = default;
 
 bool SqliteTokenRepository::add(const auth::TokenRecord& record) {
     auto insert = db_->prepare(
-        "INSERT INTO tokens (name, digest, tenant, created_at) VALUES (?1, ?2, ?3, ?4) "
+        "INSERT INTO tokens (name, digest, tenant, created_at, scopes) VALUES (?1, ?2, ?3, ?4, ?5) "
         "ON CONFLICT (name) DO NOTHING");
     const std::string_view digest(reinterpret_cast<const char*>(record.digest.data()),
                                   record.digest.size());
+    const std::string scopes = auth::format_scopes(record.scopes);  // bound by reference
     insert.bind(1, std::string_view(record.name))
         .bind(2, digest)
         .bind(3, std::string_view(record.tenant))
-        .bind(4, record.created_at_unix);
+        .bind(4, record.created_at_unix)
+        .bind(5, std::string_view(scopes));
     insert.step();
     return db_->changes() == 1;
 }
@@ -32,11 +34,16 @@ bool SqliteTokenRepository::remove(std::string_view name) {
 }
 
 std::vector<auth::TokenRecord> SqliteTokenRepository::list() {
-    auto query = db_->prepare("SELECT name, digest, tenant, created_at FROM tokens ORDER BY name");
+    auto query =
+        db_->prepare("SELECT name, digest, tenant, created_at, scopes FROM tokens ORDER BY name");
     std::vector<auth::TokenRecord> records;
     while (query.step()) {
-        auth::TokenRecord record{
-            query.column_text(0), {}, query.column_text(2), query.column_int64(3)};
+        // A scope name this build does not know grants nothing rather than everything.
+        auth::TokenRecord record{query.column_text(0),
+                                 {},
+                                 query.column_text(2),
+                                 query.column_int64(3),
+                                 auth::parse_scopes(query.column_text(4)).value_or(0)};
         const std::string_view digest = query.column_blob(1);
         std::copy_n(digest.begin(), std::min(digest.size(), record.digest.size()),
                     record.digest.begin());
