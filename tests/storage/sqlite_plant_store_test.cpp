@@ -187,6 +187,16 @@ TEST(SqlitePlantStore, ReadListAndDeleteStayInsideTheirTenant) {
               ReadResult::Outcome::found);
 }
 
+TEST(SqlitePlantStore, CheckpointsKeepTheWalBounded) {
+    TempDir dir;
+    SqlitePlantStore store({dir.path()});
+    // One commit per create: without checkpoints the WAL would grow by at least a page (4 KiB)
+    // each time, to 48 MiB or more.
+    for (int id = 0; id < 12000; ++id) create_and_wait(store, "default", plant(id, "p"));
+    const auto wal_bytes = std::filesystem::file_size(dir.path() / "plantstore.db-wal");
+    EXPECT_LT(wal_bytes, 9000U * 4120U) << "the WAL grew past the hard cap";
+}
+
 TEST(SqliteSchema, UsesWalFullSyncAndLatestVersion) {
     TempDir dir;
     auto db = open_store_database(dir.path());

@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_plant_store.hpp"
 
+#include <sqlite3.h>
+
 #include <chrono>
 #include <limits>
 
@@ -19,25 +21,84 @@ WriteResult unavailable(std::string reason) {
     return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
 }
 
+// WAL size, in pages, at which the checkpointer is woken (SQLite's own default), and beyond
+// which the writer completes a checkpoint itself so that the WAL cannot grow without bound.
+constexpr int kCheckpointPages = 1000;
+constexpr int kWalHardCapPages = 8000;
+
 }  // namespace
+
+// Runs passive checkpoints on a connection of its own, when the writer says the WAL has grown.
+// A passive checkpoint never blocks the writer or readers.
+class SqlitePlantStore::Checkpointer {
+  public:
+    explicit Checkpointer(const std::filesystem::path& data_dir)
+        : db_(open_store_database(data_dir)), thread_([this] { run(); }) {}
+    Checkpointer(const Checkpointer&) = delete;
+    Checkpointer& operator=(const Checkpointer&) = delete;
+    ~Checkpointer() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        thread_.join();
+    }
+
+    /// Asks for a checkpoint soon; cheap, callable from the writer's commit hook.
+    void request() {
+        {
+            std::lock_guard lock(mutex_);
+            requested_ = true;
+        }
+        wake_.notify_one();
+    }
+
+  private:
+    void run() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [this] { return stopping_ || requested_; });
+            if (stopping_) return;
+            requested_ = false;
+            lock.unlock();
+            // SQLITE_BUSY only means a reader or the writer was in the way; the next request
+            // (the WAL keeps growing) tries again.
+            sqlite3_wal_checkpoint_v2(db_->handle(), "main", SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                      nullptr);
+            lock.lock();
+        }
+    }
+
+    std::unique_ptr<Database> db_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool requested_ = false;
+    bool stopping_ = false;
+    std::thread thread_;
+};
 
 // The writer thread's connection and statements, prepared once.
 class SqlitePlantStore::Writer {
   public:
-    explicit Writer(const std::filesystem::path& data_dir)
-        : db_(open_store_database(data_dir)),
+    Writer(const std::filesystem::path& data_dir, Checkpointer& checkpointer)
+        : checkpointer_(checkpointer),
+          db_(open_store_database(data_dir)),
           begin_(db_->prepare("BEGIN IMMEDIATE")),
           commit_(db_->prepare("COMMIT")),
           insert_(db_->prepare("INSERT INTO plants (tenant, id, name, tag, created_at) "
                                "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, id) DO NOTHING")),
           select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
-          delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")) {}
+          delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")) {
+        // Replaces SQLite's automatic checkpoint, which would run inside a commit.
+        sqlite3_wal_hook(db_->handle(), &Writer::after_commit, this);
+    }
 
     /// Runs `batch` in one transaction; fills `results` (same order) only when it committed.
     /// Returns an empty string on success, otherwise why nothing of the batch was written.
     std::string commit(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
         results.clear();
-        if (const int rc = begin_.try_step(); rc != kDone) return fail("BEGIN", begin_);
+        if (const int rc = begin_.try_step(); rc != SQLITE_DONE) return fail("BEGIN", begin_);
         begin_.reset();
         const std::int64_t created_at = now_unix_ms();
         for (const Pending& pending : batch) {
@@ -46,7 +107,7 @@ class SqlitePlantStore::Writer {
                 delete_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
                 const int rc = delete_.try_step();
                 delete_.reset();
-                if (rc != kDone) return fail("DELETE", delete_);
+                if (rc != SQLITE_DONE) return fail("DELETE", delete_);
                 results.push_back({db_->changes() == 1 ? WriteResult::Outcome::deleted
                                                        : WriteResult::Outcome::not_found,
                                    {},
@@ -60,27 +121,41 @@ class SqlitePlantStore::Writer {
                 .bind(5, created_at);
             const int rc = insert_.try_step();
             insert_.reset();
-            if (rc != kDone) return fail("INSERT", insert_);
+            if (rc != SQLITE_DONE) return fail("INSERT", insert_);
             if (db_->changes() == 1) {
                 results.push_back({WriteResult::Outcome::created, plant.plant, {}});
                 continue;
             }
             select_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
-            if (select_.try_step() != kRow) return fail("SELECT", select_);
+            if (select_.try_step() != SQLITE_ROW) return fail("SELECT", select_);
             domain::Plant existing{select_.column_text(0), select_.column_optional_text(1)};
             select_.reset();
             const auto outcome = existing == plant.plant ? WriteResult::Outcome::replayed
                                                          : WriteResult::Outcome::id_taken;
             results.push_back({outcome, std::move(existing), {}});
         }
-        if (commit_.try_step() != kDone) return fail("COMMIT", commit_);
+        if (commit_.try_step() != SQLITE_DONE) return fail("COMMIT", commit_);
         commit_.reset();
         return {};
     }
 
   private:
-    static constexpr int kRow = 100;   // SQLITE_ROW, kept out of the header's includes
-    static constexpr int kDone = 101;  // SQLITE_DONE
+    // WAL hook: runs after each commit, with the write lock released.
+    static int after_commit(void* writer, sqlite3* db, const char*, int wal_pages) {
+        auto& self = *static_cast<Writer*>(writer);
+        if (wal_pages < self.pages_at_last_request_) self.pages_at_last_request_ = 0;  // restarted
+        if (wal_pages >= kWalHardCapPages) {
+            // Sustained load kept passive checkpoints from ever finishing the WAL; finish it
+            // here (most frames are already copied) so the WAL restarts from its beginning.
+            sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
+            self.pages_at_last_request_ = 0;
+        } else if (wal_pages >= self.pages_at_last_request_ + kCheckpointPages) {
+            // Once per kCheckpointPages new pages: the count includes frames already copied.
+            self.pages_at_last_request_ = wal_pages;
+            self.checkpointer_.request();
+        }
+        return SQLITE_OK;
+    }
 
     std::string fail(std::string_view step, Statement& statement) {
         std::string reason = std::string(step) + " failed: " + db_->error_message();
@@ -89,6 +164,8 @@ class SqlitePlantStore::Writer {
         return reason;
     }
 
+    Checkpointer& checkpointer_;
+    int pages_at_last_request_ = 0;
     std::unique_ptr<Database> db_;
     Statement begin_;
     Statement commit_;
@@ -113,10 +190,10 @@ class SqlitePlantStore::Reader {
         one_.bind(1, std::string_view(tenant)).bind(2, id);
         ReadResult result;
         const int rc = one_.try_step();
-        if (rc == kRow) {
+        if (rc == SQLITE_ROW) {
             result.outcome = ReadResult::Outcome::found;
             result.plants.push_back({id, {one_.column_text(0), one_.column_optional_text(1)}});
-        } else if (rc == kDone) {
+        } else if (rc == SQLITE_DONE) {
             result.outcome = ReadResult::Outcome::not_found;
         } else {
             result.reason = "SELECT failed: " + db_->error_message();
@@ -136,13 +213,13 @@ class SqlitePlantStore::Reader {
             .bind(2, query.after ? *query.after + 1 : std::numeric_limits<domain::PlantId>::min())
             .bind(3, static_cast<std::int64_t>(query.limit) + 1);  // one more tells "more"
         if (query.tag) statement.bind(4, std::string_view(*query.tag));
-        int rc = kRow;
-        while ((rc = statement.try_step()) == kRow) {
+        int rc = SQLITE_ROW;
+        while ((rc = statement.try_step()) == SQLITE_ROW) {
             result.plants.push_back(
                 {statement.column_int64(0),
                  {statement.column_text(1), statement.column_optional_text(2)}});
         }
-        if (rc == kDone) {
+        if (rc == SQLITE_DONE) {
             result.outcome = ReadResult::Outcome::found;
             result.more = result.plants.size() > static_cast<std::size_t>(query.limit);
             if (result.more) result.plants.pop_back();
@@ -155,9 +232,6 @@ class SqlitePlantStore::Reader {
     }
 
   private:
-    static constexpr int kRow = 100;   // SQLITE_ROW
-    static constexpr int kDone = 101;  // SQLITE_DONE
-
     std::unique_ptr<Database> db_;
     Statement one_;
     Statement page_;
@@ -165,7 +239,9 @@ class SqlitePlantStore::Reader {
 };
 
 SqlitePlantStore::SqlitePlantStore(Options options)
-    : options_(std::move(options)), writer_(std::make_unique<Writer>(options_.data_dir)) {
+    : options_(std::move(options)),
+      checkpointer_(std::make_unique<Checkpointer>(options_.data_dir)),
+      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_)) {
     pending_.reserve(options_.max_batch);
     thread_ = std::thread([this] { run_writer(); });
 }

@@ -18,6 +18,9 @@ namespace plantstore::store::sqlite {
 /// throughput scales with concurrency instead of being capped at the disk's fsync rate.
 /// Reads run on the caller's thread, each on a connection of its own from a small pool: WAL
 /// readers see the last commit and never wait for the writer.
+/// Checkpoints (copying the WAL back into the database) run in a thread of their own, so a
+/// commit never waits for one; only if the WAL outgrows a hard cap under sustained load does the
+/// writer finish the (by then mostly done) checkpoint itself, keeping the WAL bounded.
 class SqlitePlantStore final : public PlantStore {
   public:
     struct Options {
@@ -53,6 +56,7 @@ class SqlitePlantStore final : public PlantStore {
     };
     class Writer;
     class Reader;
+    class Checkpointer;
 
     void enqueue(Pending pending);
     void run_writer();
@@ -60,6 +64,7 @@ class SqlitePlantStore final : public PlantStore {
     std::unique_ptr<Reader, std::function<void(Reader*)>> borrow_reader();
 
     Options options_;
+    std::unique_ptr<Checkpointer> checkpointer_;
     std::unique_ptr<Writer> writer_;
     mutable std::mutex mutex_;
     std::condition_variable work_available_;
