@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "api/media_type.hpp"
+#include "api/openapi_document.hpp"
 #include "auth/bearer_credentials.hpp"
 #include "auth/token_registry.hpp"
 #include "domain/json_encoding.hpp"
@@ -35,6 +36,14 @@ Response challenge(int status, std::string_view message, std::string_view error_
         value += '"';
     }
     response.headers.emplace_back("WWW-Authenticate", std::move(value));
+    return response;
+}
+
+Response method_not_allowed(std::string_view method, std::string_view path,
+                            std::string_view allowed) {
+    Response response = error_response(
+        405, "method " + std::string(method) + " is not allowed on " + std::string(path));
+    response.headers.emplace_back("Allow", std::string(allowed));
     return response;
 }
 
@@ -127,6 +136,7 @@ Response error_response(int status, std::string_view message) {
 Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store)
     : options_(std::move(options)),
       plants_path_(options_.base_path + "/plants"),
+      openapi_path_(options_.base_path + "/openapi.json"),
       tokens_(tokens),
       store_(store) {}
 
@@ -134,6 +144,11 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     const auto target = boost::urls::parse_origin_form(head.target);
     if (!target) return error_response(400, "malformed request target");
     const std::string path = target->path();
+
+    if (path == openapi_path_) {  // public: the API's description needs no credentials
+        if (head.method == "GET") return Response{200, std::string(openapi_document()), {}};
+        return method_not_allowed(head.method, path, "GET");
+    }
 
     Admitted admitted;
     std::string_view allowed;
@@ -164,12 +179,7 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     } else {
         return error_response(404, "no such resource: " + path);
     }
-    if (!method_matched) {
-        Response response = error_response(
-            405, "method " + std::string(head.method) + " is not allowed on " + path);
-        response.headers.emplace_back("Allow", std::string(allowed));
-        return response;
-    }
+    if (!method_matched) return method_not_allowed(head.method, path, allowed);
 
     if (head.repeated_authorization) {
         return challenge(400, "send exactly one Authorization header", "invalid_request");

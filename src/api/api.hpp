@@ -74,6 +74,7 @@ class Api {
   private:
     ApiOptions options_;
     std::string plants_path_;
+    std::string openapi_path_;
     const auth::TokenRegistry& tokens_;
     store::PlantStore& store_;
 };

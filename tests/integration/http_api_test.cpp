@@ -1,4 +1,6 @@
 // The API contract over real HTTP against the real binary: every status and its Error shape.
+#include <fstream>
+
 #include "fixture.hpp"
 
 namespace plantstore::testing_support {
@@ -168,6 +170,25 @@ TEST_F(HttpApi, MalformedHttpIs400AndCloses) {
     ASSERT_TRUE(response);
     expect_error(*response, 400, "malformed HTTP request");
     EXPECT_TRUE(connection.closed_by_server());
+}
+
+TEST_F(HttpApi, ServesItsOpenApiDocumentWithoutCredentials) {
+    HttpConnection connection(port());
+    const auto response = connection.request("GET", "/openapi.json", "", {});
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->header("content-type"), "application/json");
+    std::ifstream source(PLANTSTORE_SOURCE_DIR "/docs/openapi.json");
+    const std::string expected((std::istreambuf_iterator<char>(source)), {});
+    EXPECT_EQ(response->body, expected);
+    const auto document = boost::json::parse(response->body).as_object();
+    EXPECT_EQ(document.at("openapi").as_string(), "3.1.0");
+    EXPECT_TRUE(document.at("paths").as_object().contains("/plants/{id}"));
+
+    const auto post = connection.request("POST", "/openapi.json", "", {});
+    ASSERT_TRUE(post);
+    expect_error(*post, 405);
+    EXPECT_EQ(post->header("allow"), "GET");
 }
 
 class HttpApiOptions : public ServerTest {};

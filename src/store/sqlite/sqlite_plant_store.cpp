@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <chrono>
 #include <limits>
 
@@ -45,6 +46,9 @@ class SqlitePlantStore::Checkpointer {
         thread_.join();
     }
 
+    /// True once after a checkpoint copied every frame the WAL had when it started.
+    bool take_caught_up() { return caught_up_.exchange(false); }
+
     /// Asks for a checkpoint soon; cheap, callable from the writer's commit hook.
     void request() {
         {
@@ -64,8 +68,11 @@ class SqlitePlantStore::Checkpointer {
             lock.unlock();
             // SQLITE_BUSY only means a reader or the writer was in the way; the next request
             // (the WAL keeps growing) tries again.
-            sqlite3_wal_checkpoint_v2(db_->handle(), "main", SQLITE_CHECKPOINT_PASSIVE, nullptr,
-                                      nullptr);
+            int wal_frames = 0;
+            int copied_frames = 0;
+            const int rc = sqlite3_wal_checkpoint_v2(
+                db_->handle(), "main", SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied_frames);
+            if (rc == SQLITE_OK && copied_frames == wal_frames) caught_up_ = true;
             lock.lock();
         }
     }
@@ -75,6 +82,7 @@ class SqlitePlantStore::Checkpointer {
     std::condition_variable wake_;
     bool requested_ = false;
     bool stopping_ = false;
+    std::atomic<bool> caught_up_{false};
     std::thread thread_;
 };
 
@@ -144,7 +152,14 @@ class SqlitePlantStore::Writer {
     static int after_commit(void* writer, sqlite3* db, const char*, int wal_pages) {
         auto& self = *static_cast<Writer*>(writer);
         if (wal_pages < self.pages_at_last_request_) self.pages_at_last_request_ = 0;  // restarted
-        if (wal_pages >= kWalHardCapPages) {
+        if (self.checkpointer_.take_caught_up()) {
+            // The checkpointer copied everything up to a moment ago; copying the few frames
+            // committed since lets the next transaction restart the WAL at its beginning, so it
+            // keeps reusing the same blocks instead of growing into new ones (whose allocation
+            // every fdatasync would then also have to commit).
+            sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+            self.pages_at_last_request_ = 0;
+        } else if (wal_pages >= kWalHardCapPages) {
             // Sustained load kept passive checkpoints from ever finishing the WAL; finish it
             // here (most frames are already copied) so the WAL restarts from its beginning.
             sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
