@@ -190,6 +190,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
         const auto& request = parser.get();
         const unsigned version = request.version();
+        if (version == 11 && request.count(http::field::host) != 1) {
+            // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
+            // one Host, which a proxy and this server could otherwise route differently.
+            co_return co_await send(
+                api::error_response(400,
+                                    "malformed HTTP request: HTTP/1.1 needs exactly one "
+                                    "Host header"),
+                version, false);
+        }
         std::variant<api::Response, api::Admitted> decision = admit(request);
         if (auto* early = std::get_if<api::Response>(&decision)) {
             // An unread body cannot be skipped reliably, so the connection closes after this.

@@ -191,6 +191,23 @@ TEST_F(HttpApi, ServesItsOpenApiDocumentWithoutCredentials) {
     EXPECT_EQ(post->header("allow"), "GET");
 }
 
+TEST_F(HttpApi, Http11WithoutExactlyOneHostIs400AndCloses) {
+    const std::string body = R"({"id":1,"name":"a"})";
+    const std::string rest =
+        "Authorization: Bearer " + token +
+        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\n\r\n" + body;
+    for (const std::string hosts : {"", "Host: a\r\nHost: b\r\n"}) {
+        HttpConnection connection(port());
+        connection.send_raw("POST /plants HTTP/1.1\r\n" + hosts + rest);
+        const auto response = connection.read_response();
+        ASSERT_TRUE(response);
+        expect_error(*response, 400, "exactly one Host header");
+        EXPECT_TRUE(connection.closed_by_server());
+    }
+    EXPECT_EQ(post(body).status, 200);  // nothing was created by those
+}
+
 class HttpApiOptions : public ServerTest {};
 
 TEST_F(HttpApiOptions, BasePathPrefixesTheRoute) {
