@@ -1,5 +1,6 @@
 #include "api/api.hpp"
 
+#include <algorithm>
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
@@ -145,8 +146,27 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     if (!target) return error_response(400, "malformed request target");
     const std::string path = target->path();
 
+    // Operational endpoints: outside the base path, without credentials.
+    if (path == "/healthz" || path == "/readyz" || (path == "/metrics" && options_.metrics)) {
+        if (head.method != "GET") return method_not_allowed(head.method, path, "GET");
+        if (path == "/healthz") return Response{200, R"({"status":"ok"})", {}};
+        if (path == "/metrics") {
+            Response metrics{200, options_.metrics(), {}};
+            metrics.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            return metrics;
+        }
+        if (draining_ || !store_.accepting_work()) {
+            Response busy = error_response(503, draining_ ? "draining: the server is stopping"
+                                                          : "the store is not accepting writes");
+            busy.headers.emplace_back("Retry-After", "1");
+            return busy;
+        }
+        return Response{200, R"({"status":"ready"})", {}};
+    }
+
     if (path == openapi_path_) {  // public: the API's description needs no credentials
         if (head.method == "GET") return Response{200, std::string(openapi_document()), {}};
+        if (head.method == "OPTIONS" && cors_allows(head.origin)) return preflight("GET");
         return method_not_allowed(head.method, path, "GET");
     }
 
@@ -179,7 +199,14 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     } else {
         return error_response(404, "no such resource: " + path);
     }
-    if (!method_matched) return method_not_allowed(head.method, path, allowed);
+    if (!method_matched) {
+        // A browser's preflight is answered before credentials: it never carries them.
+        if (head.method == "OPTIONS" && cors_allows(head.origin) &&
+            !head.preflight_method.empty()) {
+            return preflight(allowed);
+        }
+        return method_not_allowed(head.method, path, allowed);
+    }
 
     if (head.repeated_authorization) {
         return challenge(400, "send exactly one Authorization header", "invalid_request");
@@ -280,6 +307,46 @@ void Api::handle(const Admitted& admitted, std::string_view body,
                         });
             return;
     }
+}
+
+std::string_view Api::route_label(std::string_view target) const {
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path == plants_path_) return "/plants";
+    if (path.starts_with(plants_path_) && path.size() > plants_path_.size() + 1 &&
+        path[plants_path_.size()] == '/') {
+        return "/plants/{id}";
+    }
+    if (path == openapi_path_) return "/openapi.json";
+    for (std::string_view operational : {"/healthz", "/readyz", "/metrics"}) {
+        if (path == operational) return operational;
+    }
+    return "other";
+}
+
+bool Api::cors_allows(std::string_view origin) const {
+    if (origin.empty()) return false;
+    return std::any_of(
+        options_.cors_origins.begin(), options_.cors_origins.end(),
+        [origin](const std::string& allowed) { return allowed == "*" || allowed == origin; });
+}
+
+Response Api::preflight(std::string_view allowed_methods) const {
+    Response response{204, {}, {}};
+    response.headers.emplace_back("Access-Control-Allow-Methods", std::string(allowed_methods));
+    response.headers.emplace_back("Access-Control-Allow-Headers",
+                                  "Authorization, Content-Type, X-Request-Id");
+    response.headers.emplace_back("Access-Control-Max-Age", "600");
+    return response;
+}
+
+void Api::add_cors_headers(Response& response, std::string_view origin) const {
+    if (!cors_allows(origin)) return;
+    const bool any = std::find(options_.cors_origins.begin(), options_.cors_origins.end(), "*") !=
+                     options_.cors_origins.end();
+    response.headers.emplace_back("Access-Control-Allow-Origin", any ? "*" : std::string(origin));
+    if (!any) response.headers.emplace_back("Vary", "Origin");
+    response.headers.emplace_back("Access-Control-Expose-Headers",
+                                  "Link, Retry-After, WWW-Authenticate, X-Request-Id");
 }
 
 }  // namespace plantstore::api

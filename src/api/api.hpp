@@ -4,6 +4,7 @@
 // which the transport layer does before calling in.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -30,6 +31,8 @@ struct RequestHead {
     std::optional<std::string_view> authorization;
     bool repeated_authorization = false;  ///< more than one Authorization header
     std::optional<std::string_view> content_type;
+    std::string_view origin;            ///< the Origin header, or empty
+    std::string_view preflight_method;  ///< Access-Control-Request-Method, or empty
 };
 
 /// A response; its body is always JSON.
@@ -37,6 +40,7 @@ struct Response {
     int status = 200;
     std::string body;
     std::vector<std::pair<std::string_view, std::string>> headers;  ///< beyond Content-Type
+    std::string_view content_type = "application/json";
 };
 
 /// An Error-shaped response: `{"error": status, "message": message}`.
@@ -55,6 +59,10 @@ struct Admitted {
 struct ApiOptions {
     std::string base_path;  ///< "" or "/prefix" without a trailing slash
     domain::FieldLimits field_limits;
+    /// Renders GET /metrics (Prometheus text); empty: /metrics is off (404).
+    std::function<std::string()> metrics;
+    /// Origins allowed to call from a browser, or {"*"}; empty: no CORS headers at all.
+    std::vector<std::string> cors_origins;
 };
 
 class Api {
@@ -71,12 +79,26 @@ class Api {
     void handle(const Admitted& admitted, std::string_view body,
                 std::function<void(Response)> respond) const;
 
+    /// The route a request target belongs to, as a metrics label: "/plants", "/plants/{id}",
+    /// "/openapi.json", "/healthz", "/readyz", "/metrics", or "other".
+    std::string_view route_label(std::string_view target) const;
+
+    /// Adds the CORS response headers when `origin` is allowed (nothing otherwise).
+    void add_cors_headers(Response& response, std::string_view origin) const;
+
+    /// From now on /readyz answers 503: the server is draining. Thread-safe.
+    void begin_draining() { draining_ = true; }
+
   private:
+    bool cors_allows(std::string_view origin) const;
+    Response preflight(std::string_view allowed_methods) const;
+
     ApiOptions options_;
     std::string plants_path_;
     std::string openapi_path_;
     const auth::TokenRegistry& tokens_;
     store::PlantStore& store_;
+    std::atomic<bool> draining_{false};
 };
 
 }  // namespace plantstore::api

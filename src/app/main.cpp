@@ -7,10 +7,11 @@
 #include <thread>
 
 #include "api/api.hpp"
-#include "app/log.hpp"
 #include "app/token_refresher.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
+#include "ops/log.hpp"
+#include "ops/observability.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
 #include "store/sqlite/sqlite_token_repository.hpp"
 #include "transport/http_server.hpp"
@@ -42,6 +43,10 @@ struct ServeConfig {
     long idle_timeout_ms = 60'000;
     long write_timeout_ms = 10'000;
     long drain_timeout_ms = 10'000;
+    std::string log_level = "info";
+    bool access_log = true;
+    bool metrics = true;
+    std::vector<std::string> cors_origins;
 };
 
 struct TokenCreateConfig {
@@ -102,11 +107,23 @@ bool valid_token_name(const std::string& name) {
 
 int serve(const ServeConfig& config) {
     const auto [host, port] = split_listen_address(config.listen);
+    ops::LogLevel level = ops::LogLevel::info;
+    if (!ops::parse_log_level(config.log_level, level)) {
+        throw CLI::ValidationError("--log-level", "must be debug, info, warn or error");
+    }
+    ops::set_log_level(level);
+    const unsigned threads =
+        config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+
     auth::TokenRegistry tokens;
     store::sqlite::SqlitePlantStore store({config.data_dir, config.max_pending_writes});
     TokenRefresher refresher(config.data_dir, tokens, kTokenPollInterval);
-    const api::Api api({normalized_base_path(config.base_path), {config.max_text_length}}, tokens,
-                       store);
+    ops::Observability observability({threads, config.access_log, PLANTSTORE_VERSION}, store);
+    api::ApiOptions api_options{
+        normalized_base_path(config.base_path), {config.max_text_length}, {}, config.cors_origins};
+    if (config.metrics)
+        api_options.metrics = [&observability] { return observability.render_metrics(); };
+    api::Api api(std::move(api_options), tokens, store);
 
     transport::ServerOptions options;
     options.host = host;
@@ -120,28 +137,36 @@ int serve(const ServeConfig& config) {
     options.limits.idle_timeout = milliseconds(config.idle_timeout_ms);
     options.limits.write_timeout = milliseconds(config.write_timeout_ms);
     options.limits.drain_timeout = milliseconds(config.drain_timeout_ms);
-    transport::HttpServer server(options, api);
+    transport::HttpServer server(options, api, observability);
 
     const std::string address = server.local_address();
-    log_event("info", "started",
-              {{"version", PLANTSTORE_VERSION},
-               {"listen", address},
-               {"data_dir", std::filesystem::absolute(config.data_dir).string()},
-               {"base_path", normalized_base_path(config.base_path)},
-               {"threads", std::to_string(options.threads)},
-               {"max_body_bytes", std::to_string(config.max_body_bytes)},
-               {"max_header_bytes", std::to_string(config.max_header_bytes)},
-               {"max_text_length", std::to_string(config.max_text_length)},
-               {"max_connections", std::to_string(config.max_connections)},
-               {"request_timeout_ms", std::to_string(config.request_timeout_ms)},
-               {"idle_timeout_ms", std::to_string(config.idle_timeout_ms)}});
+    ops::log_event(ops::LogLevel::info, "started",
+                   {{"version", PLANTSTORE_VERSION},
+                    {"listen", address},
+                    {"data_dir", std::filesystem::absolute(config.data_dir).string()},
+                    {"base_path", normalized_base_path(config.base_path)},
+                    {"threads", std::to_string(options.threads)},
+                    {"max_body_bytes", std::to_string(config.max_body_bytes)},
+                    {"max_header_bytes", std::to_string(config.max_header_bytes)},
+                    {"max_text_length", std::to_string(config.max_text_length)},
+                    {"max_connections", std::to_string(config.max_connections)},
+                    {"request_timeout_ms", std::to_string(config.request_timeout_ms)},
+                    {"idle_timeout_ms", std::to_string(config.idle_timeout_ms)},
+                    {"log_level", config.log_level},
+                    {"access_log", config.access_log ? "on" : "off"},
+                    {"metrics", config.metrics ? "on" : "off"},
+                    {"cors_origins", std::to_string(config.cors_origins.size())}});
     std::cout << "plantstore listening on http://" << address << std::endl;
 
-    server.run([] { log_event("info", "draining"); });
+    server.run([&api] {
+        api.begin_draining();
+        ops::log_event(ops::LogLevel::info, "draining");
+    });
+    observability.flush();
     store.close();  // everything acknowledged or accepted is committed before exit
     const auto stats = store.write_stats();
-    log_event(
-        "info", "stopped",
+    ops::log_event(
+        ops::LogLevel::info, "stopped",
         {{"batches", std::to_string(stats.batches)},
          {"writes", std::to_string(stats.writes)},
          {"failed_batches", std::to_string(stats.failed_batches)},
@@ -240,6 +265,27 @@ int run(int argc, char** argv) {
            "Time to write one response before the connection is dropped");
     option("--drain-timeout-ms", serve_config.drain_timeout_ms, "PLANTSTORE_DRAIN_TIMEOUT_MS",
            "On SIGTERM/SIGINT, time requests in flight get to finish");
+    option("--log-level", serve_config.log_level, "PLANTSTORE_LOG_LEVEL",
+           "Least severe log lines written: debug, info, warn or error");
+    serve_command
+        ->add_option_function<std::string>(
+            "--access-log",
+            [&serve_config](const std::string& value) { serve_config.access_log = value == "on"; },
+            "One JSON line per request on stderr: on or off (default on)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->envname("PLANTSTORE_ACCESS_LOG");
+    serve_command
+        ->add_option_function<std::string>(
+            "--metrics",
+            [&serve_config](const std::string& value) { serve_config.metrics = value == "on"; },
+            "Serve GET /metrics (Prometheus) on the listener: on or off (default on)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->envname("PLANTSTORE_METRICS");
+    serve_command
+        ->add_option("--cors-origin", serve_config.cors_origins,
+                     "Origin allowed to call from a browser (repeatable), or * for any; "
+                     "none: no CORS headers")
+        ->envname("PLANTSTORE_CORS_ORIGIN");
 
     std::filesystem::path token_data_dir = "data";
     auto* token_command = cli.add_subcommand("token", "Manage access tokens");
@@ -291,7 +337,7 @@ int run(int argc, char** argv) {
         std::cerr << "plantstore: " << error.what() << '\n';
         return 2;
     } catch (const std::exception& error) {
-        log_event("error", "fatal", {{"reason", error.what()}});
+        ops::log_event(ops::LogLevel::error, "fatal", {{"reason", error.what()}});
         return 1;
     }
     return 2;

@@ -1,7 +1,7 @@
 #include "app/token_refresher.hpp"
 
-#include "app/log.hpp"
 #include "auth/token_registry.hpp"
+#include "ops/log.hpp"
 #include "store/sqlite/sqlite_token_repository.hpp"
 
 namespace plantstore::app {
@@ -39,7 +39,7 @@ void TokenRefresher::poll() {
             }
         } catch (const std::exception& error) {
             // Keep serving with the last known tokens; try again on the next poll.
-            log_event("warn", "token_refresh_failed", {{"reason", error.what()}});
+            ops::log_event(ops::LogLevel::warn, "token_refresh_failed", {{"reason", error.what()}});
             repository.reset();
         }
     }

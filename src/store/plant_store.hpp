@@ -3,6 +3,7 @@
 // call the domain and auth (records only) layers; never the API or transport layers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -46,6 +47,12 @@ struct ListQuery {
 using WriteCallback = std::function<void(WriteResult)>;
 using ReadCallback = std::function<void(ReadResult)>;
 
+/// Upper bounds of the commit-duration histogram buckets, in seconds (+Inf is implied).
+inline constexpr std::array<double, 10> kCommitSecondsBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0};
+/// Upper bounds of the batch-size histogram buckets, in writes per transaction (+Inf implied).
+inline constexpr std::array<double, 9> kBatchSizeBuckets = {1, 2, 4, 8, 16, 32, 64, 256, 1024};
+
 /// Cumulative counters of a store's write path, for logs and metrics.
 struct WriteStats {
     std::uint64_t batches = 0;             ///< transactions committed or failed
@@ -53,6 +60,11 @@ struct WriteStats {
     std::uint64_t failed_batches = 0;      ///< transactions that wrote nothing
     std::uint64_t commit_nanoseconds = 0;  ///< total time in BEGIN..COMMIT, fsync included
     std::uint64_t largest_batch = 0;
+    std::uint64_t pending = 0;  ///< writes waiting for the writer right now (queue depth)
+    /// Per bucket of kCommitSecondsBuckets, then +Inf: transactions (not cumulative).
+    std::array<std::uint64_t, kCommitSecondsBuckets.size() + 1> commit_seconds_counts{};
+    /// Per bucket of kBatchSizeBuckets, then +Inf: transactions (not cumulative).
+    std::array<std::uint64_t, kBatchSizeBuckets.size() + 1> batch_size_counts{};
 };
 
 /// An asynchronous, durable plant store, namespaced by tenant: no operation ever sees another

@@ -18,7 +18,10 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <cctype>
+#include <cstdio>
 #include <future>
+#include <random>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -48,9 +51,30 @@ class Connection;
 // One thread's share of the server: its event loop and the connections it owns. Only that
 // thread touches `connections`.
 struct Worker {
+    explicit Worker(unsigned index) : index(index) {}
+    const unsigned index;
     net::io_context context;
     std::unordered_set<Connection*> connections;
+    std::uint64_t next_request_number = 0;
 };
+
+// Incoming X-Request-Id values are kept when they are 1 to 128 of these characters, so that a
+// log line can never be forged or broken by one.
+bool well_formed_request_id(std::string_view id) {
+    return !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
+               c == '.' || c == ':';
+    });
+}
+
+// A process-unique id: a random prefix chosen at start, the worker and a per-worker counter.
+std::string generate_request_id(Worker& worker) {
+    static const std::uint32_t prefix = std::random_device{}();
+    char text[48];
+    std::snprintf(text, sizeof text, "%08x-%x-%llx", prefix, worker.index,
+                  static_cast<unsigned long long>(++worker.next_request_number));
+    return text;
+}
 
 bool is_http_framing_error(const error_code& ec) {
     return &ec.category() == &http::make_error_code(http::error::bad_method).category();
@@ -84,15 +108,20 @@ auto async_handle(const api::Api& api, const api::Admitted& admitted, std::strin
 // through Beast's serializer: every response here has the same few headers, and the profile
 // showed Beast's generic field list and buffer sequences costing more than the rest of a write.
 void serialize_response(std::string& out, const api::Response& response, unsigned version,
-                        bool keep_alive) {
+                        bool keep_alive, std::string_view request_id) {
     out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
     out += std::to_string(response.status);
     out += ' ';
     const auto reason = http::obsolete_reason(static_cast<http::status>(response.status));
     out.append(reason.data(), reason.size());
+    // Every response: never cached (they carry per-caller data), never content-sniffed.
+    out += "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ";
+    out.append(request_id.data(), request_id.size());
     out += "\r\n";
     if (response.status != 204) {  // RFC 9110 §8.6: a 204 carries neither body nor length
-        out += "Content-Type: application/json\r\nContent-Length: ";
+        out += "Content-Type: ";
+        out += response.content_type;
+        out += "\r\nContent-Length: ";
         out += std::to_string(response.body.size());
         out += "\r\n";
     }
@@ -116,15 +145,25 @@ using Clock = std::chrono::steady_clock;
 class Connection : public std::enable_shared_from_this<Connection> {
   public:
     Connection(tcp::socket socket, Worker& worker, const api::Api& api, const ServerLimits& limits,
-               const std::atomic<bool>& draining, std::atomic<std::size_t>& open_connections)
+               const std::atomic<bool>& draining, std::atomic<std::size_t>& open_connections,
+               ExchangeObserver& observer)
         : socket_(std::move(socket)),
           worker_(worker),
           api_(api),
           limits_(limits),
           draining_(draining),
-          open_connections_(open_connections) {}
+          open_connections_(open_connections),
+          observer_(observer) {
+        error_code ec;
+        const auto remote = socket_.remote_endpoint(ec);
+        if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+        observer_.on_connection_opened();
+    }
 
-    ~Connection() { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
+    ~Connection() {
+        observer_.on_connection_closed();
+        open_connections_.fetch_sub(1, std::memory_order_relaxed);
+    }
 
     net::awaitable<void> run() {
         worker_.connections.insert(this);
@@ -177,6 +216,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::awaitable<bool> serve_one() {
         if (draining_ && buffer_.size() == 0) co_return false;
         expired_ = false;
+        exchange_ = {};
         auto& parser = parser_.emplace();
         parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
         parser.body_limit(limits_.max_body_bytes);
@@ -190,6 +230,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
         const auto& request = parser.get();
         const unsigned version = request.version();
+        exchange_.started = Clock::now();
+        exchange_.counted = true;
+        observer_.on_request_started(worker_.index);
+        exchange_.method = request.method_string();
+        exchange_.target = request.target();
+        if (const auto id = request["X-Request-Id"]; well_formed_request_id(id)) {
+            exchange_.request_id = id;
+        }
+        exchange_.origin = request[http::field::origin];
         if (version == 11 && request.count(http::field::host) != 1) {
             // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
             // one Host, which a proxy and this server could otherwise route differently.
@@ -200,6 +249,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
                 version, false);
         }
         std::variant<api::Response, api::Admitted> decision = admit(request);
+        if (const auto* admitted = std::get_if<api::Admitted>(&decision)) {
+            exchange_.token_name = admitted->caller->name;
+        }
         if (auto* early = std::get_if<api::Response>(&decision)) {
             // An unread body cannot be skipped reliably, so the connection closes after this.
             co_return co_await send(std::move(*early), version,
@@ -237,6 +289,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         if (const auto found = request.find(http::field::content_type); found != request.end()) {
             head.content_type = found->value();
         }
+        head.origin = request[http::field::origin];
+        head.preflight_method = request[http::field::access_control_request_method];
         try {
             return api_.admit(head);
         } catch (const std::exception&) {
@@ -278,14 +332,37 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     net::awaitable<bool> send(api::Response response, unsigned version, bool keep_alive) {
         keep_alive = keep_alive && !draining_;
+        if (exchange_.request_id.empty()) exchange_.request_id = generate_request_id(worker_);
+        if (exchange_.started == Clock::time_point{}) exchange_.started = Clock::now();
+        api_.add_cors_headers(response, exchange_.origin);
         out_.clear();
-        serialize_response(out_, response, version, keep_alive);
+        serialize_response(out_, response, version, keep_alive, exchange_.request_id);
+        report(response);
         enter(Phase::writing, limits_.write_timeout);
         error_code ec;
         co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
         if (ec) co_return false;
         if (!keep_alive) co_await linger();
         co_return keep_alive;
+    }
+
+    void report(const api::Response& response) {
+        Exchange exchange;
+        exchange.request_id = exchange_.request_id;
+        exchange.method = exchange_.method;
+        exchange.target = exchange_.target;
+        exchange.route = api_.route_label(exchange_.target);
+        exchange.token_name = exchange_.token_name;
+        exchange.peer = peer_;
+        exchange.status = response.status;
+        exchange.body_bytes = response.body.size();
+        exchange.duration = Clock::now() - exchange_.started;
+        exchange.started = exchange_.counted;
+        try {
+            observer_.on_exchange(worker_.index, exchange);
+        } catch (const std::exception&) {
+            // Observing must never break serving.
+        }
     }
 
     // Half-closes, then discards what the client still sends for a bounded time and size.
@@ -309,6 +386,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const ServerLimits& limits_;
     const std::atomic<bool>& draining_;
     std::atomic<std::size_t>& open_connections_;
+    ExchangeObserver& observer_;
+    std::string peer_;
+    // What the current exchange will report; owned copies, since the parser may be gone.
+    struct {
+        std::string request_id;
+        std::string method;
+        std::string target;
+        std::string token_name;
+        std::string origin;
+        Clock::time_point started{};
+        bool counted = false;
+    } exchange_;
     Phase phase_ = Phase::reading;
     Clock::time_point deadline_{};
     bool request_started_ = false;
@@ -319,7 +408,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 constexpr auto kSweepInterval = 100ms;
 
 // Runs until its worker's event loop is stopped.
-net::awaitable<void> sweep_deadlines(Worker& worker) {
+net::awaitable<void> sweep_deadlines(Worker& worker, ExchangeObserver& observer) {
     net::steady_timer timer(co_await net::this_coro::executor);
     for (;;) {
         timer.expires_after(kSweepInterval);
@@ -327,6 +416,7 @@ net::awaitable<void> sweep_deadlines(Worker& worker) {
         co_await timer.async_wait(use_ec(ec));
         const auto now = Clock::now();
         for (Connection* connection : worker.connections) connection->check_deadline(now);
+        observer.on_tick(worker.index);
     }
 }
 
@@ -334,9 +424,10 @@ net::awaitable<void> sweep_deadlines(Worker& worker) {
 
 class HttpServer::Impl {
   public:
-    Impl(ServerOptions options, const api::Api& api) : options_(std::move(options)), api_(api) {
+    Impl(ServerOptions options, const api::Api& api, ExchangeObserver& observer)
+        : options_(std::move(options)), api_(api), observer_(observer) {
         for (unsigned i = 0; i < std::max(1U, options_.threads); ++i)
-            workers_.push_back(std::make_unique<Worker>());
+            workers_.push_back(std::make_unique<Worker>(i));
         acceptor_.emplace(workers_.front()->context);
         const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
         acceptor_->open(endpoint.protocol());
@@ -359,7 +450,7 @@ class HttpServer::Impl {
         });
         net::co_spawn(main_context, accept_loop(), net::detached);
         for (auto& worker : workers_) {
-            net::co_spawn(worker->context, sweep_deadlines(*worker), net::detached);
+            net::co_spawn(worker->context, sweep_deadlines(*worker, observer_), net::detached);
         }
 
         std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running;
@@ -412,8 +503,9 @@ class HttpServer::Impl {
             }
             socket.set_option(tcp::no_delay(true), ec);
             open_connections_.fetch_add(1, std::memory_order_relaxed);
-            auto connection = std::make_shared<Connection>(
-                std::move(socket), worker, api_, options_.limits, draining_, open_connections_);
+            auto connection =
+                std::make_shared<Connection>(std::move(socket), worker, api_, options_.limits,
+                                             draining_, open_connections_, observer_);
             net::co_spawn(
                 worker.context, [connection] { return connection->run(); }, net::detached);
         }
@@ -421,14 +513,15 @@ class HttpServer::Impl {
 
     ServerOptions options_;
     const api::Api& api_;
+    ExchangeObserver& observer_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::optional<tcp::acceptor> acceptor_;
     std::atomic<bool> draining_{false};
     std::atomic<std::size_t> open_connections_{0};
 };
 
-HttpServer::HttpServer(ServerOptions options, const api::Api& api)
-    : impl_(std::make_unique<Impl>(std::move(options), api)) {}
+HttpServer::HttpServer(ServerOptions options, const api::Api& api, ExchangeObserver& observer)
+    : impl_(std::make_unique<Impl>(std::move(options), api, observer)) {}
 
 HttpServer::~HttpServer() = default;
 

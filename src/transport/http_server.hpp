@@ -1,7 +1,9 @@
 // Transport layer: bytes on sockets. Owns listening, connections, HTTP/1.1 framing (Beast),
 // keep-alive, pipelining, 100-continue, every limit on connections, headers, bodies and time,
-// and graceful draining. Calls only the API layer (admit/handle) and turns its Responses into
-// bytes. Its header keeps Boost.Asio and Beast out of every other translation unit.
+// request ids, the headers every response carries, and graceful draining. Calls only the API
+// layer (admit/handle) and turns its Responses into bytes; reports each finished exchange to an
+// ExchangeObserver (implemented by the ops layer). Its header keeps Boost.Asio and Beast out of
+// every other translation unit.
 #pragma once
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace plantstore::api {
 class Api;
@@ -31,6 +34,34 @@ struct ServerLimits {
     std::chrono::milliseconds drain_timeout{10'000};
 };
 
+/// One finished request/response, as the observer sees it. Views are valid only during the call.
+struct Exchange {
+    std::string_view request_id;
+    std::string_view method;  ///< empty when the request line could not be read
+    std::string_view target;
+    std::string_view route;       ///< the API's route label, e.g. "/plants/{id}"
+    std::string_view token_name;  ///< empty when the caller was not authenticated
+    std::string_view peer;        ///< "address:port"
+    int status = 0;
+    std::size_t body_bytes = 0;
+    std::chrono::nanoseconds duration{};
+    bool started = false;  ///< on_request_started was called for it (its head was read)
+};
+
+/// Receives what the server does. Each method is called on the I/O thread `worker` (0-based,
+/// below ServerOptions::threads), never concurrently for the same worker.
+class ExchangeObserver {
+  public:
+    virtual ~ExchangeObserver() = default;
+    /// A request's head was read; its Exchange follows with `started` set.
+    virtual void on_request_started(unsigned worker) = 0;
+    virtual void on_exchange(unsigned worker, const Exchange& exchange) = 0;
+    /// About every 100 ms per worker, for periodic work such as flushing buffers.
+    virtual void on_tick(unsigned worker) = 0;
+    virtual void on_connection_opened() = 0;
+    virtual void on_connection_closed() = 0;
+};
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8080;  ///< 0 picks a free port
@@ -40,8 +71,9 @@ struct ServerOptions {
 
 class HttpServer {
   public:
-    /// Binds and listens. @throws std::exception naming the reason when that fails
-    HttpServer(ServerOptions options, const api::Api& api);
+    /// Binds and listens. `observer` must outlive the server.
+    /// @throws std::exception naming the reason when that fails
+    HttpServer(ServerOptions options, const api::Api& api, ExchangeObserver& observer);
     ~HttpServer();
 
     /// "host:port" actually bound (useful with port 0).

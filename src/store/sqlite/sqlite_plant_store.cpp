@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
@@ -20,6 +21,13 @@ std::int64_t now_unix_ms() {
 
 WriteResult unavailable(std::string reason) {
     return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
+}
+
+// Index of the first bucket whose upper bound holds `value`; the last index is +Inf.
+template <std::size_t N>
+std::size_t bucket_of(const std::array<double, N>& bounds, double value) {
+    return static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), value) -
+                                    bounds.begin());
 }
 
 // WAL size, in pages, at which the checkpointer is woken (SQLite's own default), and beyond
@@ -335,7 +343,9 @@ bool SqlitePlantStore::accepting_work() const {
 
 WriteStats SqlitePlantStore::write_stats() const {
     std::lock_guard lock(mutex_);
-    return stats_;
+    WriteStats stats = stats_;
+    stats.pending = pending_.size();
+    return stats;
 }
 
 void SqlitePlantStore::close() {
@@ -378,6 +388,10 @@ void SqlitePlantStore::run_writer() {
             stats_.commit_nanoseconds += static_cast<std::uint64_t>(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
             stats_.largest_batch = std::max<std::uint64_t>(stats_.largest_batch, batch.size());
+            const double seconds = std::chrono::duration<double>(elapsed).count();
+            ++stats_.commit_seconds_counts[bucket_of(kCommitSecondsBuckets, seconds)];
+            ++stats_.batch_size_counts[bucket_of(kBatchSizeBuckets,
+                                                 static_cast<double>(batch.size()))];
         }
         for (std::size_t i = 0; i < batch.size(); ++i) {
             batch[i].done(failure.empty() ? std::move(results[i]) : unavailable(failure));

@@ -1,0 +1,35 @@
+// Ops layer: what an operator sees. Owns structured logs, access logs, metrics and their
+// Prometheus rendering. May call the domain, auth, store (interfaces) and transport (observer
+// interface) layers; only the app layer calls it.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace plantstore::ops {
+
+enum class LogLevel { debug, info, warn, error };
+
+/// "debug", "info", "warn" or "error"; nullopt-like false when `name` is none of them.
+bool parse_log_level(std::string_view name, LogLevel& level);
+
+/// Lines below `level` are dropped. Thread-safe; default info.
+void set_log_level(LogLevel level);
+bool log_enabled(LogLevel level);
+
+using LogField = std::pair<std::string_view, std::string>;
+
+/// Writes {"time":...,"level":...,"event":...,<fields>} as one line on stderr, if `level` is
+/// enabled. Thread-safe. Never pass a token or a request body as a field.
+void log_event(LogLevel level, std::string_view event, std::initializer_list<LogField> fields = {});
+
+/// Writes whole lines (each ending in '\n') to stderr in one call, so that lines from different
+/// threads never interleave. Thread-safe.
+void write_log_lines(std::string_view lines);
+
+/// The current time as ISO 8601 UTC with milliseconds, e.g. 2026-11-22T02:03:04.567Z.
+std::string utc_timestamp();
+
+}  // namespace plantstore::ops

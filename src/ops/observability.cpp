@@ -1,0 +1,260 @@
+#include "ops/observability.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json/serialize.hpp>
+#include <boost/json/string_view.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "ops/log.hpp"
+#include "store/plant_store.hpp"
+
+namespace plantstore::ops {
+
+namespace {
+
+// Label values. Routes are the API's route labels; anything else counts as "other".
+constexpr std::array<std::string_view, 7> kRoutes = {
+    "/plants", "/plants/{id}", "/openapi.json", "/healthz", "/readyz", "/metrics", "other"};
+constexpr std::array<std::string_view, 5> kMethods = {"GET", "POST", "DELETE", "OPTIONS", "other"};
+constexpr std::array<int, 17> kStatuses = {200, 204, 400, 401, 403, 404, 405, 408, 409,
+                                           413, 415, 429, 431, 500, 503, 100, 0};  // 0: other
+constexpr std::array<double, 12> kDurationBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                     0.01,   0.025,   0.05,   0.1,   0.5,    2.5};
+// Access-log lines buffered per I/O thread before they are written even between ticks.
+constexpr std::size_t kLogBufferBytes = 64 * 1024;
+
+template <std::size_t N, typename T>
+std::size_t index_of(const std::array<T, N>& values, T value) {
+    const auto found = std::find(values.begin(), values.end(), value);
+    return found == values.end() ? N - 1 : static_cast<std::size_t>(found - values.begin());
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+    out += boost::json::serialize(boost::json::string_view(text.data(), text.size()));
+}
+
+std::string format_double(double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.9g", value);
+    return text;
+}
+
+// One histogram's lines: cumulative buckets, sum and count.
+template <std::size_t N>
+void render_histogram(std::string& out, std::string_view name, std::string_view labels,
+                      const std::array<double, N>& bounds, const std::uint64_t* counts,
+                      double sum) {
+    std::uint64_t cumulative = 0;
+    const std::string prefix =
+        std::string(name) + "_bucket{" + std::string(labels) + (labels.empty() ? "" : ",");
+    for (std::size_t i = 0; i <= N; ++i) {
+        cumulative += counts[i];
+        out += prefix + "le=\"" + (i < N ? format_double(bounds[i]) : "+Inf") + "\"} " +
+               std::to_string(cumulative) + "\n";
+    }
+    const std::string braces = labels.empty() ? "" : "{" + std::string(labels) + "}";
+    out += std::string(name) + "_sum" + braces + " " + format_double(sum) + "\n";
+    out += std::string(name) + "_count" + braces + " " + std::to_string(cumulative) + "\n";
+}
+
+}  // namespace
+
+struct Observability::Shard {
+    std::array<
+        std::array<std::array<std::atomic<std::uint64_t>, kStatuses.size()>, kMethods.size()>,
+        kRoutes.size()>
+        requests{};
+    std::array<std::array<std::atomic<std::uint64_t>, kDurationBuckets.size() + 1>, kRoutes.size()>
+        duration_counts{};
+    std::array<std::atomic<std::uint64_t>, kRoutes.size()> duration_nanoseconds{};
+    std::string log_buffer;  // only its I/O thread touches it
+};
+
+Observability::Observability(Options options, const store::PlantStore& store)
+    : options_(std::move(options)), store_(store), started_(std::chrono::system_clock::now()) {
+    for (unsigned i = 0; i < std::max(1U, options_.workers); ++i) {
+        shards_.push_back(std::make_unique<Shard>());
+    }
+}
+
+Observability::~Observability() { flush(); }
+
+void Observability::on_request_started(unsigned) {
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Observability::on_exchange(unsigned worker, const transport::Exchange& exchange) {
+    if (exchange.started) in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    Shard& shard = *shards_[worker % shards_.size()];
+    const std::size_t route = index_of(kRoutes, exchange.route);
+    const std::size_t method = index_of(kMethods, exchange.method);
+    const std::size_t status = index_of(kStatuses, exchange.status);
+    constexpr auto relaxed = std::memory_order_relaxed;
+    shard.requests[route][method][status].fetch_add(1, relaxed);
+    const double seconds = std::chrono::duration<double>(exchange.duration).count();
+    const auto bucket = static_cast<std::size_t>(
+        std::lower_bound(kDurationBuckets.begin(), kDurationBuckets.end(), seconds) -
+        kDurationBuckets.begin());
+    shard.duration_counts[route][bucket].fetch_add(1, relaxed);
+    shard.duration_nanoseconds[route].fetch_add(
+        static_cast<std::uint64_t>(exchange.duration.count()), relaxed);
+
+    if (!options_.access_log || !log_enabled(LogLevel::info)) return;
+    std::string& out = shard.log_buffer;
+    out += R"({"time":")";
+    out += utc_timestamp();
+    out += R"(","level":"info","event":"access","request_id":)";
+    append_json_string(out, exchange.request_id);
+    out += R"(,"method":)";
+    append_json_string(out, exchange.method);
+    out += R"(,"path":)";
+    append_json_string(out, exchange.target);
+    out += R"(,"status":)";
+    out += std::to_string(exchange.status);
+    out += R"(,"bytes":)";
+    out += std::to_string(exchange.body_bytes);
+    out += R"(,"duration_ms":)";
+    out += format_double(seconds * 1000);
+    out += R"(,"token":)";
+    append_json_string(out, exchange.token_name);
+    out += R"(,"peer":)";
+    append_json_string(out, exchange.peer);
+    out += "}\n";
+    if (out.size() >= kLogBufferBytes) on_tick(worker);
+}
+
+void Observability::on_tick(unsigned worker) {
+    std::string& buffer = shards_[worker % shards_.size()]->log_buffer;
+    if (buffer.empty()) return;
+    write_log_lines(buffer);
+    buffer.clear();
+}
+
+void Observability::on_connection_opened() {
+    open_connections_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Observability::on_connection_closed() {
+    open_connections_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Observability::flush() {
+    for (unsigned i = 0; i < shards_.size(); ++i) on_tick(i);
+}
+
+std::string Observability::render_metrics() const {
+    std::string out;
+    out.reserve(16 * 1024);
+
+    out += "# HELP plantstore_build_info Version of this build.\n";
+    out += "# TYPE plantstore_build_info gauge\n";
+    out += "plantstore_build_info{version=\"" + options_.version + "\"} 1\n";
+
+    out +=
+        "# HELP plantstore_http_requests_total Requests answered, by route, method and "
+        "status.\n# TYPE plantstore_http_requests_total counter\n";
+    for (std::size_t r = 0; r < kRoutes.size(); ++r) {
+        for (std::size_t m = 0; m < kMethods.size(); ++m) {
+            for (std::size_t s = 0; s < kStatuses.size(); ++s) {
+                std::uint64_t total = 0;
+                for (const auto& shard : shards_) total += shard->requests[r][m][s].load();
+                if (total == 0) continue;
+                const std::string status =
+                    kStatuses[s] == 0 ? "other" : std::to_string(kStatuses[s]);
+                out += "plantstore_http_requests_total{route=\"" + std::string(kRoutes[r]) +
+                       "\",method=\"" + std::string(kMethods[m]) + "\",status=\"" + status +
+                       "\"} " + std::to_string(total) + "\n";
+            }
+        }
+    }
+
+    out +=
+        "# HELP plantstore_http_request_duration_seconds Time from a request's head to its "
+        "response, by route.\n# TYPE plantstore_http_request_duration_seconds histogram\n";
+    for (std::size_t r = 0; r < kRoutes.size(); ++r) {
+        std::array<std::uint64_t, kDurationBuckets.size() + 1> counts{};
+        double sum = 0;
+        for (const auto& shard : shards_) {
+            for (std::size_t b = 0; b < counts.size(); ++b) {
+                counts[b] += shard->duration_counts[r][b].load();
+            }
+            sum += static_cast<double>(shard->duration_nanoseconds[r].load()) / 1e9;
+        }
+        if (std::all_of(counts.begin(), counts.end(), [](auto c) { return c == 0; })) continue;
+        render_histogram(out, "plantstore_http_request_duration_seconds",
+                         "route=\"" + std::string(kRoutes[r]) + "\"", kDurationBuckets,
+                         counts.data(), sum);
+    }
+
+    out +=
+        "# HELP plantstore_open_connections Client connections open now.\n"
+        "# TYPE plantstore_open_connections gauge\n";
+    out += "plantstore_open_connections " + std::to_string(open_connections_.load()) + "\n";
+    out +=
+        "# HELP plantstore_http_requests_in_flight Requests read but not yet answered.\n"
+        "# TYPE plantstore_http_requests_in_flight gauge\n";
+    out += "plantstore_http_requests_in_flight " + std::to_string(in_flight_.load()) + "\n";
+
+    const store::WriteStats stats = store_.write_stats();
+    out +=
+        "# HELP plantstore_store_queue_depth Writes waiting for the writer now.\n"
+        "# TYPE plantstore_store_queue_depth gauge\n";
+    out += "plantstore_store_queue_depth " + std::to_string(stats.pending) + "\n";
+    out +=
+        "# HELP plantstore_store_failed_batches_total Transactions that wrote nothing.\n"
+        "# TYPE plantstore_store_failed_batches_total counter\n";
+    out += "plantstore_store_failed_batches_total " + std::to_string(stats.failed_batches) + "\n";
+    out +=
+        "# HELP plantstore_store_commit_duration_seconds Time of one transaction, fsync "
+        "included.\n# TYPE plantstore_store_commit_duration_seconds histogram\n";
+    render_histogram(out, "plantstore_store_commit_duration_seconds", "",
+                     store::kCommitSecondsBuckets, stats.commit_seconds_counts.data(),
+                     static_cast<double>(stats.commit_nanoseconds) / 1e9);
+    out +=
+        "# HELP plantstore_store_batch_size Writes per transaction (group commit).\n"
+        "# TYPE plantstore_store_batch_size histogram\n";
+    render_histogram(out, "plantstore_store_batch_size", "", store::kBatchSizeBuckets,
+                     stats.batch_size_counts.data(), static_cast<double>(stats.writes));
+
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const double cpu_seconds =
+        static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    long resident_pages = 0;
+    {
+        std::ifstream statm("/proc/self/statm");
+        long size_pages = 0;
+        statm >> size_pages >> resident_pages;
+    }
+    std::size_t open_fds = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        ++open_fds;
+    }
+    const auto start_seconds = std::chrono::duration<double>(started_.time_since_epoch()).count();
+    out +=
+        "# HELP process_cpu_seconds_total User and system CPU time.\n"
+        "# TYPE process_cpu_seconds_total counter\n";
+    out += "process_cpu_seconds_total " + format_double(cpu_seconds) + "\n";
+    out +=
+        "# HELP process_resident_memory_bytes Resident memory.\n"
+        "# TYPE process_resident_memory_bytes gauge\n";
+    out += "process_resident_memory_bytes " +
+           std::to_string(resident_pages * ::sysconf(_SC_PAGESIZE)) + "\n";
+    out += "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\n";
+    out += "process_open_fds " + std::to_string(open_fds) + "\n";
+    out +=
+        "# HELP process_start_time_seconds Start time, in seconds since the Unix epoch.\n"
+        "# TYPE process_start_time_seconds gauge\n";
+    out += "process_start_time_seconds " + format_double(start_seconds) + "\n";
+    return out;
+}
+
+}  // namespace plantstore::ops

@@ -1,0 +1,220 @@
+// What an operator relies on, against the real binary: health and readiness, metrics, access
+// logs, request ids, the headers every response carries, and CORS.
+#include <signal.h>
+
+#include <regex>
+#include <thread>
+
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Operations : public ServerTest {
+  protected:
+    HttpResponse get(const std::string& target, std::vector<std::string> headers = {}) {
+        HttpConnection connection(port());
+        const auto response = connection.request("GET", target, "", headers);
+        if (!response) throw std::runtime_error("no response to GET " + target);
+        return *response;
+    }
+};
+
+TEST_F(Operations, EveryResponseCarriesNoStoreNosniffAndARequestId) {
+    start();
+    for (const auto& response : {post(R"({"id":1,"name":"a"})"), post("bad"), get("/plants/1"),
+                                 get("/nowhere"), get("/healthz")}) {
+        EXPECT_EQ(response.header("cache-control"), "no-store") << response.status;
+        EXPECT_EQ(response.header("x-content-type-options"), "nosniff") << response.status;
+        EXPECT_NE(response.header("x-request-id"), "<absent>") << response.status;
+    }
+    EXPECT_NE(get("/healthz").header("x-request-id"), get("/healthz").header("x-request-id"));
+}
+
+TEST_F(Operations, WellFormedIncomingRequestIdsAreKeptOthersReplaced) {
+    start();
+    EXPECT_EQ(get("/healthz", {"X-Request-Id: trace-42.a:b_c"}).header("x-request-id"),
+              "trace-42.a:b_c");
+    const std::string replaced =
+        get("/healthz", {"X-Request-Id: bad id\"}"}).header("x-request-id");
+    EXPECT_NE(replaced, "bad id\"}");
+    EXPECT_TRUE(std::regex_match(replaced, std::regex("[0-9a-f]+-[0-9a-f]+-[0-9a-f]+")))
+        << replaced;
+}
+
+TEST_F(Operations, HealthAndReadinessNeedNoCredentials) {
+    start({"--base-path", "/v1"});
+    const auto health = get("/healthz");
+    EXPECT_EQ(health.status, 200);
+    EXPECT_EQ(health.body, R"({"status":"ok"})");
+    const auto ready = get("/readyz");
+    EXPECT_EQ(ready.status, 200);
+    EXPECT_EQ(ready.body, R"({"status":"ready"})");
+    HttpConnection connection(port());
+    const auto post_health = connection.request("POST", "/healthz", "", {});
+    ASSERT_TRUE(post_health);
+    expect_error(*post_health, 405);
+}
+
+TEST_F(Operations, ReadinessIs503WhileDraining) {
+    start();
+    HttpConnection in_flight(port());
+    in_flight.send_raw("GET /readyz HTTP/1.1\r\nHost: x\r\n");  // the head is not complete yet
+    std::this_thread::sleep_for(200ms);
+    ::kill(server->pid(), SIGTERM);
+    std::this_thread::sleep_for(300ms);
+    in_flight.send_raw("\r\n");
+    const auto response = in_flight.read_response();
+    ASSERT_TRUE(response);
+    expect_error(*response, 503, "draining");
+    EXPECT_EQ(response->header("retry-after"), "1");
+    EXPECT_EQ(server->stop(SIGTERM), 0);
+}
+
+TEST_F(Operations, MetricsCountRequestsAndDescribeTheProcessAndStore) {
+    start();
+    ASSERT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    ASSERT_EQ(post(R"({"id":2,"name":"b"})").status, 200);
+    ASSERT_EQ(post("oops").status, 400);
+    ASSERT_EQ(get("/plants/1", {"Authorization: Bearer " + token}).status, 200);
+    const auto metrics = get("/metrics");
+    EXPECT_EQ(metrics.status, 200);
+    EXPECT_EQ(metrics.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+    const std::string& text = metrics.body;
+    for (const std::string line :
+         {R"(plantstore_http_requests_total{route="/plants",method="POST",status="200"} 2)",
+          R"(plantstore_http_requests_total{route="/plants",method="POST",status="400"} 1)",
+          R"(plantstore_http_requests_total{route="/plants/{id}",method="GET",status="200"} 1)",
+          R"(plantstore_http_request_duration_seconds_count{route="/plants"} 3)",
+          R"(plantstore_http_request_duration_seconds_bucket{route="/plants",le="+Inf"} 3)",
+          "plantstore_store_commit_duration_seconds_count 2",
+          R"(plantstore_store_batch_size_bucket{le="+Inf"} 2)", "plantstore_store_queue_depth 0",
+          "plantstore_http_requests_in_flight 1", "plantstore_build_info{version=\"",
+          "process_resident_memory_bytes ", "process_cpu_seconds_total ", "process_open_fds ",
+          "process_start_time_seconds ", "plantstore_open_connections "}) {
+        EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+    }
+    // Every sample line is "name{labels} value" or "name value".
+    std::istringstream lines(text);
+    std::string line;
+    const std::regex sample(R"([a-z_]+(\{([a-z_]+="[^"]*",?)+\})? [0-9.e+-]+)");
+    while (std::getline(lines, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        EXPECT_TRUE(std::regex_match(line, sample)) << line;
+    }
+}
+
+TEST_F(Operations, MetricsCanBeTurnedOff) {
+    start({"--metrics", "off"});
+    expect_error(get("/metrics"), 404);
+}
+
+TEST_F(Operations, AccessLogHasOneJsonLinePerRequestAndNeverTheToken) {
+    start();
+    ASSERT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    get("/plants/1", {"Authorization: Bearer " + token, "X-Request-Id: find-me"});
+    post_plant(port(), "ps_not-a-real-token", R"({"id":2,"name":"b"})");
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+    const std::string log = server->log();
+    std::istringstream lines(log);
+    std::string line;
+    int access_lines = 0;
+    bool found = false;
+    while (std::getline(lines, line)) {
+        const auto value = boost::json::parse(line);  // every line is JSON
+        const auto& object = value.as_object();
+        if (object.at("event").as_string() != "access") continue;
+        ++access_lines;
+        for (const char* key : {"time", "request_id", "method", "path", "status", "bytes",
+                                "duration_ms", "token", "peer"}) {
+            EXPECT_TRUE(object.contains(key)) << key << " in " << line;
+        }
+        if (object.at("request_id").as_string() == "find-me") {
+            found = true;
+            EXPECT_EQ(object.at("method").as_string(), "GET");
+            EXPECT_EQ(object.at("path").as_string(), "/plants/1");
+            EXPECT_EQ(object.at("status").as_int64(), 200);
+            EXPECT_EQ(object.at("token").as_string(), "tests");
+            EXPECT_EQ(std::string(object.at("peer").as_string()).rfind("127.0.0.1:", 0), 0U);
+        }
+    }
+    EXPECT_EQ(access_lines, 3);
+    EXPECT_TRUE(found);
+    EXPECT_EQ(log.find(token.substr(3)), std::string::npos);
+    EXPECT_EQ(log.find("not-a-real-token"), std::string::npos);
+}
+
+TEST_F(Operations, AccessLogOffAndLogLevel) {
+    start({"--access-log", "off"});
+    ASSERT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+    EXPECT_EQ(server->log().find(R"("event":"access")"), std::string::npos);
+    EXPECT_NE(server->log().find(R"("event":"started")"), std::string::npos);
+
+    start({"--log-level", "warn"});
+    ASSERT_EQ(post(R"({"id":2,"name":"b"})").status, 200);
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+    const std::string quiet = server->log();
+    EXPECT_EQ(quiet.find(R"("event":"access")"), std::string::npos);
+    EXPECT_EQ(quiet.find(R"("event":"started")"), std::string::npos);
+}
+
+TEST_F(Operations, CorsPreflightAndResponsesForAllowedOriginsOnly) {
+    start({"--cors-origin", "https://docs.example"});
+    HttpConnection connection(port());
+    const auto preflight =
+        connection.request("OPTIONS", "/plants", "",
+                           {"Origin: https://docs.example", "Access-Control-Request-Method: POST",
+                            "Access-Control-Request-Headers: authorization, content-type"});
+    ASSERT_TRUE(preflight);
+    EXPECT_EQ(preflight->status, 204);
+    EXPECT_EQ(preflight->header("access-control-allow-origin"), "https://docs.example");
+    EXPECT_EQ(preflight->header("access-control-allow-methods"), "GET, POST");
+    EXPECT_NE(preflight->header("access-control-allow-headers").find("Authorization"),
+              std::string::npos);
+    EXPECT_EQ(preflight->header("vary"), "Origin");
+
+    const auto created =
+        connection.request("POST", "/plants", R"({"id":1,"name":"a"})",
+                           {"Origin: https://docs.example", "Authorization: Bearer " + token,
+                            "Content-Type: application/json"});
+    ASSERT_TRUE(created);
+    EXPECT_EQ(created->status, 200);
+    EXPECT_EQ(created->header("access-control-allow-origin"), "https://docs.example");
+    EXPECT_NE(created->header("access-control-expose-headers").find("X-Request-Id"),
+              std::string::npos);
+
+    const auto stranger = get("/healthz", {"Origin: https://evil.example"});
+    EXPECT_EQ(stranger.header("access-control-allow-origin"), "<absent>");
+    HttpConnection other(port());
+    const auto refused =
+        other.request("OPTIONS", "/plants", "",
+                      {"Origin: https://evil.example", "Access-Control-Request-Method: POST"});
+    ASSERT_TRUE(refused);
+    expect_error(*refused, 405);
+}
+
+TEST_F(Operations, NoCorsHeadersWhenNoOriginIsConfigured) {
+    start();
+    const auto response = get("/healthz", {"Origin: https://docs.example"});
+    EXPECT_EQ(response.header("access-control-allow-origin"), "<absent>");
+    HttpConnection connection(port());
+    const auto preflight =
+        connection.request("OPTIONS", "/plants", "",
+                           {"Origin: https://docs.example", "Access-Control-Request-Method: POST"});
+    ASSERT_TRUE(preflight);
+    expect_error(*preflight, 405);
+    EXPECT_EQ(preflight->header("access-control-allow-origin"), "<absent>");
+}
+
+TEST_F(Operations, WildcardOriginAllowsAny) {
+    start({"--cors-origin", "*"});
+    EXPECT_EQ(
+        get("/healthz", {"Origin: https://any.example"}).header("access-control-allow-origin"),
+        "*");
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support
