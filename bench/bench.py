@@ -130,10 +130,10 @@ def mint_token(binary, data_dir):
                           text=True).stdout.strip()
 
 
-def start_plantstore(binary, data_dir, extra=()):
+def start_plantstore(binary, data_dir, extra=(), name="plantstore"):
     port = free_port()
-    return Server("plantstore", [binary, "serve", "--listen", f"127.0.0.1:{port}",
-                                 "--data-dir", data_dir, *extra], port)
+    return Server(name, [binary, "serve", "--listen", f"127.0.0.1:{port}",
+                         "--data-dir", data_dir, *extra], port)
 
 
 class IdRanges:
@@ -269,6 +269,32 @@ def scaling(args, binary, workdir, ids):
     return results
 
 
+def logging_cost(args, binary, workdir, ids):
+    """Create throughput with access logs on and off (to a file), alternating, same run."""
+    data_dir = os.path.join(workdir, "logging")
+    token = mint_token(binary, data_dir)
+    servers = {
+        "access log on": start_plantstore(binary, data_dir, ["--access-log", "on"],
+                                          "access log on"),
+        "access log off": start_plantstore(binary, data_dir, ["--access-log", "off"],
+                                           "access log off"),
+    }
+    rates = {name: [] for name in servers}
+    try:
+        for _ in range(2):
+            for name, server in servers.items():
+                row = run_wrk(server, 64, args.duration, token, ids.take())
+                rates[name].append(row["requests_per_s"])
+                print(f"{name:>15} {row['requests_per_s']:>9,.0f} req/s", file=sys.stderr)
+    finally:
+        for server in servers.values():
+            server.stop()
+    on = sum(rates["access log on"]) / len(rates["access log on"])
+    off = sum(rates["access log off"]) / len(rates["access log off"])
+    return {"access_log_on_requests_per_s": on, "access_log_off_requests_per_s": off,
+            "access_log_cost": 1 - on / off}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True)
@@ -277,6 +303,8 @@ def main():
     parser.add_argument("--scaling", action="store_true",
                         help="also measure a 10M-plant store and idle connections")
     parser.add_argument("--preload", type=int, default=10_000_000)
+    parser.add_argument("--logging", action="store_true",
+                        help="also measure the cost of access logging (on vs off, 64 conns)")
     parser.add_argument("--out", default=os.path.join(BENCH_DIR, "results", "latest.json"))
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
@@ -304,6 +332,8 @@ def main():
         servers = []
         if args.scaling:
             extra = scaling(args, binary, workdir, ids)
+        if args.logging:
+            extra.update(logging_cost(args, binary, workdir, ids))
     finally:
         for server in servers:
             server.stop()
@@ -313,7 +343,12 @@ def main():
     print(f"\nMachine: {machine}; wrk -t1, {args.duration} s per row, POST /plants with unique "
           "bodies; plantstore durable (WAL, fsync before 200).\n")
     print(markdown_table(rows))
-    if extra:
+    if "access_log_cost" in extra:
+        print(f"\nAccess logging (64 connections, two rounds each, logs to a file): on "
+              f"{extra['access_log_on_requests_per_s']:,.0f} req/s, off "
+              f"{extra['access_log_off_requests_per_s']:,.0f} req/s: costs "
+              f"{extra['access_log_cost']:.1%} of throughput.")
+    if "throughput_ratio" in extra:
         print(f"\nScaling (64 connections): empty store {extra['throughput_0']['requests_per_s']:,.0f}"
               f" req/s; {args.preload:,} plants {extra[f'throughput_{args.preload}']['requests_per_s']:,.0f}"
               f" req/s ({extra['throughput_ratio']:.0%}); ready to serve in "

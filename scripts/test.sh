@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs the unit, storage and
-# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build.
+# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build. It also builds
+# the Release binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +13,7 @@ for preset in dev asan; do
     echo "== $preset: test" >&2
     ctest --preset "$preset"
 done
+echo "== release: build (what ./scripts/start.sh runs)" >&2
+cmake --preset release >/dev/null
+cmake --build --preset release
 echo "== all tests passed" >&2
