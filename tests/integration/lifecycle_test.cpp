@@ -2,6 +2,9 @@
 #include <signal.h>
 
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "fixture.hpp"
@@ -120,6 +123,35 @@ TEST_F(Lifecycle, HelpDocumentsEveryServeOptionWithItsEnvironmentVariable) {
           "PLANTSTORE_LISTEN", "PLANTSTORE_DATA_DIR", "PLANTSTORE_THREADS"}) {
         EXPECT_NE(help.out.find(option), std::string::npos) << option;
     }
+}
+
+// The README's configuration table and `serve --help` list the same flags and variables.
+TEST_F(Lifecycle, ReadmeConfigurationTableMatchesHelp) {
+    const auto help = run_plantstore({"serve", "--help"});
+    ASSERT_EQ(help.exit_code, 0);
+    std::ifstream readme_file(PLANTSTORE_SOURCE_DIR "/README.md");
+    const std::string readme((std::istreambuf_iterator<char>(readme_file)), {});
+    const auto table_start = readme.find("### Configuration of `serve`");
+    ASSERT_NE(table_start, std::string::npos);
+    const std::string table =
+        readme.substr(table_start, readme.find("\n## ", table_start) - table_start);
+
+    const std::regex row(R"(\| `(--[a-z-]+)` \| `(PLANTSTORE_[A-Z_]+)` \|)");
+    std::set<std::string> documented;
+    for (std::sregex_iterator it(table.begin(), table.end(), row), end; it != end; ++it) {
+        documented.insert((*it)[1]);
+        EXPECT_NE(help.out.find((*it)[1].str()), std::string::npos) << (*it)[1] << " not in --help";
+        EXPECT_NE(help.out.find((*it)[2].str()), std::string::npos) << (*it)[2] << " not in --help";
+    }
+    const std::regex flag(R"(^\s+(--[a-z-]+))");
+    std::istringstream lines(help.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::smatch match;
+        if (!std::regex_search(line, match, flag) || match[1] == "--help") continue;
+        EXPECT_TRUE(documented.count(match[1])) << match[1] << " is not in the README table";
+    }
+    EXPECT_GE(documented.size(), 17U);
 }
 
 TEST_F(Lifecycle, VersionPrintsTheVersion) {
