@@ -27,6 +27,7 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 LUA = os.path.join(BENCH_DIR, "post_plants.lua")
+GET_LUA = os.path.join(BENCH_DIR, "get_plants.lua")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -148,13 +149,14 @@ class IdRanges:
         return first
 
 
-def run_wrk(server, connections, duration, token, first_id):
+def run_wrk(server, connections, duration, token, first_id, workload="POST", script_args=()):
     env = dict(os.environ, PLANTSTORE_TOKEN=token)
     pids = server.pids()
     ticks_before = cpu_ticks(pids)
+    script = LUA if workload == "POST" else GET_LUA
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", LUA,
-         f"http://127.0.0.1:{server.port}", "--", str(first_id)],
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", script,
+         f"http://127.0.0.1:{server.port}", "--", str(first_id), *script_args],
         capture_output=True, text=True, env=env, timeout=duration + 60).stdout
     ticks = cpu_ticks(pids) - ticks_before
     match = re.search(r"^RESULT (\{.*\})$", out, re.M)
@@ -164,6 +166,9 @@ def run_wrk(server, connections, duration, token, first_id):
     requests = max(r["requests"], 1)
     return {
         "server": server.name,
+        "workload": workload,
+        "first_id": first_id,
+        "requests": r["requests"],
         "connections": connections,
         "requests_per_s": r["requests"] / (r["duration_us"] / 1e6),
         "p50_ms": r["p50_us"] / 1000,
@@ -177,12 +182,12 @@ def run_wrk(server, connections, duration, token, first_id):
 
 
 def markdown_table(rows):
-    lines = ["| conns | server | req/s | p50 ms | p99 ms | non-200 | CPU µs/req | RSS MiB "
-             "(peak) | plantstore/nginx |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| workload | conns | server | req/s | p50 ms | p99 ms | non-200 | CPU µs/req | "
+             "RSS MiB (peak) | plantstore/nginx |", "|---|---|---|---|---|---|---|---|---|---|"]
     by_conns = {}
     for row in rows:
-        by_conns.setdefault(row["connections"], {})[row["server"]] = row
-    for conns, pair in by_conns.items():
+        by_conns.setdefault((row["workload"], row["connections"]), {})[row["server"]] = row
+    for (workload, conns), pair in by_conns.items():
         for name in ("nginx", "plantstore"):
             row = pair.get(name)
             if not row:
@@ -193,7 +198,7 @@ def markdown_table(rows):
                 ratio = (f"{row['requests_per_s'] / n['requests_per_s']:.0%} req/s, "
                          f"{row['p99_ms'] / max(n['p99_ms'], 1e-9):.2f}× p99")
             lines.append(
-                f"| {conns} | {name} | {row['requests_per_s']:,.0f} | {row['p50_ms']:.2f} | "
+                f"| {workload} | {conns} | {name} | {row['requests_per_s']:,.0f} | {row['p50_ms']:.2f} | "
                 f"{row['p99_ms']:.2f} | {row['non200'] + row['socket_errors']} | "
                 f"{row['cpu_us_per_request']:.1f} | {row['rss_mib']:.1f} "
                 f"({row['peak_rss_mib']:.1f}) | {ratio} |")
@@ -308,6 +313,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(BENCH_DIR, "results", "latest.json"))
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
+    # SIGTERM (e.g. from timeout) unwinds like Ctrl-C, so the finally below stops our servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE)[1:] * 2)
     workdir = tempfile.mkdtemp(prefix="plantstore-bench-")
@@ -327,6 +334,19 @@ def main():
                 rows.append(run_wrk(server, conns, args.duration, token, ids.take()))
                 print(f"{server.name:>10} c={conns:<4} {rows[-1]['requests_per_s']:>9,.0f} req/s",
                       file=sys.stderr)
+        # Reads of plants the c=1 row created (all of them exist), then pages of a listing.
+        first = next(r for r in rows if r["server"] == "plantstore")
+        created = first["requests"] - first["non200"]
+        if created > 0:
+            for workload, script_args in (("GET /plants/{id}", (str(created),)),
+                                          ("GET /plants?limit=100", (str(created), "list"))):
+                for server in (nginx, plantstore):
+                    row = run_wrk(server, 64, args.duration, token, first["first_id"], "GET",
+                                  script_args)
+                    row["workload"] = workload
+                    rows.append(row)
+                    print(f"{server.name:>10} {workload} {row['requests_per_s']:>9,.0f} req/s",
+                          file=sys.stderr)
         for server in servers:
             server.stop()
         servers = []
