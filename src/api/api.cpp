@@ -4,6 +4,7 @@
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
+#include <cmath>
 #include <limits>
 
 #include "api/media_type.hpp"
@@ -45,6 +46,13 @@ Response method_not_allowed(std::string_view method, std::string_view path,
     Response response = error_response(
         405, "method " + std::string(method) + " is not allowed on " + std::string(path));
     response.headers.emplace_back("Allow", std::string(allowed));
+    return response;
+}
+
+Response too_many_requests(std::string_view message, double wait_seconds) {
+    Response response = error_response(429, message);
+    response.headers.emplace_back("Retry-After",
+                                  std::to_string(static_cast<long>(std::ceil(wait_seconds))));
     return response;
 }
 
@@ -139,7 +147,9 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       plants_path_(options_.base_path + "/plants"),
       openapi_path_(options_.base_path + "/openapi.json"),
       tokens_(tokens),
-      store_(store) {}
+      store_(store),
+      per_token_(options_.rate_limit, options_.rate_burst),
+      auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst) {}
 
 std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     const auto target = boost::urls::parse_origin_form(head.target);
@@ -208,6 +218,11 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
         return method_not_allowed(head.method, path, allowed);
     }
 
+    const auto now = auth::RateLimiter::Clock::now();
+    if (const double wait = auth_failures_.wait_time(head.peer_address, now); wait > 0) {
+        return too_many_requests("too many failed authentications from this address; retry later",
+                                 wait);
+    }
     if (head.repeated_authorization) {
         return challenge(400, "send exactly one Authorization header", "invalid_request");
     }
@@ -221,12 +236,17 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     }
     admitted.caller = tokens_.authenticate(credentials.token);
     if (!admitted.caller) {
+        auth_failures_.take(head.peer_address, now);  // guessing tokens gets slow
         return challenge(401, "the bearer token is unknown or revoked", "invalid_token");
     }
     if (!auth::has_scope(admitted.caller->scopes, needed)) {
         const std::string_view scope = auth::scope_name(needed);
         return challenge(403, "this token lacks the scope " + std::string(scope),
                          "insufficient_scope", scope);
+    }
+
+    if (const double wait = per_token_.take(admitted.caller->name, now); wait > 0) {
+        return too_many_requests("this token's rate limit is exceeded; retry later", wait);
     }
 
     switch (admitted.route) {

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "auth/rate_limiter.hpp"
 #include "auth/token.hpp"
 #include "domain/plant.hpp"
 #include "store/plant_store.hpp"
@@ -33,6 +34,7 @@ struct RequestHead {
     std::optional<std::string_view> content_type;
     std::string_view origin;            ///< the Origin header, or empty
     std::string_view preflight_method;  ///< Access-Control-Request-Method, or empty
+    std::string_view peer_address;      ///< the client's IP address, for per-address limits
 };
 
 /// A response; its body is always JSON.
@@ -63,14 +65,22 @@ struct ApiOptions {
     std::function<std::string()> metrics;
     /// Origins allowed to call from a browser, or {"*"}; empty: no CORS headers at all.
     std::vector<std::string> cors_origins;
+    /// Requests per second (and burst) each token may make; 0: unlimited.
+    double rate_limit = 0;
+    double rate_burst = 0;
+    /// Failed authentications per second (and burst) each client address may make before its
+    /// requests get 429; 0: unlimited.
+    double auth_failure_limit = 5;
+    double auth_failure_burst = 20;
 };
 
 class Api {
   public:
     Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store);
 
-    /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400),
-    /// the scope (403), path and query parameters (400) and the media type (415). Returns the
+    /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400,
+    /// and 429 after too many failures from one address), the scope (403), the token's rate
+    /// (429), path and query parameters (400) and the media type (415). Returns the
     /// final response, or the admission to read the body.
     std::variant<Response, Admitted> admit(const RequestHead& head) const;
 
@@ -99,6 +109,8 @@ class Api {
     const auth::TokenRegistry& tokens_;
     store::PlantStore& store_;
     std::atomic<bool> draining_{false};
+    mutable auth::RateLimiter per_token_;
+    mutable auth::RateLimiter auth_failures_;
 };
 
 }  // namespace plantstore::api

@@ -47,6 +47,10 @@ struct ServeConfig {
     bool access_log = true;
     bool metrics = true;
     std::vector<std::string> cors_origins;
+    double rate_limit = 0;
+    double rate_burst = 20;
+    double auth_failure_limit = 5;
+    double auth_failure_burst = 20;
 };
 
 struct TokenCreateConfig {
@@ -119,8 +123,14 @@ int serve(const ServeConfig& config) {
     store::sqlite::SqlitePlantStore store({config.data_dir, config.max_pending_writes});
     TokenRefresher refresher(config.data_dir, tokens, kTokenPollInterval);
     ops::Observability observability({threads, config.access_log, PLANTSTORE_VERSION}, store);
-    api::ApiOptions api_options{
-        normalized_base_path(config.base_path), {config.max_text_length}, {}, config.cors_origins};
+    api::ApiOptions api_options{normalized_base_path(config.base_path),
+                                {config.max_text_length},
+                                {},
+                                config.cors_origins,
+                                config.rate_limit,
+                                config.rate_burst,
+                                config.auth_failure_limit,
+                                config.auth_failure_burst};
     if (config.metrics)
         api_options.metrics = [&observability] { return observability.render_metrics(); };
     api::Api api(std::move(api_options), tokens, store);
@@ -286,6 +296,15 @@ int run(int argc, char** argv) {
                      "Origin allowed to call from a browser (repeatable), or * for any; "
                      "none: no CORS headers")
         ->envname("PLANTSTORE_CORS_ORIGIN");
+    option("--rate-limit", serve_config.rate_limit, "PLANTSTORE_RATE_LIMIT",
+           "Requests per second each token may make on average (0: unlimited); more get 429");
+    option("--rate-burst", serve_config.rate_burst, "PLANTSTORE_RATE_BURST",
+           "Requests a token may make at once above its rate");
+    option("--auth-failure-limit", serve_config.auth_failure_limit, "PLANTSTORE_AUTH_FAILURE_LIMIT",
+           "Failed authentications per second one client address may make (0: unlimited); "
+           "past its burst, its requests get 429");
+    option("--auth-failure-burst", serve_config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
+           "Failed authentications one address may make at once");
 
     std::filesystem::path token_data_dir = "data";
     auto* token_command = cli.add_subcommand("token", "Manage access tokens");

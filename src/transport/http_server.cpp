@@ -156,7 +156,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
           observer_(observer) {
         error_code ec;
         const auto remote = socket_.remote_endpoint(ec);
-        if (!ec) peer_ = remote.address().to_string() + ":" + std::to_string(remote.port());
+        if (!ec) {
+            peer_address_ = remote.address().to_string();
+            peer_ = peer_address_ + ":" + std::to_string(remote.port());
+        }
         observer_.on_connection_opened();
     }
 
@@ -291,6 +294,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         }
         head.origin = request[http::field::origin];
         head.preflight_method = request[http::field::access_control_request_method];
+        head.peer_address = peer_address_;
         try {
             return api_.admit(head);
         } catch (const std::exception&) {
@@ -387,7 +391,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const std::atomic<bool>& draining_;
     std::atomic<std::size_t>& open_connections_;
     ExchangeObserver& observer_;
-    std::string peer_;
+    std::string peer_address_;
+    std::string peer_;  // address:port
     // What the current exchange will report; owned copies, since the parser may be gone.
     struct {
         std::string request_id;

@@ -1,5 +1,6 @@
 // The API contract over real HTTP against the real binary: every status and its Error shape.
 #include <fstream>
+#include <thread>
 
 #include "fixture.hpp"
 
@@ -222,6 +223,33 @@ TEST_F(HttpApiOptions, LimitsAreConfigurable) {
     expect_error(post(R"({"id":2,"name":"abcd"})"), 400, "name: must be at most 3 characters");
     expect_error(post(R"({"id":3,"name":"a","pad":")" + std::string(100, 'x') + "\"}"), 413,
                  "100 bytes");
+}
+
+TEST_F(HttpApiOptions, TokenOverItsRateGets429WithRetryAfter) {
+    start({"--rate-limit", "0.5", "--rate-burst", "2"});
+    EXPECT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    EXPECT_EQ(post(R"({"id":2,"name":"a"})").status, 200);
+    const auto limited = post(R"({"id":3,"name":"a"})");
+    expect_error(limited, 429, "rate limit");
+    EXPECT_EQ(limited.header("retry-after"), "2");
+    // Other tokens have their own bucket.
+    const std::string other = create_token(data_dir(), "other");
+    int status = 0;
+    for (int attempt = 0; attempt < 50 && status != 200; ++attempt) {
+        status = post_plant(port(), other, R"({"id":4,"name":"a"})").status;
+        if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(status, 200);
+}
+
+TEST_F(HttpApiOptions, RepeatedFailedAuthenticationsFromOneAddressGet429) {
+    start({"--auth-failure-limit", "0.1", "--auth-failure-burst", "3"});
+    for (int i = 0; i < 3; ++i)
+        expect_error(post_plant(port(), "ps_guess" + std::to_string(i), "{}"), 401);
+    // Now even the right token is refused from this address until the bucket refills.
+    const auto limited = post(R"({"id":1,"name":"a"})");
+    expect_error(limited, 429, "failed authentications");
+    EXPECT_NE(limited.header("retry-after"), "<absent>");
 }
 
 TEST_F(HttpApiOptions, EnvironmentVariablesConfigureToo) {
