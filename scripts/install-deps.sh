@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
           libboost-url1.81-dev libsqlite3-dev libssl-dev
-          libcli11-dev)
+          libcli11-dev libtomlplusplus-dev)
 case "${1:-}" in
     --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev) ;;

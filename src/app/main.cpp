@@ -1,12 +1,15 @@
 // App layer (see token_refresher.hpp): the `plantstore` command line.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "api/api.hpp"
+#include "app/config_file.hpp"
 #include "app/token_refresher.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
@@ -30,6 +33,7 @@ using std::chrono::milliseconds;
 constexpr milliseconds kTokenPollInterval{250};
 
 struct ServeConfig {
+    std::string config_file;
     std::string listen = "127.0.0.1:8080";
     std::filesystem::path data_dir = "data";
     std::string base_path;
@@ -240,71 +244,120 @@ int token_revoke(const std::filesystem::path& data_dir, const std::string& name)
     return 0;
 }
 
+// The options of `serve` (and of `config`, which prints what `serve` would use).
+void add_serve_options(CLI::App* command, ServeConfig& config) {
+    command
+        ->add_option("--config", config.config_file,
+                     "TOML file of settings, keyed by these flags without '--'; environment "
+                     "variables and flags override it")
+        ->envname("PLANTSTORE_CONFIG");
+    auto option = [&](const char* flag, auto& value, const char* env, const char* help) {
+        command->add_option(flag, value, help)->envname(env)->capture_default_str();
+    };
+    option("--listen", config.listen, "PLANTSTORE_LISTEN",
+           "Address to listen on, HOST:PORT (port 0 picks a free one)");
+    option("--data-dir", config.data_dir, "PLANTSTORE_DATA_DIR",
+           "Directory of the database (created if missing)");
+    option("--base-path", config.base_path, "PLANTSTORE_BASE_PATH",
+           "Prefix of every API path, e.g. /v1 (empty: none)");
+    option("--threads", config.threads, "PLANTSTORE_THREADS", "I/O threads (0: one per core)");
+    option("--max-body-bytes", config.max_body_bytes, "PLANTSTORE_MAX_BODY_BYTES",
+           "Largest request body; larger gets 413");
+    option("--max-header-bytes", config.max_header_bytes, "PLANTSTORE_MAX_HEADER_BYTES",
+           "Largest request line plus headers; larger gets 431");
+    option("--max-text-length", config.max_text_length, "PLANTSTORE_MAX_TEXT_LENGTH",
+           "Longest name or tag in Unicode code points; longer gets 400");
+    option("--max-connections", config.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
+           "Open connections at most; more are closed at once");
+    option("--max-pending-writes", config.max_pending_writes, "PLANTSTORE_MAX_PENDING_WRITES",
+           "Creates waiting for the disk at most; more get 503");
+    option("--request-timeout-ms", config.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",
+           "Time to receive a whole request; slower gets 408");
+    option("--idle-timeout-ms", config.idle_timeout_ms, "PLANTSTORE_IDLE_TIMEOUT_MS",
+           "Time a keep-alive connection may wait for its next request");
+    option("--write-timeout-ms", config.write_timeout_ms, "PLANTSTORE_WRITE_TIMEOUT_MS",
+           "Time to write one response before the connection is dropped");
+    option("--drain-timeout-ms", config.drain_timeout_ms, "PLANTSTORE_DRAIN_TIMEOUT_MS",
+           "On SIGTERM/SIGINT, time requests in flight get to finish");
+    option("--log-level", config.log_level, "PLANTSTORE_LOG_LEVEL",
+           "Least severe log lines written: debug, info, warn or error");
+    command
+        ->add_option_function<std::string>(
+            "--access-log",
+            [&config](const std::string& value) { config.access_log = value == "on"; },
+            "One JSON line per request on stderr: on or off")
+        ->default_str("on")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->envname("PLANTSTORE_ACCESS_LOG");
+    command
+        ->add_option_function<std::string>(
+            "--metrics", [&config](const std::string& value) { config.metrics = value == "on"; },
+            "Serve GET /metrics (Prometheus) on the listener: on or off")
+        ->default_str("on")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->envname("PLANTSTORE_METRICS");
+    command
+        ->add_option("--cors-origin", config.cors_origins,
+                     "Origin allowed to call from a browser (repeatable), or * for any; "
+                     "none: no CORS headers")
+        ->delimiter(',')
+        ->envname("PLANTSTORE_CORS_ORIGIN");
+    option("--rate-limit", config.rate_limit, "PLANTSTORE_RATE_LIMIT",
+           "Requests per second each token may make on average (0: unlimited); more get 429");
+    option("--rate-burst", config.rate_burst, "PLANTSTORE_RATE_BURST",
+           "Requests a token may make at once above its rate");
+    option("--auth-failure-limit", config.auth_failure_limit, "PLANTSTORE_AUTH_FAILURE_LIMIT",
+           "Failed authentications per second one client address may make (0: unlimited); "
+           "past its burst, its requests get 429");
+    option("--auth-failure-burst", config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
+           "Failed authentications one address may make at once");
+}
+
+// `--config FILE` (or PLANTSTORE_CONFIG) from the raw arguments: the file must be read before
+// parsing, because its values become the options' defaults.
+std::optional<std::string> find_config_file(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--config" && i + 1 < argc) return argv[i + 1];
+        if (arg.starts_with("--config=")) return std::string(arg.substr(9));
+    }
+    if (const char* from_env = std::getenv("PLANTSTORE_CONFIG")) return from_env;
+    return std::nullopt;
+}
+
+// Makes each setting of the file the default of its option, unless the option's environment
+// variable is set: so flags > environment > file > built-in defaults. @throws CLI::Error
+// naming the key for an unknown key or a bad value.
+void apply_config_file(const std::string& path, CLI::App* command) {
+    for (const auto& setting : read_config_file(path)) {
+        CLI::Option* option = command->get_option_no_throw("--" + setting.key);
+        if (option == nullptr || setting.key == "config" || setting.key == "help") {
+            throw CLI::ValidationError(path, "unknown key '" + setting.key +
+                                                 "' (keys are the flags of `plantstore serve "
+                                                 "--help` without '--')");
+        }
+        if (const auto& env = option->get_envname(); !env.empty() && std::getenv(env.c_str())) {
+            continue;
+        }
+        try {
+            option->run_callback_for_default()->default_val(setting.value);
+        } catch (const CLI::Error& error) {
+            throw CLI::ValidationError(path, "key '" + setting.key + "': " + error.what());
+        }
+    }
+}
+
 int run(int argc, char** argv) {
     CLI::App cli{"plantstore: the Plant Store API (POST /plants) on a durable embedded store"};
     cli.require_subcommand(1);
 
     ServeConfig serve_config;
     auto* serve_command = cli.add_subcommand("serve", "Run the HTTP service");
-    auto option = [&](const char* flag, auto& value, const char* env, const char* help) {
-        serve_command->add_option(flag, value, help)->envname(env)->capture_default_str();
-    };
-    option("--listen", serve_config.listen, "PLANTSTORE_LISTEN",
-           "Address to listen on, HOST:PORT (port 0 picks a free one)");
-    option("--data-dir", serve_config.data_dir, "PLANTSTORE_DATA_DIR",
-           "Directory of the database (created if missing)");
-    option("--base-path", serve_config.base_path, "PLANTSTORE_BASE_PATH",
-           "Prefix of every API path, e.g. /v1 (empty: none)");
-    option("--threads", serve_config.threads, "PLANTSTORE_THREADS",
-           "I/O threads (0: one per core)");
-    option("--max-body-bytes", serve_config.max_body_bytes, "PLANTSTORE_MAX_BODY_BYTES",
-           "Largest request body; larger gets 413");
-    option("--max-header-bytes", serve_config.max_header_bytes, "PLANTSTORE_MAX_HEADER_BYTES",
-           "Largest request line plus headers; larger gets 431");
-    option("--max-text-length", serve_config.max_text_length, "PLANTSTORE_MAX_TEXT_LENGTH",
-           "Longest name or tag in Unicode code points; longer gets 400");
-    option("--max-connections", serve_config.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
-           "Open connections at most; more are closed at once");
-    option("--max-pending-writes", serve_config.max_pending_writes, "PLANTSTORE_MAX_PENDING_WRITES",
-           "Creates waiting for the disk at most; more get 503");
-    option("--request-timeout-ms", serve_config.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",
-           "Time to receive a whole request; slower gets 408");
-    option("--idle-timeout-ms", serve_config.idle_timeout_ms, "PLANTSTORE_IDLE_TIMEOUT_MS",
-           "Time a keep-alive connection may wait for its next request");
-    option("--write-timeout-ms", serve_config.write_timeout_ms, "PLANTSTORE_WRITE_TIMEOUT_MS",
-           "Time to write one response before the connection is dropped");
-    option("--drain-timeout-ms", serve_config.drain_timeout_ms, "PLANTSTORE_DRAIN_TIMEOUT_MS",
-           "On SIGTERM/SIGINT, time requests in flight get to finish");
-    option("--log-level", serve_config.log_level, "PLANTSTORE_LOG_LEVEL",
-           "Least severe log lines written: debug, info, warn or error");
-    serve_command
-        ->add_option_function<std::string>(
-            "--access-log",
-            [&serve_config](const std::string& value) { serve_config.access_log = value == "on"; },
-            "One JSON line per request on stderr: on or off (default on)")
-        ->check(CLI::IsMember({"on", "off"}))
-        ->envname("PLANTSTORE_ACCESS_LOG");
-    serve_command
-        ->add_option_function<std::string>(
-            "--metrics",
-            [&serve_config](const std::string& value) { serve_config.metrics = value == "on"; },
-            "Serve GET /metrics (Prometheus) on the listener: on or off (default on)")
-        ->check(CLI::IsMember({"on", "off"}))
-        ->envname("PLANTSTORE_METRICS");
-    serve_command
-        ->add_option("--cors-origin", serve_config.cors_origins,
-                     "Origin allowed to call from a browser (repeatable), or * for any; "
-                     "none: no CORS headers")
-        ->envname("PLANTSTORE_CORS_ORIGIN");
-    option("--rate-limit", serve_config.rate_limit, "PLANTSTORE_RATE_LIMIT",
-           "Requests per second each token may make on average (0: unlimited); more get 429");
-    option("--rate-burst", serve_config.rate_burst, "PLANTSTORE_RATE_BURST",
-           "Requests a token may make at once above its rate");
-    option("--auth-failure-limit", serve_config.auth_failure_limit, "PLANTSTORE_AUTH_FAILURE_LIMIT",
-           "Failed authentications per second one client address may make (0: unlimited); "
-           "past its burst, its requests get 429");
-    option("--auth-failure-burst", serve_config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
-           "Failed authentications one address may make at once");
+    add_serve_options(serve_command, serve_config);
+    ServeConfig printed_config;
+    auto* config_command = cli.add_subcommand(
+        "config", "Print the effective configuration of `serve` (same options) as TOML");
+    add_serve_options(config_command, printed_config);
 
     std::filesystem::path token_data_dir = "data";
     auto* token_command = cli.add_subcommand("token", "Manage access tokens");
@@ -338,13 +391,24 @@ int run(int argc, char** argv) {
     auto* version_command = cli.add_subcommand("version", "Print the version");
 
     try {
+        if (const auto config_file = find_config_file(argc, argv)) {
+            apply_config_file(*config_file, serve_command);
+            apply_config_file(*config_file, config_command);
+        }
         cli.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
         return cli.exit(error);
+    } catch (const std::exception& error) {  // an unreadable or malformed config file
+        std::cerr << "plantstore: " << error.what() << '\n';
+        return 2;
     }
 
     try {
         if (*serve_command) return serve(serve_config);
+        if (*config_command) {
+            std::cout << config_command->config_to_str(true, false);
+            return 0;
+        }
         if (*create_command) return token_create(token_data_dir, create_config);
         if (*list_command) return token_list(token_data_dir);
         if (*revoke_command) return token_revoke(token_data_dir, revoke_name);

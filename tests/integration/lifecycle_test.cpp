@@ -154,6 +154,51 @@ TEST_F(Lifecycle, ReadmeConfigurationTableMatchesHelp) {
     EXPECT_GE(documented.size(), 17U);
 }
 
+TEST_F(Lifecycle, ConfigFileWithFlagsOverEnvironmentOverFile) {
+    const auto file = dir.path() / "plantstore.toml";
+    std::ofstream(file) << "base-path = \"/from-file\"\nthreads = 3\nmax-text-length = 7\n"
+                           "cors-origin = [\"https://a.example\", \"https://b.example\"]\n"
+                           "access-log = false\n";
+    ::setenv("PLANTSTORE_THREADS", "2", 1);
+    const auto printed =
+        run_plantstore({"config", "--config", file.string(), "--max-text-length", "9"});
+    ::unsetenv("PLANTSTORE_THREADS");
+    ASSERT_EQ(printed.exit_code, 0) << printed.err;
+    EXPECT_NE(printed.out.find("base-path=\"/from-file\""), std::string::npos) << printed.out;
+    EXPECT_NE(printed.out.find("threads=2"), std::string::npos) << printed.out;  // env > file
+    EXPECT_NE(printed.out.find("max-text-length=9"), std::string::npos) << printed.out;  // flag
+    EXPECT_NE(printed.out.find("access-log=\"off\""), std::string::npos) << printed.out;
+    EXPECT_NE(printed.out.find("cors-origin=\"https://a.example,https://b.example\""),
+              std::string::npos)
+        << printed.out;
+
+    // The server really runs with it.
+    ::setenv("PLANTSTORE_CONFIG", file.string().c_str(), 1);
+    start();
+    ::unsetenv("PLANTSTORE_CONFIG");
+    const auto response =
+        post_plant(port(), token, R"({"id":1,"name":"12345678"})", "/from-file/plants");
+    expect_error(response, 400, "name: must be at most 7 characters");
+}
+
+TEST_F(Lifecycle, ConfigFileErrorsNameTheKeyAndStopTheStart) {
+    const auto file = dir.path() / "bad.toml";
+    std::ofstream(file) << "listne = \"127.0.0.1:1\"\n";
+    auto result = run_plantstore({"serve", "--config", file.string()});
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_NE(result.err.find("unknown key 'listne'"), std::string::npos) << result.err;
+
+    std::ofstream(file) << "threads = \"many\"\n";
+    result = run_plantstore({"serve", "--config", file.string()});
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_NE(result.err.find("key 'threads'"), std::string::npos) << result.err;
+
+    std::ofstream(file) << "threads = \n";
+    result = run_plantstore({"serve", "--config", file.string()});
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_NE(result.err.find("bad.toml:1:"), std::string::npos) << result.err;
+}
+
 TEST_F(Lifecycle, VersionPrintsTheVersion) {
     const auto result = run_plantstore({"version"});
     EXPECT_EQ(result.exit_code, 0);
