@@ -55,6 +55,8 @@ struct ServeConfig {
     double rate_burst = 20;
     double auth_failure_limit = 5;
     double auth_failure_burst = 20;
+    std::string tls_cert;
+    std::string tls_key;
 };
 
 struct TokenCreateConfig {
@@ -142,8 +144,9 @@ int serve(const ServeConfig& config) {
     transport::ServerOptions options;
     options.host = host;
     options.port = port;
-    options.threads =
-        config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+    options.threads = threads;
+    options.tls_cert_file = config.tls_cert;
+    options.tls_key_file = config.tls_key;
     options.limits.max_body_bytes = config.max_body_bytes;
     options.limits.max_header_bytes = config.max_header_bytes;
     options.limits.max_connections = config.max_connections;
@@ -169,8 +172,10 @@ int serve(const ServeConfig& config) {
                     {"log_level", config.log_level},
                     {"access_log", config.access_log ? "on" : "off"},
                     {"metrics", config.metrics ? "on" : "off"},
-                    {"cors_origins", std::to_string(config.cors_origins.size())}});
-    std::cout << "plantstore listening on http://" << address << std::endl;
+                    {"cors_origins", std::to_string(config.cors_origins.size())},
+                    {"tls", config.tls_cert.empty() ? "off" : "on"}});
+    std::cout << "plantstore listening on " << (config.tls_cert.empty() ? "http" : "https") << "://"
+              << address << std::endl;
 
     server.run([&api] {
         api.begin_draining();
@@ -309,6 +314,10 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     option("--auth-failure-limit", config.auth_failure_limit, "PLANTSTORE_AUTH_FAILURE_LIMIT",
            "Failed authentications per second one client address may make (0: unlimited); "
            "past its burst, its requests get 429");
+    option("--tls-cert", config.tls_cert, "PLANTSTORE_TLS_CERT",
+           "PEM certificate chain; with --tls-key the listener speaks HTTPS (TLS 1.2+), and "
+           "SIGHUP rereads both");
+    option("--tls-key", config.tls_key, "PLANTSTORE_TLS_KEY", "PEM private key for --tls-cert");
     option("--auth-failure-burst", config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
            "Failed authentications one address may make at once");
 }

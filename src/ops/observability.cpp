@@ -152,6 +152,14 @@ void Observability::on_connection_closed() {
     open_connections_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void Observability::on_tls_reloaded(bool ok, std::string_view detail) {
+    if (ok) {
+        log_event(LogLevel::info, "tls_reloaded", {{"certificate", std::string(detail)}});
+    } else {
+        log_event(LogLevel::error, "tls_reload_failed", {{"reason", std::string(detail)}});
+    }
+}
+
 void Observability::flush() {
     for (unsigned i = 0; i < shards_.size(); ++i) on_tick(i);
 }

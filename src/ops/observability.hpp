@@ -40,6 +40,7 @@ class Observability final : public transport::ExchangeObserver {
     void on_tick(unsigned worker) override;
     void on_connection_opened() override;
     void on_connection_closed() override;
+    void on_tls_reloaded(bool ok, std::string_view detail) override;
 
     /// Writes every buffered access-log line. Call once the I/O threads have stopped.
     void flush();

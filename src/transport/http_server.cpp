@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -21,8 +22,10 @@
 #include <cctype>
 #include <cstdio>
 #include <future>
+#include <mutex>
 #include <random>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -46,7 +49,15 @@ auto use_ec(error_code& ec) { return net::redirect_error(net::use_awaitable, ec)
 constexpr auto kLingerTime = 1s;
 constexpr std::size_t kLingerBytes = 1024 * 1024;
 
-class Connection;
+// What a worker needs from each of its connections, whatever their stream (TCP or TLS).
+class ConnectionBase {
+  public:
+    virtual ~ConnectionBase() = default;
+    /// Cancels pending I/O once the current deadline has passed (the worker's sweep).
+    virtual void check_deadline(std::chrono::steady_clock::time_point now) = 0;
+    /// The server started draining: an idle connection closes now.
+    virtual void drain() = 0;
+};
 
 // One thread's share of the server: its event loop and the connections it owns. Only that
 // thread touches `connections`.
@@ -54,7 +65,7 @@ struct Worker {
     explicit Worker(unsigned index) : index(index) {}
     const unsigned index;
     net::io_context context;
-    std::unordered_set<Connection*> connections;
+    std::unordered_set<ConnectionBase*> connections;
     std::uint64_t next_request_number = 0;
 };
 
@@ -142,12 +153,19 @@ void serialize_response(std::string& out, const api::Response& response, unsigne
 
 using Clock = std::chrono::steady_clock;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+using TlsStream = net::ssl::stream<tcp::socket>;
+
+// One client connection over `Stream`: tcp::socket, or TlsStream for HTTPS.
+template <class Stream>
+class Connection final : public ConnectionBase {
   public:
-    Connection(tcp::socket socket, Worker& worker, const api::Api& api, const ServerLimits& limits,
-               const std::atomic<bool>& draining, std::atomic<std::size_t>& open_connections,
-               ExchangeObserver& observer)
-        : socket_(std::move(socket)),
+    static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+    Connection(Stream stream, std::shared_ptr<net::ssl::context> tls, Worker& worker,
+               const api::Api& api, const ServerLimits& limits, const std::atomic<bool>& draining,
+               std::atomic<std::size_t>& open_connections, ExchangeObserver& observer)
+        : socket_(std::move(stream)),
+          tls_(std::move(tls)),
           worker_(worker),
           api_(api),
           limits_(limits),
@@ -155,7 +173,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           open_connections_(open_connections),
           observer_(observer) {
         error_code ec;
-        const auto remote = socket_.remote_endpoint(ec);
+        const auto remote = lowest_layer().remote_endpoint(ec);
         if (!ec) {
             peer_address_ = remote.address().to_string();
             peer_ = peer_address_ + ":" + std::to_string(remote.port());
@@ -168,22 +186,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
         open_connections_.fetch_sub(1, std::memory_order_relaxed);
     }
 
-    net::awaitable<void> run() {
-        worker_.connections.insert(this);
-        try {
-            while (co_await serve_one()) {
-            }
-        } catch (const std::exception&) {
-            // A bug on this connection must not take the others down; it just closes.
-        }
-        phase_ = Phase::closed;
-        worker_.connections.erase(this);
-        error_code ignored;
-        socket_.close(ignored);
+    // `self` keeps the connection alive for as long as the coroutine runs.
+    static net::awaitable<void> run(std::shared_ptr<Connection> self) {
+        co_await self->serve_all();
     }
 
-    /// Called by the worker's sweep: cancels pending I/O once the current deadline has passed.
-    void check_deadline(Clock::time_point now) {
+    void check_deadline(Clock::time_point now) override {
         if (phase_ == Phase::reading && !request_started_ && request_has_begun()) {
             // The first bytes of a request arrived: from now on it has request_timeout to finish.
             request_started_ = true;
@@ -192,12 +200,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
         if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
     }
 
-    /// Called on this connection's thread when the server starts draining.
-    void drain() {
+    void drain() override {
         if (phase_ == Phase::reading && !request_has_begun()) expire();
     }
 
   private:
+    tcp::socket& lowest_layer() { return beast::get_lowest_layer(socket_); }
+
+    net::awaitable<void> serve_all() {
+        worker_.connections.insert(this);
+        try {
+            bool open = true;
+            if constexpr (kTls) {
+                // The handshake is part of the first request: it gets the request time-out.
+                enter(Phase::reading, limits_.request_timeout);
+                error_code ec;
+                co_await socket_.async_handshake(net::ssl::stream_base::server, use_ec(ec));
+                open = !ec;
+            }
+            while (open && co_await serve_one()) {
+            }
+        } catch (const std::exception&) {
+            // A bug on this connection must not take the others down; it just closes.
+        }
+        phase_ = Phase::closed;
+        worker_.connections.erase(this);
+        error_code ignored;
+        lowest_layer().close(ignored);
+    }
+
     enum class Phase { reading, handling, writing, closed };
 
     bool request_has_begun() const {
@@ -207,7 +238,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     void expire() {
         expired_ = true;
         error_code ignored;
-        socket_.cancel(ignored);
+        lowest_layer().cancel(ignored);
     }
 
     void enter(Phase phase, Clock::duration timeout) {
@@ -372,7 +403,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Half-closes, then discards what the client still sends for a bounded time and size.
     net::awaitable<void> linger() {
         error_code ec;
-        socket_.shutdown(tcp::socket::shutdown_send, ec);
+        if constexpr (kTls) {
+            enter(Phase::writing, kLingerTime);
+            co_await socket_.async_shutdown(use_ec(ec));  // close_notify, bounded by the deadline
+            co_return;
+        }
+        lowest_layer().shutdown(tcp::socket::shutdown_send, ec);
         enter(Phase::writing, kLingerTime);
         std::array<char, 4096> sink{};
         std::size_t discarded = 0;
@@ -381,7 +417,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         }
     }
 
-    tcp::socket socket_;
+    Stream socket_;
+    std::shared_ptr<net::ssl::context> tls_;  // kept alive for the stream; null for TCP
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
     std::string out_;
@@ -420,9 +457,33 @@ net::awaitable<void> sweep_deadlines(Worker& worker, ExchangeObserver& observer)
         error_code ec;
         co_await timer.async_wait(use_ec(ec));
         const auto now = Clock::now();
-        for (Connection* connection : worker.connections) connection->check_deadline(now);
+        for (ConnectionBase* connection : worker.connections) connection->check_deadline(now);
         observer.on_tick(worker.index);
     }
+}
+
+// A server context for TLS 1.2 and newer from PEM files. @throws std::runtime_error naming
+// the file that could not be used.
+std::shared_ptr<net::ssl::context> load_tls_context(const std::string& cert_file,
+                                                    const std::string& key_file) {
+    if (cert_file.empty() || key_file.empty()) {
+        throw std::runtime_error("TLS needs both a certificate and a key file");
+    }
+    auto context = std::make_shared<net::ssl::context>(net::ssl::context::tls_server);
+    context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                         net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                         net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+    SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
+    error_code ec;
+    context->use_certificate_chain_file(cert_file, ec);
+    if (ec)
+        throw std::runtime_error("cannot use TLS certificate " + cert_file + ": " + ec.message());
+    context->use_private_key_file(key_file, net::ssl::context::pem, ec);
+    if (ec) throw std::runtime_error("cannot use TLS key " + key_file + ": " + ec.message());
+    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+        throw std::runtime_error("TLS key " + key_file + " does not match " + cert_file);
+    }
+    return context;
 }
 
 }  // namespace
@@ -433,6 +494,9 @@ class HttpServer::Impl {
         : options_(std::move(options)), api_(api), observer_(observer) {
         for (unsigned i = 0; i < std::max(1U, options_.threads); ++i)
             workers_.push_back(std::make_unique<Worker>(i));
+        if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
+            tls_ = load_tls_context(options_.tls_cert_file, options_.tls_key_file);
+        }
         acceptor_.emplace(workers_.front()->context);
         const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
         acceptor_->open(endpoint.protocol());
@@ -454,6 +518,8 @@ class HttpServer::Impl {
             if (!ec) stop_requested.set_value();
         });
         net::co_spawn(main_context, accept_loop(), net::detached);
+        net::signal_set reload(main_context, SIGHUP);
+        if (tls_) net::co_spawn(main_context, reload_tls_on_sighup(reload), net::detached);
         for (auto& worker : workers_) {
             net::co_spawn(worker->context, sweep_deadlines(*worker, observer_), net::detached);
         }
@@ -474,7 +540,7 @@ class HttpServer::Impl {
         });
         for (auto& worker : workers_) {
             net::post(worker->context, [&worker = *worker] {
-                for (Connection* connection : worker.connections) connection->drain();
+                for (ConnectionBase* connection : worker.connections) connection->drain();
             });
         }
         // Bounded wait for requests in flight; past the deadline the loops are stopped.
@@ -488,6 +554,29 @@ class HttpServer::Impl {
     }
 
   private:
+    std::shared_ptr<net::ssl::context> current_tls() {
+        std::lock_guard lock(tls_mutex_);
+        return tls_;
+    }
+
+    // Each SIGHUP rereads the certificate and key; new connections use them, connections
+    // already open keep theirs. A file that fails to load leaves the previous pair in use.
+    net::awaitable<void> reload_tls_on_sighup(net::signal_set& signals) {
+        for (;;) {
+            error_code ec;
+            co_await signals.async_wait(use_ec(ec));
+            if (ec) co_return;
+            try {
+                auto fresh = load_tls_context(options_.tls_cert_file, options_.tls_key_file);
+                std::lock_guard lock(tls_mutex_);
+                tls_ = std::move(fresh);
+                observer_.on_tls_reloaded(true, options_.tls_cert_file);
+            } catch (const std::exception& error) {
+                observer_.on_tls_reloaded(false, error.what());
+            }
+        }
+    }
+
     net::awaitable<void> accept_loop() {
         std::size_t next_worker = 0;
         while (acceptor_->is_open()) {
@@ -508,11 +597,19 @@ class HttpServer::Impl {
             }
             socket.set_option(tcp::no_delay(true), ec);
             open_connections_.fetch_add(1, std::memory_order_relaxed);
-            auto connection =
-                std::make_shared<Connection>(std::move(socket), worker, api_, options_.limits,
-                                             draining_, open_connections_, observer_);
-            net::co_spawn(
-                worker.context, [connection] { return connection->run(); }, net::detached);
+            if (auto tls = current_tls()) {
+                auto connection = std::make_shared<Connection<TlsStream>>(
+                    TlsStream(std::move(socket), *tls), tls, worker, api_, options_.limits,
+                    draining_, open_connections_, observer_);
+                net::co_spawn(worker.context, Connection<TlsStream>::run(connection),
+                              net::detached);
+            } else {
+                auto connection = std::make_shared<Connection<tcp::socket>>(
+                    std::move(socket), nullptr, worker, api_, options_.limits, draining_,
+                    open_connections_, observer_);
+                net::co_spawn(worker.context, Connection<tcp::socket>::run(connection),
+                              net::detached);
+            }
         }
     }
 
@@ -521,6 +618,8 @@ class HttpServer::Impl {
     ExchangeObserver& observer_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::optional<tcp::acceptor> acceptor_;
+    std::mutex tls_mutex_;
+    std::shared_ptr<net::ssl::context> tls_;  // guarded by tls_mutex_; null: plain HTTP
     std::atomic<bool> draining_{false};
     std::atomic<std::size_t> open_connections_{0};
 };

@@ -60,12 +60,18 @@ class ExchangeObserver {
     virtual void on_tick(unsigned worker) = 0;
     virtual void on_connection_opened() = 0;
     virtual void on_connection_closed() = 0;
+    /// After SIGHUP: whether the TLS certificate and key were reloaded, and the file or reason.
+    virtual void on_tls_reloaded(bool ok, std::string_view detail) = 0;
 };
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8080;  ///< 0 picks a free port
     unsigned threads = 1;       ///< event loops, one thread each
+    /// PEM certificate chain and private key: when set, the listener speaks HTTPS only
+    /// (TLS 1.2 and newer), and SIGHUP rereads both.
+    std::string tls_cert_file;
+    std::string tls_key_file;
     ServerLimits limits;
 };
 

@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -137,10 +140,10 @@ ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
     ::close(out_pipe[1]);
     if (rc != 0) throw std::runtime_error("cannot start " PLANTSTORE_BINARY);
 
-    // The server prints "plantstore listening on http://127.0.0.1:PORT" once it accepts.
+    // The server prints "plantstore listening on http(s)://127.0.0.1:PORT" once it accepts.
     std::string out;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
-    const std::string marker = "listening on http://127.0.0.1:";
+    const std::string marker = "://127.0.0.1:";
     char chunk[256];
     while (out.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
         pollfd p{out_pipe[0], POLLIN, 0};
@@ -200,7 +203,36 @@ std::string HttpResponse::header(const std::string& lower_name) const {
     return found == headers.end() ? std::string("<absent>") : found->second;
 }
 
-HttpConnection::HttpConnection(unsigned short port, std::chrono::milliseconds read_timeout) {
+void write_self_signed_certificate(const std::filesystem::path& cert_file,
+                                   const std::filesystem::path& key_file,
+                                   const std::string& common_name) {
+    static long serial = 1;
+    EVP_PKEY* key = EVP_EC_gen("P-256");
+    X509* cert = X509_new();
+    X509_set_version(cert, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), serial++);
+    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+    X509_set_pubkey(cert, key);
+    X509_NAME* name = X509_get_subject_name(cert);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
+                               0);
+    X509_set_issuer_name(cert, name);
+    X509_sign(cert, key, EVP_sha256());
+    FILE* cert_out = std::fopen(cert_file.c_str(), "w");
+    FILE* key_out = std::fopen(key_file.c_str(), "w");
+    if (cert_out == nullptr || key_out == nullptr) throw std::runtime_error("cannot write PEM");
+    PEM_write_X509(cert_out, cert);
+    PEM_write_PrivateKey(key_out, key, nullptr, nullptr, 0, nullptr, nullptr);
+    std::fclose(cert_out);
+    std::fclose(key_out);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+}
+
+HttpConnection::HttpConnection(unsigned short port, std::chrono::milliseconds read_timeout,
+                               bool tls, int max_tls_version) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -217,11 +249,54 @@ HttpConnection::HttpConnection(unsigned short port, std::chrono::milliseconds re
     ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
     const int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!tls) return;
+    SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+    if (max_tls_version != 0) {
+        SSL_CTX_set_security_level(context, 0);  // let the test offer an old version at all
+        SSL_CTX_set_min_proto_version(context, max_tls_version);
+        SSL_CTX_set_max_proto_version(context, max_tls_version);
+    }
+    ssl_context_ = context;
+    SSL* ssl = SSL_new(context);
+    SSL_set_fd(ssl, fd_);
+    if (SSL_connect(ssl) == 1) {
+        ssl_ = ssl;
+    } else {
+        SSL_free(ssl);
+    }
 }
 
-HttpConnection::~HttpConnection() { ::close(fd_); }
+HttpConnection::~HttpConnection() {
+    if (ssl_ != nullptr) SSL_free(static_cast<SSL*>(ssl_));
+    if (ssl_context_ != nullptr) SSL_CTX_free(static_cast<SSL_CTX*>(ssl_context_));
+    ::close(fd_);
+}
+
+long HttpConnection::receive(char* into, std::size_t size) {
+    if (ssl_context_ == nullptr) return ::recv(fd_, into, size, 0);
+    if (ssl_ == nullptr) return -1;
+    const int n = SSL_read(static_cast<SSL*>(ssl_), into, static_cast<int>(size));
+    return n > 0 ? n
+                 : (SSL_get_error(static_cast<SSL*>(ssl_), n) == SSL_ERROR_ZERO_RETURN ? 0 : -1);
+}
+
+std::string HttpConnection::peer_common_name() const {
+    if (ssl_ == nullptr) return {};
+    X509* cert = SSL_get1_peer_certificate(static_cast<SSL*>(ssl_));
+    if (cert == nullptr) return {};
+    char name[256] = {};
+    X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, name, sizeof name);
+    X509_free(cert);
+    return name;
+}
 
 void HttpConnection::send_raw(const std::string& bytes) {
+    if (ssl_context_ != nullptr) {
+        if (ssl_ != nullptr) {
+            SSL_write(static_cast<SSL*>(ssl_), bytes.data(), static_cast<int>(bytes.size()));
+        }
+        return;
+    }
     std::size_t sent = 0;
     while (sent < bytes.size()) {
         const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
@@ -246,7 +321,7 @@ std::optional<HttpResponse> HttpConnection::read_response() {
             if (used == 0) break;
         }
         if (parser.is_done()) break;
-        const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+        const long n = receive(chunk, sizeof chunk);
         if (n <= 0) {
             // Beast completes a parser that saw no bytes at all on EOF, as an empty 200: a
             // closed connection must not read as a response.
@@ -274,7 +349,7 @@ std::optional<HttpResponse> HttpConnection::read_response() {
 bool HttpConnection::closed_by_server() {
     if (!buffer_.empty()) return false;
     char byte = 0;
-    return ::recv(fd_, &byte, 1, 0) == 0;
+    return receive(&byte, 1) == 0;
 }
 
 std::optional<HttpResponse> HttpConnection::request(const std::string& method,

@@ -64,11 +64,19 @@ struct HttpResponse {
     std::string header(const std::string& lower_name) const;
 };
 
-/// A blocking HTTP/1.1 connection to 127.0.0.1 with a receive time-out on every read.
+/// Writes a fresh self-signed certificate (EC P-256, CN=`common_name`, valid one hour) and its
+/// key as PEM files.
+void write_self_signed_certificate(const std::filesystem::path& cert_file,
+                                   const std::filesystem::path& key_file,
+                                   const std::string& common_name);
+
+/// A blocking HTTP/1.1 connection to 127.0.0.1 with a receive time-out on every read; over TLS
+/// (any certificate accepted) when `tls` is set.
 class HttpConnection {
   public:
     explicit HttpConnection(unsigned short port,
-                            std::chrono::milliseconds read_timeout = std::chrono::seconds(10));
+                            std::chrono::milliseconds read_timeout = std::chrono::seconds(10),
+                            bool tls = false, int max_tls_version = 0);
     HttpConnection(const HttpConnection&) = delete;
     HttpConnection& operator=(const HttpConnection&) = delete;
     ~HttpConnection();
@@ -79,6 +87,9 @@ class HttpConnection {
     std::optional<HttpResponse> read_response();
     /// True when the server has closed its side (a read returns end-of-file in time).
     bool closed_by_server();
+    /// TLS: whether the handshake succeeded, and the server certificate's subject CN.
+    bool tls_established() const { return ssl_ != nullptr; }
+    std::string peer_common_name() const;
 
     /// Sends a request with Content-Length and reads its response.
     std::optional<HttpResponse> request(const std::string& method, const std::string& target,
@@ -86,7 +97,11 @@ class HttpConnection {
                                         const std::vector<std::string>& extra_headers);
 
   private:
+    long receive(char* into, std::size_t size);
+
     int fd_ = -1;
+    void* ssl_context_ = nullptr;  // SSL_CTX*, kept out of this header
+    void* ssl_ = nullptr;          // SSL*
     std::string buffer_;
 };
 
