@@ -174,6 +174,8 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
         return Response{200, R"({"status":"ready"})", {}};
     }
 
+    if (options_.operations_only) return error_response(404, "no such resource: " + path);
+
     if (path == openapi_path_) {  // public: the API's description needs no credentials
         if (head.method == "GET") return Response{200, std::string(openapi_document()), {}};
         if (head.method == "OPTIONS" && cors_allows(head.origin)) return preflight("GET");

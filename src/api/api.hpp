@@ -72,6 +72,8 @@ struct ApiOptions {
     /// requests get 429; 0: unlimited.
     double auth_failure_limit = 5;
     double auth_failure_burst = 20;
+    /// Serve only /healthz, /readyz and /metrics (a separate metrics listener); all else 404.
+    bool operations_only = false;
 };
 
 class Api {

@@ -57,6 +57,7 @@ struct ServeConfig {
     double auth_failure_burst = 20;
     std::string tls_cert;
     std::string tls_key;
+    std::string metrics_listen;
 };
 
 struct TokenCreateConfig {
@@ -137,7 +138,7 @@ int serve(const ServeConfig& config) {
                                 config.rate_burst,
                                 config.auth_failure_limit,
                                 config.auth_failure_burst};
-    if (config.metrics)
+    if (config.metrics && config.metrics_listen.empty())
         api_options.metrics = [&observability] { return observability.render_metrics(); };
     api::Api api(std::move(api_options), tokens, store);
 
@@ -156,6 +157,33 @@ int serve(const ServeConfig& config) {
     options.limits.drain_timeout = milliseconds(config.drain_timeout_ms);
     transport::HttpServer server(options, api, observability);
 
+    // With --metrics-listen, /metrics moves to a listener of its own (with /healthz and /readyz),
+    // on one thread, plain HTTP; its own requests are neither logged nor counted.
+    std::unique_ptr<api::Api> operations_api;
+    std::unique_ptr<transport::HttpServer> operations_server;
+    struct : transport::ExchangeObserver {
+        void on_request_started(unsigned) override {}
+        void on_exchange(unsigned, const transport::Exchange&) override {}
+        void on_tick(unsigned) override {}
+        void on_connection_opened() override {}
+        void on_connection_closed() override {}
+        void on_tls_reloaded(bool, std::string_view) override {}
+    } unobserved;
+    if (!config.metrics_listen.empty()) {
+        const auto [metrics_host, metrics_port] = split_listen_address(config.metrics_listen);
+        api::ApiOptions operations_options;
+        operations_options.metrics = [&observability] { return observability.render_metrics(); };
+        operations_options.operations_only = true;
+        operations_api = std::make_unique<api::Api>(std::move(operations_options), tokens, store);
+        transport::ServerOptions metrics_options;
+        metrics_options.host = metrics_host;
+        metrics_options.port = metrics_port;
+        metrics_options.threads = 1;
+        metrics_options.limits.max_connections = 64;
+        operations_server =
+            std::make_unique<transport::HttpServer>(metrics_options, *operations_api, unobserved);
+    }
+
     const std::string address = server.local_address();
     ops::log_event(ops::LogLevel::info, "started",
                    {{"version", PLANTSTORE_VERSION},
@@ -173,14 +201,22 @@ int serve(const ServeConfig& config) {
                     {"access_log", config.access_log ? "on" : "off"},
                     {"metrics", config.metrics ? "on" : "off"},
                     {"cors_origins", std::to_string(config.cors_origins.size())},
-                    {"tls", config.tls_cert.empty() ? "off" : "on"}});
+                    {"tls", config.tls_cert.empty() ? "off" : "on"},
+                    {"metrics_listen",
+                     operations_server ? operations_server->local_address() : "main listener"}});
     std::cout << "plantstore listening on " << (config.tls_cert.empty() ? "http" : "https") << "://"
               << address << std::endl;
 
+    std::thread operations_thread;
+    if (operations_server) {
+        operations_thread =
+            std::thread([&] { operations_server->run([&] { operations_api->begin_draining(); }); });
+    }
     server.run([&api] {
         api.begin_draining();
         ops::log_event(ops::LogLevel::info, "draining");
     });
+    if (operations_thread.joinable()) operations_thread.join();
     observability.flush();
     store.close();  // everything acknowledged or accepted is committed before exit
     const auto stats = store.write_stats();
@@ -314,6 +350,9 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     option("--auth-failure-limit", config.auth_failure_limit, "PLANTSTORE_AUTH_FAILURE_LIMIT",
            "Failed authentications per second one client address may make (0: unlimited); "
            "past its burst, its requests get 429");
+    option("--metrics-listen", config.metrics_listen, "PLANTSTORE_METRICS_LISTEN",
+           "HOST:PORT of a separate listener for /metrics, /healthz and /readyz (empty: "
+           "/metrics is on the main listener)");
     option("--tls-cert", config.tls_cert, "PLANTSTORE_TLS_CERT",
            "PEM certificate chain; with --tls-key the listener speaks HTTPS (TLS 1.2+), and "
            "SIGHUP rereads both");

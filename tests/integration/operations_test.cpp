@@ -111,6 +111,38 @@ TEST_F(Operations, MetricsCanBeTurnedOff) {
     expect_error(get("/metrics"), 404);
 }
 
+TEST_F(Operations, MetricsCanMoveToTheirOwnListener) {
+    start({"--metrics-listen", "127.0.0.1:0"});
+    ASSERT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    expect_error(get("/metrics"), 404);  // no longer on the main listener
+
+    // The started line says where it went.
+    const std::string log = server->log();
+    std::smatch found;
+    std::regex_search(log, found, std::regex(R"re("metrics_listen":"127\.0\.0\.1:([0-9]+)")re"));
+    ASSERT_EQ(found.size(), 2U) << log;
+    const auto metrics_port = static_cast<unsigned short>(std::stoi(found[1].str()));
+    HttpConnection connection(metrics_port);
+    const auto metrics = connection.request("GET", "/metrics", "", {});
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 200);
+    EXPECT_NE(
+        metrics->body.find(
+            R"(plantstore_http_requests_total{route="/plants",method="POST",status="200"} 1)"),
+        std::string::npos)
+        << metrics->body;
+    const auto ready = connection.request("GET", "/readyz", "", {});
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 200);
+    HttpConnection other(metrics_port);
+    const auto plants =
+        other.request("POST", "/plants", R"({"id":2,"name":"a"})",
+                      {"Authorization: Bearer " + token, "Content-Type: application/json"});
+    ASSERT_TRUE(plants);
+    expect_error(*plants, 404);
+    EXPECT_EQ(server->stop(SIGTERM), 0);  // both listeners drain and the process exits
+}
+
 TEST_F(Operations, AccessLogHasOneJsonLinePerRequestAndNeverTheToken) {
     start();
     ASSERT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
