@@ -1,0 +1,158 @@
+// The served OpenAPI document against the real binary, in both directions: every status a
+// scenario here observes is documented for its operation, and every documented status of every
+// operation is observed here, except the few that need a failure to happen (listed below).
+#include <signal.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+using Observation = std::tuple<std::string, std::string, int>;  // path template, method, status
+
+class OpenApiContract : public ServerTest {
+  protected:
+    // Sends a request and records (template, method, status).
+    int call(const std::string& method, const std::string& path_template, const std::string& target,
+             std::vector<std::string> headers, const std::string& body = "") {
+        HttpConnection connection(port());
+        const auto response = connection.request(method, target, body, headers);
+        const int status = response ? response->status : 0;
+        observed.emplace(path_template, method, status);
+        return status;
+    }
+    int call_as(const std::string& with_token, const std::string& method,
+                const std::string& path_template, const std::string& target,
+                const std::string& body = "") {
+        std::vector<std::string> headers = {"Authorization: Bearer " + with_token};
+        if (method == "POST") headers.emplace_back("Content-Type: application/json");
+        return call(method, path_template, target, headers, body);
+    }
+    // A request whose head never completes: the server's request time-out answers it.
+    void call_slowly(const std::string& method, const std::string& path_template,
+                     const std::string& target) {
+        HttpConnection connection(port());
+        connection.send_raw(method + " " + target + " HTTP/1.1\r\nHost: x\r\n");
+        const auto response = connection.read_response();
+        observed.emplace(path_template, method, response ? response->status : 0);
+    }
+
+    std::set<Observation> observed;
+};
+
+struct Operation {
+    std::string method;
+    std::string path_template;
+    std::string target;
+    std::string body;
+};
+
+TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
+    const std::string reader = create_token(data_dir(), "reader", "default", {"plants:read"});
+    const std::string writer = create_token(data_dir(), "writer", "default", {"plants:write"});
+    const std::vector<Operation> plant_operations = {
+        {"POST", "/plants", "/plants", R"({"id":1,"name":"a"})"},
+        {"GET", "/plants", "/plants", ""},
+        {"GET", "/plants/{id}", "/plants/1", ""},
+        {"DELETE", "/plants/{id}", "/plants/1", ""},
+    };
+
+    start({"--request-timeout-ms", "300", "--cors-origin", "https://docs.example"});
+    for (const auto& op : plant_operations) {
+        call_as(token, op.method, op.path_template, op.target, op.body);  // 200 / 204
+        if (op.method == "DELETE")
+            call_as(token, "POST", "/plants", "/plants", R"({"id":1,"name":"a"})");
+        call(op.method, op.path_template, op.target, {});  // 401
+        call_as(op.method == "GET" ? writer : reader, op.method, op.path_template, op.target,
+                op.body);  // 403
+        call(op.method, op.path_template, op.target,
+             {"Authorization: Bearer " + token, "X-Pad: " + std::string(20 * 1024, 'p')});  // 431
+        call_slowly(op.method, op.path_template, op.target);                                // 408
+    }
+    call_as(token, "POST", "/plants", "/plants", "not json");                    // 400
+    call_as(token, "POST", "/plants", "/plants", R"({"id":1,"name":"other"})");  // 409
+    call_as(token, "POST", "/plants", "/plants",
+            R"({"id":2,"name":"a","pad":")" + std::string(70 * 1024, 'x') + "\"}");  // 413
+    call("POST", "/plants", "/plants",
+         {"Authorization: Bearer " + token, "Content-Type: text/plain"}, "x");  // 415
+    call_as(token, "GET", "/plants", "/plants?limit=0");                        // 400
+    call_as(token, "GET", "/plants/{id}", "/plants/abc");                       // 400
+    call_as(token, "DELETE", "/plants/{id}", "/plants/abc");                    // 400
+    call_as(token, "GET", "/plants/{id}", "/plants/404");                       // 404
+    call_as(token, "DELETE", "/plants/{id}", "/plants/404");                    // 404
+    for (const auto& [path_template, target] : std::vector<std::pair<std::string, std::string>>{
+             {"/plants", "/plants"}, {"/plants/{id}", "/plants/1"}}) {
+        call("OPTIONS", path_template, target,
+             {"Origin: https://docs.example", "Access-Control-Request-Method: GET"});  // 204
+        call("OPTIONS", path_template, target, {});                                    // 405
+    }
+    for (const char* path : {"/openapi.json", "/healthz", "/readyz", "/metrics"}) {
+        call("GET", path, path, {});  // 200
+    }
+    call("PUT", "/plants", "/plants", {});    // 405 on a path, for a method it does not take
+    call("GET", "/nowhere", "/nowhere", {});  // 404 for a path it does not have
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+
+    start({"--rate-limit", "0.01", "--rate-burst", "1", "--metrics", "off"});
+    call_as(token, "POST", "/plants", "/plants", R"({"id":3,"name":"a"})");  // spends the burst
+    for (const auto& op : plant_operations) {
+        call_as(token, op.method, op.path_template, op.target, op.body);  // 429
+    }
+    call("GET", "/metrics", "/metrics", {});  // 404: turned off
+    {
+        HttpConnection in_flight(port());
+        in_flight.send_raw("GET /readyz HTTP/1.1\r\nHost: x\r\n");
+        std::this_thread::sleep_for(200ms);
+        ::kill(server->pid(), SIGTERM);
+        std::this_thread::sleep_for(300ms);
+        in_flight.send_raw("\r\n");
+        const auto draining = in_flight.read_response();
+        observed.emplace("/readyz", "GET", draining ? draining->status : 0);  // 503
+    }
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+
+    // Compare with the document.
+    std::ifstream source(PLANTSTORE_SOURCE_DIR "/docs/openapi.json");
+    const std::string text((std::istreambuf_iterator<char>(source)), {});
+    const auto paths = boost::json::parse(text).as_object().at("paths").as_object();
+    std::set<Observation> documented;
+    std::set<std::pair<std::string, std::string>> operations;
+    for (const auto& [path, item] : paths) {
+        for (const auto& [method, operation] : item.as_object()) {
+            if (method == "parameters") continue;
+            std::string upper(method);
+            for (char& c : upper)
+                c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+            operations.emplace(std::string(path), upper);
+            for (const auto& [status, response] : operation.at("responses").as_object()) {
+                documented.emplace(std::string(path), upper, std::stoi(std::string(status)));
+            }
+        }
+    }
+    for (const auto& [path, method, status] : observed) {
+        if (operations.count({path, method})) {
+            EXPECT_TRUE(documented.count({path, method, status}))
+                << method << " " << path << " answered " << status << " but the document lacks it";
+        } else {
+            // Not an operation: an unknown path (404) or a method the path does not take (405),
+            // both described once for every path.
+            EXPECT_EQ(status, paths.contains(path) ? 405 : 404) << method << " " << path;
+        }
+    }
+    // What only a failure produces: 500 is a bug; 503 from a plant operation needs the store to
+    // fail or overflow (fault injection belongs to the reliability suite).
+    for (const auto& [path, method, status] : documented) {
+        if (status == 500 || (status == 503 && path != "/readyz")) continue;
+        EXPECT_TRUE(observed.count({path, method, status}))
+            << method << " " << path << " documents " << status << " but no scenario saw it";
+    }
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support
