@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs the unit, storage and
-# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build. It also builds
-# the Release binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
+# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build. It lints the
+# served OpenAPI document with a real linter (Redocly CLI, via npm), and builds the Release
+# binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,8 @@ for preset in dev asan; do
     echo "== $preset: test" >&2
     ctest --preset "$preset"
 done
+echo "== openapi: lint docs/openapi.json" >&2
+scripts/lint-openapi.sh
 echo "== release: build (what ./scripts/start.sh runs)" >&2
 cmake --preset release >/dev/null
 cmake --build --preset release
