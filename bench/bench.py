@@ -26,8 +26,7 @@ import tempfile
 import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-LUA = os.path.join(BENCH_DIR, "post_plants.lua")
-GET_LUA = os.path.join(BENCH_DIR, "get_plants.lua")
+LUA = os.path.join(BENCH_DIR, "plants.lua")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -149,14 +148,14 @@ class IdRanges:
         return first
 
 
-def run_wrk(server, connections, duration, token, first_id, workload="POST", script_args=()):
+def run_wrk(server, connections, duration, token, first_id, workload="POST", mode="post",
+            count=1):
     env = dict(os.environ, PLANTSTORE_TOKEN=token)
     pids = server.pids()
     ticks_before = cpu_ticks(pids)
-    script = LUA if workload == "POST" else GET_LUA
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", script,
-         f"http://127.0.0.1:{server.port}", "--", str(first_id), *script_args],
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", LUA,
+         f"http://127.0.0.1:{server.port}", "--", mode, str(first_id), str(count)],
         capture_output=True, text=True, env=env, timeout=duration + 60).stdout
     ticks = cpu_ticks(pids) - ticks_before
     match = re.search(r"^RESULT (\{.*\})$", out, re.M)
@@ -338,12 +337,11 @@ def main():
         first = next(r for r in rows if r["server"] == "plantstore")
         created = first["requests"] - first["non200"]
         if created > 0:
-            for workload, script_args in (("GET /plants/{id}", (str(created),)),
-                                          ("GET /plants?limit=100", (str(created), "list"))):
+            for workload, mode in (("GET /plants/{id}", "get"),
+                                   ("GET /plants?limit=100", "list")):
                 for server in (nginx, plantstore):
-                    row = run_wrk(server, 64, args.duration, token, first["first_id"], "GET",
-                                  script_args)
-                    row["workload"] = workload
+                    row = run_wrk(server, 64, args.duration, token, first["first_id"], workload,
+                                  mode, created)
                     rows.append(row)
                     print(f"{server.name:>10} {workload} {row['requests_per_s']:>9,.0f} req/s",
                           file=sys.stderr)

@@ -305,24 +305,24 @@ SqlitePlantStore::borrow_reader() {
             }};
 }
 
-void SqlitePlantStore::read(std::string tenant, domain::PlantId id, ReadCallback done) {
+template <typename Query>
+void SqlitePlantStore::run_read(const ReadCallback& done, Query query) {
     ReadResult result;
     try {
-        result = borrow_reader()->read(tenant, id);
+        auto reader = borrow_reader();
+        result = query(*reader);
     } catch (const std::exception& error) {
-        result.reason = error.what();
+        result.reason = error.what();  // outcome stays unavailable
     }
     done(std::move(result));
 }
 
+void SqlitePlantStore::read(std::string tenant, domain::PlantId id, ReadCallback done) {
+    run_read(done, [&](Reader& reader) { return reader.read(tenant, id); });
+}
+
 void SqlitePlantStore::list(std::string tenant, ListQuery query, ReadCallback done) {
-    ReadResult result;
-    try {
-        result = borrow_reader()->list(tenant, query);
-    } catch (const std::exception& error) {
-        result.reason = error.what();
-    }
-    done(std::move(result));
+    run_read(done, [&](Reader& reader) { return reader.list(tenant, query); });
 }
 
 void SqlitePlantStore::enqueue(Pending pending) {

@@ -60,6 +60,9 @@ class SqlitePlantStore final : public PlantStore {
 
     void enqueue(Pending pending);
     void run_writer();
+    /// Runs `query` on a pooled reader and hands its result (or unavailable) to `done`.
+    template <typename Query>
+    void run_read(const ReadCallback& done, Query query);
     /// A reader connection for this thread's use, returned to the pool by the deleter.
     std::unique_ptr<Reader, std::function<void(Reader*)>> borrow_reader();
 
