@@ -7,19 +7,10 @@ namespace plantstore::auth {
 RateLimiter::RateLimiter(double rate, double burst, std::size_t max_keys)
     : rate_(rate), burst_(std::max(1.0, burst)), max_keys_(max_keys) {}
 
-RateLimiter::Bucket& RateLimiter::refill(std::string_view key, Clock::time_point now) {
-    auto found = buckets_.find(std::string(key));
-    if (found == buckets_.end()) {
-        if (buckets_.size() >= max_keys_) forget_full_buckets(now);
-        if (buckets_.size() >= max_keys_) buckets_.clear();  // a flood of distinct keys
-        found = buckets_.emplace(std::string(key), Bucket{burst_, now}).first;
-        return found->second;
-    }
-    Bucket& bucket = found->second;
+void RateLimiter::refill(Bucket& bucket, Clock::time_point now) const {
     const double elapsed = std::chrono::duration<double>(now - bucket.updated).count();
     bucket.units = std::min(burst_, bucket.units + std::max(0.0, elapsed) * rate_);
     bucket.updated = now;
-    return bucket;
 }
 
 void RateLimiter::forget_full_buckets(Clock::time_point now) {
@@ -32,7 +23,14 @@ void RateLimiter::forget_full_buckets(Clock::time_point now) {
 double RateLimiter::take(std::string_view key, Clock::time_point now) {
     if (!enabled()) return 0;
     std::lock_guard lock(mutex_);
-    Bucket& bucket = refill(key, now);
+    auto found = buckets_.find(key);
+    if (found == buckets_.end()) {
+        if (buckets_.size() >= max_keys_) forget_full_buckets(now);
+        if (buckets_.size() >= max_keys_) buckets_.clear();  // a flood of distinct keys
+        found = buckets_.emplace(std::string(key), Bucket{burst_, now}).first;
+    }
+    Bucket& bucket = found->second;
+    refill(bucket, now);
     if (bucket.units >= 1) {
         bucket.units -= 1;
         return 0;
@@ -43,8 +41,10 @@ double RateLimiter::take(std::string_view key, Clock::time_point now) {
 double RateLimiter::wait_time(std::string_view key, Clock::time_point now) {
     if (!enabled()) return 0;
     std::lock_guard lock(mutex_);
-    const Bucket& bucket = refill(key, now);
-    return bucket.units >= 1 ? 0 : (1 - bucket.units) / rate_;
+    const auto found = buckets_.find(key);
+    if (found == buckets_.end()) return 0;  // a key that never took anything has a full bucket
+    refill(found->second, now);
+    return found->second.units >= 1 ? 0 : (1 - found->second.units) / rate_;
 }
 
 }  // namespace plantstore::auth

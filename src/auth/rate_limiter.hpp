@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@ class RateLimiter {
     double take(std::string_view key, Clock::time_point now);
 
     /// Like take(), without taking: the seconds until `key` has a unit (0: it has one now).
+    /// Cheap for keys that never took anything: they are not stored.
     double wait_time(std::string_view key, Clock::time_point now);
 
   private:
@@ -34,14 +36,23 @@ class RateLimiter {
         double units = 0;
         Clock::time_point updated;
     };
-    Bucket& refill(std::string_view key, Clock::time_point now);
+    // Lets the map be searched with a string_view, without building a std::string.
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const {
+            return std::hash<std::string_view>{}(key);
+        }
+    };
+    using Buckets = std::unordered_map<std::string, Bucket, KeyHash, std::equal_to<>>;
+
+    void refill(Bucket& bucket, Clock::time_point now) const;
     void forget_full_buckets(Clock::time_point now);
 
     double rate_;
     double burst_;
     std::size_t max_keys_;
     std::mutex mutex_;
-    std::unordered_map<std::string, Bucket> buckets_;
+    Buckets buckets_;
 };
 
 }  // namespace plantstore::auth
