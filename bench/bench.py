@@ -285,7 +285,7 @@ def logging_cost(args, binary, workdir, ids):
     }
     rates = {name: [] for name in servers}
     try:
-        for _ in range(2):
+        for _ in range(3):
             for name, server in servers.items():
                 row = run_wrk(server, 64, args.duration, token, ids.take())
                 rates[name].append(row["requests_per_s"])
@@ -362,7 +362,7 @@ def main():
           "bodies; plantstore durable (WAL, fsync before 200).\n")
     print(markdown_table(rows))
     if "access_log_cost" in extra:
-        print(f"\nAccess logging (64 connections, two rounds each, logs to a file): on "
+        print(f"\nAccess logging (64 connections, three rounds each, logs to a file): on "
               f"{extra['access_log_on_requests_per_s']:,.0f} req/s, off "
               f"{extra['access_log_off_requests_per_s']:,.0f} req/s: costs "
               f"{extra['access_log_cost']:.1%} of throughput.")

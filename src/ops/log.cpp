@@ -46,13 +46,12 @@ void set_log_level(LogLevel level) { minimum_level = level; }
 
 bool log_enabled(LogLevel level) { return level >= minimum_level.load(std::memory_order_relaxed); }
 
-std::string utc_timestamp() {
+std::string utc_timestamp(std::chrono::sys_time<std::chrono::milliseconds> now) {
     using namespace std::chrono;
-    const auto now = floor<milliseconds>(system_clock::now());
     const auto day = floor<days>(now);
     const year_month_day date{day};
     const hh_mm_ss time{now - day};
-    char text[32];
+    char text[64];
     std::snprintf(
         text, sizeof text, "%04d-%02u-%02uT%02ld:%02ld:%02ld.%03ldZ", static_cast<int>(date.year()),
         static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),

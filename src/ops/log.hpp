@@ -3,6 +3,7 @@
 // interface) layers; only the app layer calls it.
 #pragma once
 
+#include <chrono>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -29,7 +30,9 @@ void log_event(LogLevel level, std::string_view event, std::initializer_list<Log
 /// threads never interleave. Thread-safe.
 void write_log_lines(std::string_view lines);
 
-/// The current time as ISO 8601 UTC with milliseconds, e.g. 2026-11-22T02:03:04.567Z.
-std::string utc_timestamp();
+/// A time as ISO 8601 UTC with milliseconds, e.g. 2026-11-22T02:03:04.567Z (default: now).
+std::string utc_timestamp(
+    std::chrono::sys_time<std::chrono::milliseconds> time =
+        std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now()));
 
 }  // namespace plantstore::ops
