@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs the unit, storage and
-# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build. It lints the
+# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build. It runs each
+# libFuzzer target for 20 s (clang, ASan+UBSan) on its checked-in corpus. It lints the
 # served OpenAPI document with a real linter (Redocly CLI, via npm), and builds the Release
 # binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
 set -euo pipefail
@@ -14,6 +15,8 @@ for preset in dev asan; do
     echo "== $preset: test" >&2
     ctest --preset "$preset"
 done
+echo "== fuzz: bounded runs on the checked-in corpora (scripts/fuzz.sh 600 for a long run)" >&2
+scripts/fuzz.sh 20
 echo "== openapi: lint docs/openapi.json" >&2
 scripts/lint-openapi.sh
 echo "== release: build (what ./scripts/start.sh runs)" >&2
