@@ -22,7 +22,8 @@ struct BearerCredentials {
 
 /// Parses `Bearer <b64token>` (scheme case-insensitive, one or more spaces, then
 /// 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="). `header` is the field value,
-/// or nullopt when the request has none. Surrounding whitespace is ignored. Pure; never throws.
+/// or nullopt when the request has none. Surrounding whitespace is ignored. `token` views
+/// `header`'s characters, so the header must outlive the result. Pure; never throws.
 BearerCredentials parse_bearer_credentials(std::optional<std::string_view> header);
 
 }  // namespace plantstore::auth
