@@ -1,5 +1,5 @@
-// Common: small pure helpers for HTTP field text (RFC 9110 grammar), shared by the auth and API
-// layers, which must not depend on Beast. Calls nothing but the standard library.
+// Common: small pure helpers for HTTP field text (RFC 9110 grammar), shared by the auth, API and
+// transport layers (the first two must not depend on Beast). Calls only the standard library.
 #pragma once
 
 #include <algorithm>

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "api/api.hpp"
+#include "common/http_text.hpp"
 
 namespace plantstore::transport {
 
@@ -273,6 +274,18 @@ class Connection final : public ConnectionBase {
             exchange_.request_id = id;
         }
         exchange_.origin = request[http::field::origin];
+        if (const auto coding = request[http::field::transfer_encoding];
+            !coding.empty() &&
+            (request.count(http::field::transfer_encoding) != 1 ||
+             !common::iequals_ascii(common::trim_whitespace(coding), "chunked"))) {
+            // Only chunked is implemented; a body in another coding (e.g. "gzip, chunked")
+            // would otherwise be read as if it were plain (RFC 9112 §6.1).
+            co_return co_await send(
+                api::error_response(400,
+                                    "malformed HTTP request: only Transfer-Encoding: "
+                                    "chunked is supported"),
+                version, false);
+        }
         if (version == 11 && request.count(http::field::host) != 1) {
             // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
             // one Host, which a proxy and this server could otherwise route differently.

@@ -1,0 +1,101 @@
+// Hostile HTTP over raw sockets (RFC 9112 framing): each case gets its exact answer, the
+// connection is closed, and nothing smuggled behind it is ever read as a second request.
+#include <thread>
+
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+class HostileHttp : public ServerTest {
+  protected:
+    void SetUp() override {
+        ServerTest::SetUp();
+        start();
+    }
+
+    // Sends `bytes`, expects one 400 that closes the connection, and that the smuggled
+    // request (a create of id 666) was never executed.
+    void expect_rejected_without_smuggling(const std::string& bytes, const std::string& why) {
+        HttpConnection connection(port(), 5s);
+        connection.send_raw(bytes);
+        const auto response = connection.read_response();
+        ASSERT_TRUE(response) << why;
+        expect_error(*response, 400, "malformed HTTP request");
+        EXPECT_TRUE(connection.closed_by_server()) << why;
+        HttpConnection check(port());
+        const auto read =
+            check.request("GET", "/plants/666", "", {"Authorization: Bearer " + token});
+        ASSERT_TRUE(read);
+        EXPECT_EQ(read->status, 404) << why << ": the smuggled request ran";
+    }
+
+    std::string head(const std::string& extra) {
+        return "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+               "\r\nContent-Type: application/json\r\n" + extra;
+    }
+    std::string smuggled() { return plant_request(token, R"({"id":666,"name":"smuggled"})"); }
+};
+
+TEST_F(HostileHttp, ContentLengthAndTransferEncodingTogether) {
+    expect_rejected_without_smuggling(
+        head("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n") + "0\r\n\r\n" + smuggled(),
+        "CL+TE");
+}
+
+TEST_F(HostileHttp, TwoDifferentContentLengths) {
+    const std::string body = R"({"id":1,"name":"a"})";
+    expect_rejected_without_smuggling(
+        head("Content-Length: " + std::to_string(body.size()) + "\r\nContent-Length: 3\r\n\r\n") +
+            body + smuggled(),
+        "two Content-Lengths");
+}
+
+TEST_F(HostileHttp, BadChunkSize) {
+    expect_rejected_without_smuggling(
+        head("Transfer-Encoding: chunked\r\n\r\n") + "zz\r\nabc\r\n0\r\n\r\n" + smuggled(),
+        "bad chunk size");
+}
+
+TEST_F(HostileHttp, BareLineFeeds) {
+    expect_rejected_without_smuggling(
+        "POST /plants HTTP/1.1\nHost: x\nContent-Length: 0\n\n" + smuggled(), "bare LF");
+}
+
+TEST_F(HostileHttp, WhitespaceBeforeTheHeaderColon) {
+    expect_rejected_without_smuggling(head("Content-Length : 2\r\n\r\n") + "{}" + smuggled(),
+                                      "space before colon");
+}
+
+TEST_F(HostileHttp, UnknownTransferCoding) {
+    expect_rejected_without_smuggling(
+        head("Transfer-Encoding: gzip, chunked\r\n\r\n") + "0\r\n\r\n" + smuggled(),
+        "unknown transfer coding");
+}
+
+TEST_F(HostileHttp, OversizedRequestLineIs431) {
+    HttpConnection connection(port());
+    connection.send_raw("GET /plants?" + std::string(20 * 1024, 'a') +
+                        " HTTP/1.1\r\nHost: x\r\n\r\n");
+    const auto response = connection.read_response();
+    ASSERT_TRUE(response);
+    expect_error(*response, 431);
+    EXPECT_TRUE(connection.closed_by_server());
+}
+
+TEST_F(HostileHttp, SlowlorisDoesNotStarveANormalClient) {
+    // Many connections trickling one byte at a time, on one I/O thread's worth of server.
+    std::vector<std::unique_ptr<HttpConnection>> slow;
+    for (int i = 0; i < 50; ++i) slow.push_back(std::make_unique<HttpConnection>(port(), 5s));
+    const std::string trickle = "POST /plants HTTP/1.1\r\nHost: x\r\n";
+    for (std::size_t byte = 0; byte < 8; ++byte) {
+        for (auto& connection : slow) connection->send_raw(trickle.substr(byte, 1));
+        EXPECT_EQ(post(R"({"id":)" + std::to_string(100 + byte) + R"(,"name":"a"})").status, 200);
+        std::this_thread::sleep_for(20ms);
+    }
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support
