@@ -1,5 +1,7 @@
-// API layer: what each request means. Owns routing, the order of checks (route, credentials,
-// media type, body), the mapping of outcomes to statuses, and every Error response. May call the
+// API layer: what each request means. Owns routing (API, OpenAPI document, health, metrics,
+// CORS preflight), the order of checks (route, failed-authentication limit, credentials, scope,
+// token rate, parameters, media type, body), the mapping of outcomes to statuses, CORS headers,
+// and every Error response. May call the
 // domain, auth and store (interface only) layers; knows nothing of sockets or HTTP framing,
 // which the transport layer does before calling in.
 #pragma once

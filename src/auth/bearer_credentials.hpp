@@ -1,6 +1,7 @@
 // Auth layer: who is calling. Owns the Authorization header grammar (RFC 6750 §2.1), token
-// minting and hashing, and the in-memory registry of valid token digests. May call the domain
-// layer and OpenSSL; never the store, API or transport layers (the app wires token records in).
+// minting and hashing, scopes, the in-memory registry of valid token digests, and rate limits. May
+// call the domain layer and OpenSSL; never the store, API or transport layers (the app wires token
+// records in).
 #pragma once
 
 #include <optional>
