@@ -17,6 +17,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <cctype>
@@ -86,6 +87,17 @@ std::string generate_request_id(Worker& worker) {
     std::snprintf(text, sizeof text, "%08x-%x-%llx", prefix, worker.index,
                   static_cast<unsigned long long>(++worker.next_request_number));
     return text;
+}
+
+// Whether a request head (request line and fields, each ending in CRLF) continues a field
+// value on a line that starts with a space or tab (RFC 9112 §5.2).
+bool has_obsolete_line_folding(std::string_view head) {
+    for (auto line_end = head.find('\n');
+         line_end != std::string_view::npos && line_end + 1 < head.size();
+         line_end = head.find('\n', line_end + 1)) {
+        if (head[line_end + 1] == ' ' || head[line_end + 1] == '\t') return true;
+    }
+    return false;
 }
 
 bool is_http_framing_error(const error_code& ec) {
@@ -259,8 +271,7 @@ class Connection final : public ConnectionBase {
         // the request time-out. A pipelined request is already under way.
         request_started_ = buffer_.size() > 0;
         enter(Phase::reading, request_started_ ? limits_.request_timeout : limits_.idle_timeout);
-        error_code ec;
-        co_await http::async_read_header(socket_, buffer_, parser, use_ec(ec));
+        error_code ec = co_await read_header(parser);
         if (ec) co_return co_await answer_read_failure(ec);
 
         const auto& request = parser.get();
@@ -324,6 +335,42 @@ class Connection final : public ConnectionBase {
         co_return co_await send(std::move(response), version, parser.get().keep_alive());
     }
 
+    // Reads the next request's head, as http::async_read_header would, after checking the raw
+    // header bytes for obsolete line folding: Beast unfolds it silently, and a proxy in front
+    // may not, so the two could see different fields. RFC 9112 §5.2 lets a server reject it.
+    net::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser) {
+        constexpr std::size_t kReadSize = 64 * 1024;
+        std::size_t search_from = 0;  // where the end of the head may still begin
+        error_code ec;
+        for (;;) {
+            if (buffer_.size() > 0) {
+                const std::string_view bytes(static_cast<const char*>(buffer_.data().data()),
+                                             buffer_.size());
+                if (const auto end = bytes.find("\r\n\r\n", search_from);
+                    end == std::string_view::npos) {
+                    search_from = bytes.size() < 3 ? 0 : bytes.size() - 3;
+                } else if (has_obsolete_line_folding(bytes.substr(0, end + 2))) {
+                    framing_problem_ = "obsolete line folding";
+                    co_return http::error::bad_value;
+                }
+                const auto used = parser.put(buffer_.data(), ec);
+                buffer_.consume(used);
+                if (ec != http::error::need_more) co_return ec;
+                ec = {};
+            }
+            const auto read =
+                co_await socket_.async_read_some(buffer_.prepare(kReadSize), use_ec(ec));
+            buffer_.commit(read);
+            if (ec == net::error::eof) {
+                if (!parser.got_some() && buffer_.size() == 0) co_return http::error::end_of_stream;
+                ec = {};
+                parser.put_eof(ec);
+                co_return ec;
+            }
+            if (ec) co_return ec;
+        }
+    }
+
     std::variant<api::Response, api::Admitted> admit(
         const http::request<http::string_body>& request) const {
         api::RequestHead head;
@@ -371,9 +418,9 @@ class Connection final : public ConnectionBase {
         }
         if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
             ec != http::error::partial_message) {
-            co_return co_await send(
-                api::error_response(400, "malformed HTTP request: " + ec.message()), kVersion,
-                false);
+            std::string message = "malformed HTTP request: ";
+            message += framing_problem_.empty() ? ec.message() : framing_problem_;
+            co_return co_await send(api::error_response(400, message), kVersion, false);
         }
         co_return false;
     }
@@ -457,6 +504,7 @@ class Connection final : public ConnectionBase {
     Clock::time_point deadline_{};
     bool request_started_ = false;
     bool expired_ = false;
+    std::string_view framing_problem_;  // overrides the parser's message for a 400
 };
 
 // How often each worker checks its connections' deadlines: time-outs are honoured within this.

@@ -75,6 +75,31 @@ TEST_F(HostileHttp, UnknownTransferCoding) {
         "unknown transfer coding");
 }
 
+TEST_F(HostileHttp, ObsoleteLineFolding) {
+    // Beast would unfold "X-Note: a\r\n b" into "a b"; a proxy might not, so it is refused.
+    const std::string body = R"({"id":1,"name":"a"})";
+    expect_rejected_without_smuggling(head("X-Note: first\r\n second\r\nContent-Length: " +
+                                           std::to_string(body.size()) + "\r\n\r\n") +
+                                          body + smuggled(),
+                                      "obs-fold");
+    HttpConnection connection(port(), 5s);
+    connection.send_raw(head("Content-Length: 2\r\nX-Note: a\r\n\tb\r\n\r\n{}"));
+    const auto response = connection.read_response();
+    ASSERT_TRUE(response);
+    expect_error(*response, 400, "obsolete line folding");
+}
+
+TEST_F(HostileHttp, LineBreaksFollowedBySpacesInTheBodyAreNotFolding) {
+    const std::string body = "{\r\n  \"id\": 7,\n\t\"name\": \"pretty\"\r\n}";
+    HttpConnection connection(port(), 5s);
+    connection.send_raw(plant_request(token, body) + plant_request(token, body));
+    for (int answer = 0; answer < 2; ++answer) {
+        const auto response = connection.read_response();
+        ASSERT_TRUE(response);
+        EXPECT_EQ(response->status, 200) << response->body;
+    }
+}
+
 TEST_F(HostileHttp, OversizedRequestLineIs431) {
     HttpConnection connection(port());
     connection.send_raw("GET /plants?" + std::string(20 * 1024, 'a') +
