@@ -18,7 +18,8 @@ std::string encode_plant_record(const PlantRecord& record);
 /// A JSON array of encode_plant_record objects, in the given order.
 std::string encode_plant_records(const std::vector<PlantRecord>& records);
 
-/// The specification's Error record: `{"error":<code>,"message":<message>}`.
+/// The specification's Error record: `{"error":<code>,"message":<message>}`. The message may
+/// echo client bytes (a path, a parameter): any that are not valid UTF-8 become U+FFFD.
 std::string encode_error(int code, std::string_view message);
 
 }  // namespace plantstore::domain

@@ -105,6 +105,8 @@ TEST_F(HttpApi, UnauthenticatedRequestsLearnNothingAboutTheirBody) {
 TEST_F(HttpApi, UnknownPathIs404) {
     expect_error(post(R"({"id":1,"name":"a"})", "/plant"), 404, "no such resource");
     expect_error(post(R"({"id":1,"name":"a"})", "/"), 404);
+    // The message echoes the decoded path; a byte that is not UTF-8 must not break the JSON.
+    expect_error(post(R"({"id":1,"name":"a"})", "/r%ADyz"), 404, "/r\xef\xbf\xbdyz");
 }
 
 TEST_F(HttpApi, OtherMethodIs405WithAllow) {

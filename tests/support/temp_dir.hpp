@@ -1,4 +1,5 @@
-// Test support: a fresh directory under the system temp dir, removed when the test ends.
+// Test support: a fresh directory under the system temp dir (or `base`), removed when the test
+// ends.
 #pragma once
 
 #include <unistd.h>
@@ -11,11 +12,10 @@ namespace plantstore::testing_support {
 
 class TempDir {
   public:
-    TempDir() {
+    explicit TempDir(const std::filesystem::path& base = std::filesystem::temp_directory_path()) {
         static std::atomic<int> counter{0};
-        path_ = std::filesystem::temp_directory_path() /
-                ("plantstore-test-" + std::to_string(::getpid()) + "-" +
-                 std::to_string(counter.fetch_add(1)));
+        path_ = base / ("plantstore-test-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(counter.fetch_add(1)));
         std::filesystem::remove_all(path_);
         std::filesystem::create_directories(path_);
     }

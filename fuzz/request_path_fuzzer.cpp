@@ -1,0 +1,180 @@
+// libFuzzer target: the whole request path in-process, from raw bytes in to responses out.
+// The bytes go to a transport Connection over Beast's in-memory test stream (no sockets), so
+// they pass through the same header reading, framing checks, API checks, token registry, real
+// SQLite store (in a scratch directory), observability and response writing as on a socket.
+// The first input byte sets how many bytes each read returns, so the parser also sees
+// requests split at every possible point.
+// Properties, beyond "no crash, no sanitizer report, no hang":
+// - the output is a sequence of complete, well-formed HTTP/1.x responses and nothing else;
+// - none is 5xx (the store is healthy, so a 5xx could only answer a client's mistake);
+// - every final response has an X-Request-Id and (but for /metrics' text) a JSON body; every
+//   error is Error-shaped with `error` equal to the status;
+// - nothing follows a response that said "Connection: close".
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/json/parse.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "api/api.hpp"
+#include "auth/token.hpp"
+#include "auth/token_registry.hpp"
+#include "ops/observability.hpp"
+#include "store/sqlite/sqlite_plant_store.hpp"
+#include "support/temp_dir.hpp"
+#include "transport/connection.hpp"
+
+namespace plantstore::transport::internal {
+
+// The in-memory stream has no socket beneath it: no peer address, and closing it is all there
+// is to cancelling, closing or half-closing.
+template <>
+struct StreamControl<beast::test::stream> {
+    static std::optional<tcp::endpoint> peer(beast::test::stream&) { return std::nullopt; }
+    static void cancel(beast::test::stream& stream) { stream.close(); }
+    static void close(beast::test::stream& stream) { stream.close(); }
+    static void shutdown_send(beast::test::stream&) {}
+};
+
+}  // namespace plantstore::transport::internal
+
+namespace {
+
+using namespace plantstore;
+using namespace plantstore::transport::internal;
+
+// Also in fuzz/request_path.dict, so that the fuzzer can reach the authenticated paths.
+constexpr std::string_view kWriterToken = "ps_fuzzwriter000000000000000000000000000000";
+constexpr std::string_view kReaderToken = "ps_fuzzreader000000000000000000000000000000";
+
+[[noreturn]] void fail(const char* why, std::string_view output) {
+    std::fprintf(stderr, "request path property violated: %s\n--- output ---\n%.*s\n", why,
+                 static_cast<int>(output.size()), output.data());
+    std::abort();
+}
+
+// Everything a connection needs, built once per fuzzing process.
+struct Service {
+    Service()
+        : scratch(scratch_base()),
+          store({scratch.path()}),
+          observability({1, false, "fuzz"}, store),
+          api(options(), tokens, store) {
+        tokens.replace(
+            {{"writer", auth::digest_token(kWriterToken), "default", 0, auth::kAllScopes},
+             {"reader", auth::digest_token(kReaderToken), "default", 0,
+              static_cast<auth::ScopeSet>(auth::Scope::read)}});
+        limits.max_body_bytes = 2048;
+        limits.max_header_bytes = 2048;
+    }
+
+    // On tmpfs when there is one: the store still fsyncs every commit, which is free there.
+    static std::filesystem::path scratch_base() {
+        std::error_code ec;
+        if (std::filesystem::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) {
+            return "/dev/shm";
+        }
+        return std::filesystem::temp_directory_path();
+    }
+
+    api::ApiOptions options() {
+        api::ApiOptions result;
+        result.field_limits = {64};
+        result.metrics = [this] { return observability.render_metrics(); };
+        result.cors_origins = {"https://app.example"};
+        // The in-memory stream has no peer address: one shared failure bucket would turn
+        // every later unauthenticated request into a 429 and hide the other answers.
+        result.auth_failure_limit = 0;
+        return result;
+    }
+
+    testing_support::TempDir scratch;  // removed at exit, after the store has closed
+    auth::TokenRegistry tokens;
+    store::sqlite::SqlitePlantStore store;
+    ops::Observability observability;
+    api::Api api;
+    transport::ServerLimits limits;
+};
+
+// Parses `output` as consecutive responses and checks the properties above.
+void check_responses(std::string_view output) {
+    const std::string_view whole = output;
+    bool closed = false;
+    while (!output.empty()) {
+        if (closed) fail("bytes after a response that closed the connection", whole);
+        http::response_parser<http::string_body> parser;
+        parser.eager(true);
+        while (!parser.is_done()) {
+            error_code ec;
+            const auto used = parser.put(net::buffer(output.data(), output.size()), ec);
+            output.remove_prefix(used);
+            if (ec == http::error::need_more && used == 0) fail("a truncated response", whole);
+            if (ec && ec != http::error::need_more) fail("a malformed response", whole);
+        }
+        const auto& response = parser.get();
+        const int status = response.result_int();
+        if (status >= 500) fail("a 5xx answer", whole);
+        if (status < 200) continue;  // 100 Continue
+        if (response["X-Request-Id"].empty()) fail("a response without X-Request-Id", whole);
+        closed = !response.keep_alive();
+        if (status == 204) continue;
+        const auto content_type = response[http::field::content_type];
+        if (content_type.starts_with("text/plain; version=0.0.4")) continue;  // GET /metrics
+        if (content_type != "application/json") fail("a response that is not JSON", whole);
+        boost::json::error_code ec;
+        const auto body = boost::json::parse(response.body(), ec);
+        if (ec) fail("a body that is not JSON", whole);
+        if (status >= 400) {
+            const auto* error = body.if_object();
+            if (error == nullptr || error->size() != 2 || !error->contains("message") ||
+                !error->at("message").is_string() || !error->contains("error") ||
+                !error->at("error").is_int64() || error->at("error").as_int64() != status) {
+                fail("an error that is not in the Error shape", whole);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    static Service service;
+    if (size == 0) return 0;
+    // 1 to 63 bytes per read, or (0) whatever is there.
+    const std::size_t read_size = data[0] % 64;
+    const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+
+    net::io_context io;
+    Worker worker(0);
+    const std::atomic<bool> draining{false};
+    std::atomic<std::size_t> open_connections{1};
+    beast::test::stream server_side(io);
+    beast::test::stream client_side(io);
+    server_side.connect(client_side);
+    if (read_size != 0) server_side.read_size(read_size);
+    server_side.append(input);
+    server_side.close_remote();  // the client has sent everything: reads end in EOF
+
+    bool finished = false;
+    auto keep_running = net::make_work_guard(io);  // the store answers from its own thread
+    auto connection = std::make_shared<Connection<beast::test::stream>>(
+        std::move(server_side), nullptr, worker, service.api, service.limits, draining,
+        open_connections, service.observability);
+    net::co_spawn(io, Connection<beast::test::stream>::run(std::move(connection)),
+                  [&](const std::exception_ptr&) {
+                      finished = true;
+                      keep_running.reset();
+                  });
+    io.run_for(std::chrono::seconds(10));
+    if (!finished) fail("the connection did not finish within 10 s", client_side.str());
+    check_responses(client_side.str());
+    return 0;
+}

@@ -1,0 +1,531 @@
+// Transport layer internals (see http_server.hpp): one client connection, generic over its
+// stream, and the helpers it needs. Included only by http_server.cpp and by the request-path
+// fuzzer, which drives a Connection over an in-memory stream: the same framing, checks and
+// answers as on a socket, without one. Keeps Boost.Asio and Beast out of every other unit.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_set>
+#include <variant>
+#include <vector>
+
+#include "api/api.hpp"
+#include "common/http_text.hpp"
+#include "transport/http_server.hpp"
+
+namespace plantstore::transport::internal {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+inline auto use_ec(error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+
+// After a response that closes the connection, how long and how much of the client's unread
+// input is drained so that closing does not reset the connection before it reads the response.
+constexpr auto kLingerTime = 1s;
+constexpr std::size_t kLingerBytes = 1024 * 1024;
+
+// What a worker needs from each of its connections, whatever their stream (TCP or TLS).
+class ConnectionBase {
+  public:
+    virtual ~ConnectionBase() = default;
+    /// Cancels pending I/O once the current deadline has passed (the worker's sweep).
+    virtual void check_deadline(std::chrono::steady_clock::time_point now) = 0;
+    /// The server started draining: an idle connection closes now.
+    virtual void drain() = 0;
+};
+
+// One thread's share of the server: its event loop and the connections it owns. Only that
+// thread touches `connections`.
+struct Worker {
+    explicit Worker(unsigned index) : index(index) {}
+    const unsigned index;
+    net::io_context context;
+    std::unordered_set<ConnectionBase*> connections;
+    std::uint64_t next_request_number = 0;
+};
+
+// Incoming X-Request-Id values are kept when they are 1 to 128 of these characters, so that a
+// log line can never be forged or broken by one.
+inline bool well_formed_request_id(std::string_view id) {
+    return !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
+               c == '.' || c == ':';
+    });
+}
+
+// A process-unique id: a random prefix chosen at start, the worker and a per-worker counter.
+inline std::string generate_request_id(Worker& worker) {
+    static const std::uint32_t prefix = std::random_device{}();
+    char text[48];
+    std::snprintf(text, sizeof text, "%08x-%x-%llx", prefix, worker.index,
+                  static_cast<unsigned long long>(++worker.next_request_number));
+    return text;
+}
+
+// Whether a request head (request line and fields, each ending in CRLF) continues a field
+// value on a line that starts with a space or tab (RFC 9112 §5.2).
+inline bool has_obsolete_line_folding(std::string_view head) {
+    for (auto line_end = head.find('\n');
+         line_end != std::string_view::npos && line_end + 1 < head.size();
+         line_end = head.find('\n', line_end + 1)) {
+        if (head[line_end + 1] == ' ' || head[line_end + 1] == '\t') return true;
+    }
+    return false;
+}
+
+inline bool is_http_framing_error(const error_code& ec) {
+    return &ec.category() == &http::make_error_code(http::error::bad_method).category();
+}
+
+// Adapts Api::handle, which may complete on the store's thread, to a coroutine: the result is
+// posted back to the awaiting coroutine's own executor.
+template <typename CompletionToken>
+auto async_handle(const api::Api& api, const api::Admitted& admitted, std::string_view body,
+                  CompletionToken&& token) {
+    return net::async_initiate<CompletionToken, void(api::Response)>(
+        [&api, &admitted, body](auto handler) {
+            auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+            auto executor = net::get_associated_executor(*shared);
+            try {
+                api.handle(admitted, body, [shared, executor](api::Response response) {
+                    net::post(executor, [shared, response = std::move(response)]() mutable {
+                        std::move (*shared)(std::move(response));
+                    });
+                });
+            } catch (const std::exception&) {
+                net::post(executor, [shared] {
+                    std::move (*shared)(api::error_response(500, "internal error"));
+                });
+            }
+        },
+        token);
+}
+
+// Appends the status line and headers of a JSON response to `out`. Written by hand rather than
+// through Beast's serializer: every response here has the same few headers, and the profile
+// showed Beast's generic field list and buffer sequences costing more than the rest of a write.
+inline void serialize_response(std::string& out, const api::Response& response, unsigned version,
+                               bool keep_alive, std::string_view request_id) {
+    out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    out += std::to_string(response.status);
+    out += ' ';
+    const auto reason = http::obsolete_reason(static_cast<http::status>(response.status));
+    out.append(reason.data(), reason.size());
+    // Every response: never cached (they carry per-caller data), never content-sniffed.
+    out += "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ";
+    out.append(request_id.data(), request_id.size());
+    out += "\r\n";
+    if (response.status != 204) {  // RFC 9110 §8.6: a 204 carries neither body nor length
+        out += "Content-Type: ";
+        out += response.content_type;
+        out += "\r\nContent-Length: ";
+        out += std::to_string(response.body.size());
+        out += "\r\n";
+    }
+    for (const auto& [name, value] : response.headers) {
+        out.append(name.data(), name.size());
+        out += ": ";
+        out += value;
+        out += "\r\n";
+    }
+    if (!keep_alive) {
+        out += "Connection: close\r\n";
+    } else if (version == 10) {
+        out += "Connection: keep-alive\r\n";
+    }
+    out += "\r\n";
+    out += response.body;
+}
+
+using Clock = std::chrono::steady_clock;
+
+using TlsStream = net::ssl::stream<tcp::socket>;
+
+/// How a Connection reaches beneath its stream. This primary template serves the streams over
+/// a tcp::socket (plain and TLS); the request-path fuzzer specializes it for an in-memory stream.
+template <class Stream>
+struct StreamControl {
+    static std::optional<tcp::endpoint> peer(Stream& stream) {
+        error_code ec;
+        auto endpoint = beast::get_lowest_layer(stream).remote_endpoint(ec);
+        if (ec) return std::nullopt;
+        return endpoint;
+    }
+    /// Makes pending operations complete with operation_aborted.
+    static void cancel(Stream& stream) {
+        error_code ignored;
+        beast::get_lowest_layer(stream).cancel(ignored);
+    }
+    static void close(Stream& stream) {
+        error_code ignored;
+        beast::get_lowest_layer(stream).close(ignored);
+    }
+    /// Sends FIN: the client sees the end of the response, and can still be read from.
+    static void shutdown_send(Stream& stream) {
+        error_code ignored;
+        beast::get_lowest_layer(stream).shutdown(tcp::socket::shutdown_send, ignored);
+    }
+};
+
+// One client connection over `Stream`: tcp::socket, or TlsStream for HTTPS.
+template <class Stream>
+class Connection final : public ConnectionBase {
+  public:
+    static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+    Connection(Stream stream, std::shared_ptr<net::ssl::context> tls, Worker& worker,
+               const api::Api& api, const ServerLimits& limits, const std::atomic<bool>& draining,
+               std::atomic<std::size_t>& open_connections, ExchangeObserver& observer)
+        : socket_(std::move(stream)),
+          tls_(std::move(tls)),
+          worker_(worker),
+          api_(api),
+          limits_(limits),
+          draining_(draining),
+          open_connections_(open_connections),
+          observer_(observer) {
+        if (const auto remote = StreamControl<Stream>::peer(socket_)) {
+            peer_address_ = remote->address().to_string();
+            peer_ = peer_address_ + ":" + std::to_string(remote->port());
+        }
+        observer_.on_connection_opened();
+    }
+
+    ~Connection() {
+        observer_.on_connection_closed();
+        open_connections_.fetch_sub(1, std::memory_order_relaxed);
+    }
+
+    // `self` keeps the connection alive for as long as the coroutine runs.
+    static net::awaitable<void> run(std::shared_ptr<Connection> self) {
+        co_await self->serve_all();
+    }
+
+    void check_deadline(Clock::time_point now) override {
+        if (phase_ == Phase::reading && !request_started_ && request_has_begun()) {
+            // The first bytes of a request arrived: from now on it has request_timeout to finish.
+            request_started_ = true;
+            deadline_ = now + limits_.request_timeout;
+        }
+        if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
+    }
+
+    void drain() override {
+        if (phase_ == Phase::reading && !request_has_begun()) expire();
+    }
+
+  private:
+    net::awaitable<void> serve_all() {
+        worker_.connections.insert(this);
+        try {
+            bool open = true;
+            if constexpr (kTls) {
+                // The handshake is part of the first request: it gets the request time-out.
+                enter(Phase::reading, limits_.request_timeout);
+                error_code ec;
+                co_await socket_.async_handshake(net::ssl::stream_base::server, use_ec(ec));
+                open = !ec;
+            }
+            while (open && co_await serve_one()) {
+            }
+        } catch (const std::exception&) {
+            // A bug on this connection must not take the others down; it just closes.
+        }
+        phase_ = Phase::closed;
+        worker_.connections.erase(this);
+        StreamControl<Stream>::close(socket_);
+    }
+
+    enum class Phase { reading, handling, writing, closed };
+
+    bool request_has_begun() const {
+        return buffer_.size() > 0 || (parser_ && parser_->got_some());
+    }
+
+    void expire() {
+        expired_ = true;
+        StreamControl<Stream>::cancel(socket_);
+    }
+
+    void enter(Phase phase, Clock::duration timeout) {
+        phase_ = phase;
+        deadline_ = Clock::now() + timeout;
+    }
+
+    // Reads, handles and answers one request. Returns whether the connection stays open.
+    net::awaitable<bool> serve_one() {
+        if (draining_ && buffer_.size() == 0) co_return false;
+        expired_ = false;
+        exchange_ = {};
+        auto& parser = parser_.emplace();
+        parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+        parser.body_limit(limits_.max_body_bytes);
+        // Until a first byte arrives the connection is idle; check_deadline then switches to
+        // the request time-out. A pipelined request is already under way.
+        request_started_ = buffer_.size() > 0;
+        enter(Phase::reading, request_started_ ? limits_.request_timeout : limits_.idle_timeout);
+        error_code ec = co_await read_header(parser);
+        if (ec) co_return co_await answer_read_failure(ec);
+
+        const auto& request = parser.get();
+        const unsigned version = request.version();
+        exchange_.started = Clock::now();
+        exchange_.counted = true;
+        observer_.on_request_started(worker_.index);
+        exchange_.method = request.method_string();
+        exchange_.target = request.target();
+        if (const auto id = request["X-Request-Id"]; well_formed_request_id(id)) {
+            exchange_.request_id = id;
+        }
+        exchange_.origin = request[http::field::origin];
+        if (const auto coding = request[http::field::transfer_encoding];
+            !coding.empty() &&
+            (request.count(http::field::transfer_encoding) != 1 ||
+             !common::iequals_ascii(common::trim_whitespace(coding), "chunked"))) {
+            // Only chunked is implemented; a body in another coding (e.g. "gzip, chunked")
+            // would otherwise be read as if it were plain (RFC 9112 §6.1).
+            co_return co_await send(
+                api::error_response(400,
+                                    "malformed HTTP request: only Transfer-Encoding: "
+                                    "chunked is supported"),
+                version, false);
+        }
+        if (version == 11 && request.count(http::field::host) != 1) {
+            // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
+            // one Host, which a proxy and this server could otherwise route differently.
+            co_return co_await send(
+                api::error_response(400,
+                                    "malformed HTTP request: HTTP/1.1 needs exactly one "
+                                    "Host header"),
+                version, false);
+        }
+        std::variant<api::Response, api::Admitted> decision = admit(request);
+        if (const auto* admitted = std::get_if<api::Admitted>(&decision)) {
+            exchange_.token_name = admitted->caller->name;
+        }
+        if (auto* early = std::get_if<api::Response>(&decision)) {
+            // An unread body cannot be skipped reliably, so the connection closes after this.
+            co_return co_await send(std::move(*early), version,
+                                    request.keep_alive() && parser.is_done());
+        }
+        if (const auto length = parser.content_length();
+            length && *length > limits_.max_body_bytes) {
+            co_return co_await send(body_too_large(), version, false);
+        }
+        if (!parser.is_done() && beast::iequals(request[http::field::expect], "100-continue")) {
+            static constexpr std::string_view kContinue[] = {"HTTP/1.0 100 Continue\r\n\r\n",
+                                                             "HTTP/1.1 100 Continue\r\n\r\n"};
+            const auto line = kContinue[version == 10 ? 0 : 1];
+            co_await net::async_write(socket_, net::buffer(line.data(), line.size()), use_ec(ec));
+            if (ec) co_return false;
+        }
+        co_await http::async_read(socket_, buffer_, parser, use_ec(ec));
+        if (ec) co_return co_await answer_read_failure(ec);
+
+        phase_ = Phase::handling;
+        api::Response response = co_await async_handle(api_, std::get<api::Admitted>(decision),
+                                                       parser.get().body(), net::use_awaitable);
+        co_return co_await send(std::move(response), version, parser.get().keep_alive());
+    }
+
+    // Reads the next request's head, as http::async_read_header would, after checking the raw
+    // header bytes for obsolete line folding: Beast unfolds it silently, and a proxy in front
+    // may not, so the two could see different fields. RFC 9112 §5.2 lets a server reject it.
+    net::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser) {
+        constexpr std::size_t kReadSize = 64 * 1024;
+        std::size_t search_from = 0;  // where the end of the head may still begin
+        error_code ec;
+        for (;;) {
+            if (buffer_.size() > 0) {
+                const std::string_view bytes(static_cast<const char*>(buffer_.data().data()),
+                                             buffer_.size());
+                if (const auto end = bytes.find("\r\n\r\n", search_from);
+                    end == std::string_view::npos) {
+                    search_from = bytes.size() < 3 ? 0 : bytes.size() - 3;
+                } else if (has_obsolete_line_folding(bytes.substr(0, end + 2))) {
+                    framing_problem_ = "obsolete line folding";
+                    co_return http::error::bad_value;
+                }
+                const auto used = parser.put(buffer_.data(), ec);
+                buffer_.consume(used);
+                if (ec != http::error::need_more) co_return ec;
+                ec = {};
+            }
+            const auto read =
+                co_await socket_.async_read_some(buffer_.prepare(kReadSize), use_ec(ec));
+            buffer_.commit(read);
+            if (ec == net::error::eof) {
+                if (!parser.got_some() && buffer_.size() == 0) co_return http::error::end_of_stream;
+                ec = {};
+                parser.put_eof(ec);
+                co_return ec;
+            }
+            if (ec) co_return ec;
+        }
+    }
+
+    std::variant<api::Response, api::Admitted> admit(
+        const http::request<http::string_body>& request) const {
+        api::RequestHead head;
+        head.method = request.method_string();
+        head.target = request.target();
+        if (const auto found = request.find(http::field::authorization); found != request.end()) {
+            head.authorization = found->value();
+            head.repeated_authorization = request.count(http::field::authorization) > 1;
+        }
+        if (const auto found = request.find(http::field::content_type); found != request.end()) {
+            head.content_type = found->value();
+        }
+        head.origin = request[http::field::origin];
+        head.preflight_method = request[http::field::access_control_request_method];
+        head.peer_address = peer_address_;
+        try {
+            return api_.admit(head);
+        } catch (const std::exception&) {
+            return api::error_response(500, "internal error");
+        }
+    }
+
+    api::Response body_too_large() const {
+        return api::error_response(
+            413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes");
+    }
+
+    // Maps a failed read to its answer; a client that went away, or an idle connection whose
+    // time is up, gets none.
+    net::awaitable<bool> answer_read_failure(const error_code& ec) {
+        constexpr unsigned kVersion = 11;
+        if (expired_) {
+            if (!request_started_ && !request_has_begun()) co_return false;
+            co_return co_await send(
+                api::error_response(408, "the request was not received in time"), kVersion, false);
+        }
+        if (ec == http::error::header_limit) {
+            co_return co_await send(
+                api::error_response(431, "the request line and headers exceed " +
+                                             std::to_string(limits_.max_header_bytes) + " bytes"),
+                kVersion, false);
+        }
+        if (ec == http::error::body_limit) {
+            co_return co_await send(body_too_large(), kVersion, false);
+        }
+        if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
+            ec != http::error::partial_message) {
+            std::string message = "malformed HTTP request: ";
+            message += framing_problem_.empty() ? ec.message() : framing_problem_;
+            co_return co_await send(api::error_response(400, message), kVersion, false);
+        }
+        co_return false;
+    }
+
+    net::awaitable<bool> send(api::Response response, unsigned version, bool keep_alive) {
+        keep_alive = keep_alive && !draining_;
+        if (exchange_.request_id.empty()) exchange_.request_id = generate_request_id(worker_);
+        if (exchange_.started == Clock::time_point{}) exchange_.started = Clock::now();
+        api_.add_cors_headers(response, exchange_.origin);
+        out_.clear();
+        serialize_response(out_, response, version, keep_alive, exchange_.request_id);
+        report(response);
+        enter(Phase::writing, limits_.write_timeout);
+        error_code ec;
+        co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
+        if (ec) co_return false;
+        if (!keep_alive) co_await linger();
+        co_return keep_alive;
+    }
+
+    void report(const api::Response& response) {
+        Exchange exchange;
+        exchange.request_id = exchange_.request_id;
+        exchange.method = exchange_.method;
+        exchange.target = exchange_.target;
+        exchange.route = api_.route_label(exchange_.target);
+        exchange.token_name = exchange_.token_name;
+        exchange.peer = peer_;
+        exchange.status = response.status;
+        exchange.body_bytes = response.body.size();
+        exchange.duration = Clock::now() - exchange_.started;
+        exchange.started = exchange_.counted;
+        try {
+            observer_.on_exchange(worker_.index, exchange);
+        } catch (const std::exception&) {
+            // Observing must never break serving.
+        }
+    }
+
+    // Half-closes, then discards what the client still sends for a bounded time and size.
+    net::awaitable<void> linger() {
+        error_code ec;
+        if constexpr (kTls) {
+            enter(Phase::writing, kLingerTime);
+            co_await socket_.async_shutdown(use_ec(ec));  // close_notify, bounded by the deadline
+            co_return;
+        }
+        StreamControl<Stream>::shutdown_send(socket_);
+        enter(Phase::writing, kLingerTime);
+        std::array<char, 4096> sink{};
+        std::size_t discarded = 0;
+        while (!ec && discarded < kLingerBytes) {
+            discarded += co_await socket_.async_read_some(net::buffer(sink), use_ec(ec));
+        }
+    }
+
+    Stream socket_;
+    std::shared_ptr<net::ssl::context> tls_;  // kept alive for the stream; null for TCP
+    beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::string_body>> parser_;
+    std::string out_;
+    Worker& worker_;
+    const api::Api& api_;
+    const ServerLimits& limits_;
+    const std::atomic<bool>& draining_;
+    std::atomic<std::size_t>& open_connections_;
+    ExchangeObserver& observer_;
+    std::string peer_address_;
+    std::string peer_;  // address:port
+    // What the current exchange will report; owned copies, since the parser may be gone.
+    struct {
+        std::string request_id;
+        std::string method;
+        std::string target;
+        std::string token_name;
+        std::string origin;
+        Clock::time_point started{};
+        bool counted = false;
+    } exchange_;
+    Phase phase_ = Phase::reading;
+    Clock::time_point deadline_{};
+    bool request_started_ = false;
+    bool expired_ = false;
+    std::string_view framing_problem_;  // overrides the parser's message for a 400
+};
+
+}  // namespace plantstore::transport::internal
