@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs the unit, storage and
-# integration tests twice: an optimized build (-Werror) and an ASan+UBSan build. It runs each
-# libFuzzer target for 20 s (clang, ASan+UBSan) on its checked-in corpus. It lints the
+# integration tests three times: an optimized build (-Werror), an ASan+UBSan build and a TSan
+# build (the integration tests fail on any sanitizer report from the server they start). It
+# runs each libFuzzer target for 20 s (clang, ASan+UBSan) on its checked-in corpus. It lints the
 # served OpenAPI document with a real linter (Redocly CLI, via npm), and builds the Release
 # binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh --tests
-for preset in dev asan; do
+for preset in dev asan tsan; do
     echo "== $preset: build" >&2
     cmake --preset "$preset" >/dev/null
     cmake --build --preset "$preset"

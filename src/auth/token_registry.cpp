@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <utility>
 
 namespace plantstore::auth {
 
@@ -35,11 +36,19 @@ void TokenRegistry::replace(std::vector<TokenRecord> records) {
         const TokenDigest digest = record.digest;
         next->by_digest.emplace(digest, std::move(record));
     }
-    snapshot_.store(std::move(next));
+    std::shared_ptr<const Snapshot> previous;  // destroyed outside the lock
+    {
+        std::lock_guard lock(mutex_);
+        previous = std::exchange(snapshot_, std::move(next));
+    }
 }
 
 std::shared_ptr<const TokenRecord> TokenRegistry::authenticate(std::string_view token) const {
-    auto snapshot = snapshot_.load();
+    std::shared_ptr<const Snapshot> snapshot;
+    {
+        std::lock_guard lock(mutex_);
+        snapshot = snapshot_;
+    }
     const auto found = snapshot->by_digest.find(digest_token(token));
     if (found == snapshot->by_digest.end()) return nullptr;
     return {snapshot, &found->second};  // aliasing: shares ownership of the whole snapshot

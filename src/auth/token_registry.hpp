@@ -1,8 +1,8 @@
 // Auth layer (see bearer_credentials.hpp): the set of tokens the running server accepts.
 #pragma once
 
-#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,8 +11,11 @@
 
 namespace plantstore::auth {
 
-/// Thread-safe, lock-free for readers: I/O threads authenticate against an immutable snapshot
-/// that a refresher swaps atomically when the stored tokens change.
+/// Thread-safe: I/O threads authenticate against an immutable snapshot that a refresher swaps
+/// when the stored tokens change. Readers hold the lock only to copy the snapshot's pointer.
+/// (Not std::atomic<std::shared_ptr>: GCC 12's implementation releases its internal lock with
+/// a relaxed store after a load, a data race by the memory model that TSan reports;
+/// google/sanitizers#1558.)
 class TokenRegistry {
   public:
     TokenRegistry();
@@ -26,7 +29,8 @@ class TokenRegistry {
 
   private:
     struct Snapshot;
-    std::atomic<std::shared_ptr<const Snapshot>> snapshot_;
+    mutable std::mutex mutex_;
+    std::shared_ptr<const Snapshot> snapshot_;  // guarded by mutex_
 };
 
 }  // namespace plantstore::auth

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/pem.h>
@@ -163,6 +164,12 @@ ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
 
 ServerProcess::~ServerProcess() {
     if (!status_) stop(SIGKILL, 10s);
+    // A sanitizer report in the server fails the test that ran it, even when the test's own
+    // assertions did not notice anything.
+    if (const std::string text = log(); text.find("Sanitizer") != std::string::npos ||
+                                        text.find("runtime error:") != std::string::npos) {
+        ADD_FAILURE() << "the server reported:\n" << text;
+    }
     std::error_code ignored;
     std::filesystem::remove(log_path_, ignored);
 }
