@@ -127,7 +127,14 @@ int serve(const ServeConfig& config) {
         config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
 
     auth::TokenRegistry tokens;
-    store::sqlite::SqlitePlantStore store({config.data_dir, config.max_pending_writes});
+    store::sqlite::SqlitePlantStore::Options store_options;
+    store_options.data_dir = config.data_dir;
+    store_options.max_pending = config.max_pending_writes;
+    store_options.on_batch_failed = [](std::string_view reason) {
+        ops::log_event(ops::LogLevel::error, "store_write_failed",
+                       {{"reason", std::string(reason)}});
+    };
+    store::sqlite::SqlitePlantStore store(std::move(store_options));
     TokenRefresher refresher(config.data_dir, tokens, kTokenPollInterval);
     ops::Observability observability({threads, config.access_log, PLANTSTORE_VERSION}, store);
     api::ApiOptions api_options{normalized_base_path(config.base_path),

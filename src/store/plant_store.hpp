@@ -17,16 +17,20 @@ namespace plantstore::store {
 /// How a create or delete ended. Each outcome is final and, when something changed, durable.
 struct WriteResult {
     enum class Outcome {
-        created,      ///< stored and durable
-        replayed,     ///< the id already held this exact plant (a retry): nothing changed
-        id_taken,     ///< the id already holds a different plant
-        deleted,      ///< removed, durably
-        not_found,    ///< no plant with that id (in that tenant)
-        unavailable,  ///< the store could not take the work now; nothing was written
+        created,    ///< stored and durable
+        replayed,   ///< the id already held this exact plant (a retry): nothing changed
+        id_taken,   ///< the id already holds a different plant
+        deleted,    ///< removed, durably
+        not_found,  ///< no plant with that id (in that tenant)
+        /// Not acknowledged: refused (queue full, closing), or its commit failed. After a failed
+        /// write nothing of it is visible; after a failed fsync its data may still reach the
+        /// disk and reappear after a restart, whole, so a retry of the same create is safe
+        /// (it is answered as `replayed`).
+        unavailable,
     };
     Outcome outcome = Outcome::unavailable;
     domain::Plant stored;  ///< the plant as stored, for `created` and `replayed`
-    std::string reason;    ///< for `unavailable`: why, for logs (never shown to clients)
+    std::string reason;    ///< for `unavailable`: why (never shown to clients)
 };
 
 /// What a read or list found.

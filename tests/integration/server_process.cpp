@@ -11,10 +11,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -38,6 +40,21 @@ std::vector<char*> argv_of(std::vector<std::string>& args) {
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
     return argv;
+}
+
+// This process's environment with `overrides` ("NAME=value") replacing or adding variables.
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+    std::vector<std::string> result;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+        const std::string_view variable(*entry);
+        const auto name = variable.substr(0, variable.find('=') + 1);
+        const bool overridden = std::any_of(overrides.begin(), overrides.end(), [&](const auto& o) {
+            return std::string_view(o).starts_with(name);
+        });
+        if (!overridden) result.emplace_back(variable);
+    }
+    result.insert(result.end(), overrides.begin(), overrides.end());
+    return result;
 }
 
 std::vector<std::string> with_binary(std::vector<std::string> args) {
@@ -71,7 +88,8 @@ int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 
 
 }  // namespace
 
-CommandResult run_plantstore(const std::vector<std::string>& args) {
+CommandResult run_plantstore(const std::vector<std::string>& args,
+                             const std::vector<std::string>& environment) {
     int out_pipe[2];
     int err_pipe[2];
     if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -83,8 +101,10 @@ CommandResult run_plantstore(const std::vector<std::string>& args) {
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
     auto full = with_binary(args);
     auto argv = argv_of(full);
+    auto variables = environment_with(environment);
+    auto envp = argv_of(variables);
     pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
@@ -122,7 +142,8 @@ std::string create_token(const std::filesystem::path& data_dir, const std::strin
 }
 
 ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
-                             std::vector<std::string> extra_args)
+                             std::vector<std::string> extra_args,
+                             const std::vector<std::string>& environment)
     : log_path_(data_dir.string() + ".server.log") {
     std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0", "--data-dir",
                                      data_dir.string()};
@@ -136,7 +157,9 @@ ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
                                      0600);
     auto full = with_binary(args);
     auto argv = argv_of(full);
-    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    auto variables = environment_with(environment);
+    auto envp = argv_of(variables);
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(out_pipe[1]);
     if (rc != 0) throw std::runtime_error("cannot start " PLANTSTORE_BINARY);
@@ -203,6 +226,34 @@ std::string ServerProcess::log() const {
     std::stringstream text;
     text << file.rdbuf();
     return text.str();
+}
+
+std::string store_integrity_check(const std::filesystem::path& data_dir) {
+    sqlite3* db = nullptr;
+    const auto path = data_dir / "plantstore.db";
+    std::string result;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+        sqlite3_exec(
+            db, "PRAGMA integrity_check",
+            [](void* out, int, char** values, char**) {
+                *static_cast<std::string*>(out) += values[0] != nullptr ? values[0] : "null";
+                return 0;
+            },
+            &result, nullptr);
+    } else {
+        result = std::string("cannot open: ") + sqlite3_errmsg(db);
+    }
+    sqlite3_close(db);
+    return result;
+}
+
+std::vector<std::string> fault_injection_environment(const std::filesystem::path& fault_dir) {
+    std::string asan_options = "ASAN_OPTIONS=";
+    if (const char* current = std::getenv("ASAN_OPTIONS")) asan_options += current;
+    // ASan wants its runtime first among the loaded libraries; the preloaded shim comes first.
+    asan_options += ":verify_asan_link_order=0";
+    return {"LD_PRELOAD=" PLANTSTORE_FAULT_VFS_LIBRARY,
+            "PLANTSTORE_FAULT_DIR=" + fault_dir.string(), asan_options};
 }
 
 std::string HttpResponse::header(const std::string& lower_name) const {

@@ -20,7 +20,9 @@ struct CommandResult {
 };
 
 /// Runs `plantstore <args>` to completion (bounded) and returns what it printed.
-CommandResult run_plantstore(const std::vector<std::string>& args);
+/// `environment` ("NAME=value") adds to or overrides this process's environment.
+CommandResult run_plantstore(const std::vector<std::string>& args,
+                             const std::vector<std::string>& environment = {});
 
 /// Mints a token named `name` in `data_dir` through the CLI and returns it.
 std::string create_token(const std::filesystem::path& data_dir, const std::string& name,
@@ -30,7 +32,9 @@ std::string create_token(const std::filesystem::path& data_dir, const std::strin
 /// `plantstore serve` on 127.0.0.1 with a free port, started and ready.
 class ServerProcess {
   public:
-    ServerProcess(const std::filesystem::path& data_dir, std::vector<std::string> extra_args = {});
+    /// `environment` ("NAME=value") adds to or overrides this process's environment.
+    ServerProcess(const std::filesystem::path& data_dir, std::vector<std::string> extra_args = {},
+                  const std::vector<std::string>& environment = {});
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;
     ~ServerProcess();
@@ -104,6 +108,14 @@ class HttpConnection {
     void* ssl_ = nullptr;          // SSL*
     std::string buffer_;
 };
+
+/// SQLite's `PRAGMA integrity_check` on the store in `data_dir` ("ok" when sound). Call it
+/// only while no server has the store open.
+std::string store_integrity_check(const std::filesystem::path& data_dir);
+
+/// The environment that makes a server load the fault-injecting SQLite VFS
+/// (tests/faults/fault_vfs.cpp), controlled by files in `fault_dir`.
+std::vector<std::string> fault_injection_environment(const std::filesystem::path& fault_dir);
 
 /// `POST /plants` with a bearer token and a JSON body on a fresh connection.
 HttpResponse post_plant(unsigned short port, const std::string& token, const std::string& body,

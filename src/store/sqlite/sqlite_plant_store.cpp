@@ -115,6 +115,16 @@ class SqlitePlantStore::Writer {
           delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")) {
         // Replaces SQLite's automatic checkpoint, which would run inside a commit.
         sqlite3_wal_hook(db_->handle(), &Writer::after_commit, this);
+        // One durable write at start proves the data directory takes them (not read-only, not
+        // full, fsync works): a clear refusal to start beats answering every create with 503.
+        try {
+            db_->exec(
+                "INSERT INTO change_counters VALUES ('store_opened', 1) "
+                "ON CONFLICT (name) DO UPDATE SET value = value + 1");
+        } catch (const SqliteError& error) {
+            throw SqliteError(error.code(),
+                              "cannot write to " + data_dir.string() + ": " + error.what());
+        }
     }
 
     /// Runs `batch` in one transaction; fills `results` (same order) only when it committed.
@@ -400,6 +410,7 @@ void SqlitePlantStore::run_writer() {
             ++stats_.batch_size_counts[bucket_of(kBatchSizeBuckets,
                                                  static_cast<double>(batch.size()))];
         }
+        if (!failure.empty() && options_.on_batch_failed) options_.on_batch_failed(failure);
         for (std::size_t i = 0; i < batch.size(); ++i) {
             batch[i].done(failure.empty() ? std::move(results[i]) : unavailable(failure));
         }

@@ -4,7 +4,9 @@
 #include <condition_variable>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -29,6 +31,9 @@ class SqlitePlantStore final : public PlantStore {
         std::size_t max_pending = 16384;
         /// Most creates in one transaction.
         std::size_t max_batch = 4096;
+        /// Called on the writer thread with the reason each time a batch fails to commit (its
+        /// requests all get `unavailable`), so that the failure reaches the log once.
+        std::function<void(std::string_view reason)> on_batch_failed = nullptr;
     };
 
     /// Opens the store (applying migrations) and starts the writer.

@@ -1,0 +1,134 @@
+// Storage faults, injected into the real binary by a SQLite VFS shim (tests/faults): while
+// writes or fsyncs fail, creates get 503 with Retry-After and never 200; nothing half-written
+// is ever read back; the service recovers when the fault clears; and a data directory that
+// cannot take writes at start stops the start with a clear message.
+#include <fstream>
+#include <thread>
+
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string plant_body(std::int64_t id) {
+    return R"({"id":)" + std::to_string(id) + R"(,"name":"plant )" + std::to_string(id) +
+           R"(","tag":"t)" + std::to_string(id % 7) + R"("})";
+}
+
+class StorageFaults : public ServerTest {
+  protected:
+    std::filesystem::path fault_dir() const { return dir.path() / "faults"; }
+    void set_fault(const std::string& name, bool on) {
+        std::filesystem::create_directories(fault_dir());
+        if (on) {
+            std::ofstream(fault_dir() / name) << "on";
+        } else {
+            std::filesystem::remove(fault_dir() / name);
+        }
+    }
+    void start_with_fault_injection() {
+        server = std::make_unique<ServerProcess>(data_dir(), std::vector<std::string>{},
+                                                 fault_injection_environment(fault_dir()));
+    }
+
+    // Creates each id on its own connection, all at once, so that they share commit batches.
+    std::vector<HttpResponse> create_concurrently(const std::vector<std::int64_t>& ids) {
+        std::vector<HttpResponse> responses(ids.size());
+        std::vector<std::thread> clients;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            clients.emplace_back([&, i] { responses[i] = post(plant_body(ids[i])); });
+        }
+        for (auto& client : clients) client.join();
+        return responses;
+    }
+
+    // 404, or 200 with exactly the plant that was sent: never anything in between.
+    void expect_absent_or_whole(std::int64_t id) {
+        HttpConnection connection(port());
+        const auto read = connection.request("GET", "/plants/" + std::to_string(id), "",
+                                             {"Authorization: Bearer " + token});
+        ASSERT_TRUE(read);
+        if (read->status == 404) return;
+        ASSERT_EQ(read->status, 200) << read->body;
+        auto expected = boost::json::parse(plant_body(id));
+        EXPECT_EQ(boost::json::parse(read->body), expected) << read->body;
+    }
+
+    void expect_stored(std::int64_t id) {
+        HttpConnection connection(port());
+        const auto read = connection.request("GET", "/plants/" + std::to_string(id), "",
+                                             {"Authorization: Bearer " + token});
+        ASSERT_TRUE(read);
+        ASSERT_EQ(read->status, 200) << "id " << id << ": " << read->body;
+        EXPECT_EQ(boost::json::parse(read->body), boost::json::parse(plant_body(id)));
+    }
+};
+
+class FailingWrites : public StorageFaults, public testing::WithParamInterface<const char*> {};
+
+TEST_P(FailingWrites, FailedBatchesAre503NeverHalfWrittenAndTheServiceRecovers) {
+    const std::string fault = GetParam();
+    start_with_fault_injection();
+    ASSERT_EQ(post(plant_body(1)).status, 200);
+
+    set_fault(fault, true);
+    const std::vector<std::int64_t> failed = {100, 101, 102, 103, 104, 105, 106, 107};
+    for (const auto& response : create_concurrently(failed)) {
+        expect_error(response, 503);
+        EXPECT_EQ(response.header("retry-after"), "1");
+    }
+    for (const auto id : failed) expect_absent_or_whole(id);  // while the fault lasts
+    EXPECT_EQ(post(plant_body(108)).status, 503);
+    EXPECT_FALSE(server->exited()) << "a storage fault must not stop the server";
+    // The operator learns why, once per failed batch.
+    EXPECT_NE(server->log().find(R"("event":"store_write_failed")"), std::string::npos)
+        << server->log();
+
+    set_fault(fault, false);
+    ASSERT_EQ(post(plant_body(200)).status, 200) << "no recovery once the fault cleared";
+    // The clients retry what failed; 100..103 are left as lost by their clients.
+    for (const auto& response : create_concurrently({104, 105, 106, 107, 108})) {
+        EXPECT_EQ(response.status, 200) << response.body;
+    }
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+    EXPECT_EQ(store_integrity_check(data_dir()), "ok");
+
+    start();  // without the shim
+    for (const std::int64_t id : {1, 104, 105, 106, 107, 108, 200}) expect_stored(id);
+    for (const std::int64_t id : {100, 101, 102, 103}) expect_absent_or_whole(id);
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, FailingWrites, testing::Values("fail-sync", "fail-write", "full"),
+                         [](const auto& info) {
+                             std::string name = info.param;
+                             std::erase(name, '-');
+                             return name;
+                         });
+
+TEST_F(StorageFaults, DataDirectoryThatCannotTakeWritesStopsTheStartWithAMessage) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"full", "database or disk is full"},
+        {"fail-sync", "disk I/O error"},
+        {"fail-write", "disk I/O error"},
+        {"cannot-open", "unable to open database file"},
+    };
+    // The token made by SetUp already created the store: this is an existing data directory.
+    for (const auto& [fault, message] : cases) {
+        set_fault(fault, true);
+        const auto result =
+            run_plantstore({"serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir().string()},
+                           fault_injection_environment(fault_dir()));
+        set_fault(fault, false);
+        EXPECT_EQ(result.exit_code, 1) << fault << ": " << result.err;
+        EXPECT_NE(result.err.find(R"("event":"fatal")"), std::string::npos) << result.err;
+        EXPECT_NE(result.err.find(message), std::string::npos) << fault << ": " << result.err;
+        EXPECT_EQ(result.err.find("Sanitizer"), std::string::npos) << result.err;
+    }
+    start();  // and nothing was harmed
+    EXPECT_EQ(post(plant_body(1)).status, 200);
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support
