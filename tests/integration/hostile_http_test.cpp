@@ -122,5 +122,73 @@ TEST_F(HostileHttp, SlowlorisDoesNotStarveANormalClient) {
     }
 }
 
+TEST_F(HostileHttp, ConnectionFloodPastTheCapIsRefusedAndMemoryStaysBounded) {
+    server.reset();
+    start({"--max-connections", "50", "--threads", "1"});
+    std::vector<std::unique_ptr<HttpConnection>> held;
+    for (int i = 0; i < 50; ++i) held.push_back(std::make_unique<HttpConnection>(port(), 5s));
+    // Each held connection has been accepted once it is served.
+    for (std::size_t i = 0; i < held.size(); i += 10) {
+        held[i]->send_raw(
+            plant_request(token, R"({"id":)" + std::to_string(1000 + i) + R"(,"name":"held"})"));
+        ASSERT_TRUE(held[i]->read_response());
+    }
+    const std::size_t baseline_kib = server->resident_kib();
+    for (int wave = 0; wave < 10; ++wave) {
+        std::vector<std::unique_ptr<HttpConnection>> flood;
+        for (int i = 0; i < 80; ++i) flood.push_back(std::make_unique<HttpConnection>(port(), 5s));
+        for (auto& connection : flood) {
+            EXPECT_TRUE(connection->closed_by_server()) << "a connection over the cap was kept";
+        }
+    }
+    EXPECT_LT(server->resident_kib(), baseline_kib + 16 * 1024) << "memory grew with the flood";
+    for (std::size_t i = 5; i < held.size(); i += 10) {  // the connections held all along
+        held[i]->send_raw(
+            plant_request(token, R"({"id":)" + std::to_string(2000 + i) + R"(,"name":"still"})"));
+        const auto response = held[i]->read_response();
+        ASSERT_TRUE(response);
+        EXPECT_EQ(response->status, 200);
+    }
+    held.clear();  // and once they close, new clients are served again
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        HttpConnection fresh(port(), 5s);
+        fresh.send_raw(plant_request(token, R"({"id":3000,"name":"after"})"));
+        if (const auto response = fresh.read_response()) {
+            EXPECT_EQ(response->status, 200);
+            return;
+        }
+        std::this_thread::sleep_for(20ms);  // the server may not have seen the closes yet
+    }
+    FAIL() << "no new connection was served after the flood ended";
+}
+
+TEST_F(HostileHttp, PipelinedFloodIsAnsweredInOrderWithBoundedMemory) {
+    constexpr int kRequests = 20000;
+    HttpConnection connection(port(), 10s);
+    ASSERT_EQ(post(R"({"id":1,"name":"warm-up"})").status, 200);
+    const std::size_t baseline_kib = server->resident_kib();
+    // Some 3 MB of requests, written without reading a single answer: the server must stop
+    // reading (TCP backpressure) instead of buffering requests or answers without bound.
+    std::thread writer([&] {
+        std::string burst;
+        for (int i = 0; i < kRequests; ++i) {
+            burst += "GET /plants/" + std::to_string(i % 3 == 0 ? 1 : 424242) +
+                     " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token +
+                     "\r\nX-Request-Id: r" + std::to_string(i) + "\r\n\r\n";
+        }
+        connection.send_raw(burst);
+    });
+    std::this_thread::sleep_for(1s);  // the writer is now blocked on full socket buffers
+    const std::size_t flooded_kib = server->resident_kib();
+    for (int i = 0; i < kRequests; ++i) {
+        const auto response = connection.read_response();
+        ASSERT_TRUE(response) << "no answer to request " << i;
+        ASSERT_EQ(response->header("x-request-id"), "r" + std::to_string(i)) << "out of order";
+        ASSERT_EQ(response->status, i % 3 == 0 ? 200 : 404);
+    }
+    writer.join();
+    EXPECT_LT(flooded_kib, baseline_kib + 16 * 1024) << "memory grew with the pipelined flood";
+}
+
 }  // namespace
 }  // namespace plantstore::testing_support

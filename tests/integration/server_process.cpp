@@ -228,6 +228,21 @@ std::string ServerProcess::log() const {
     return text.str();
 }
 
+std::size_t ServerProcess::resident_kib() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.starts_with("VmRSS:")) return std::stoul(line.substr(6));
+    }
+    throw std::runtime_error("no VmRSS for the server process");
+}
+
+std::size_t ServerProcess::open_descriptors() const {
+    const auto fds = std::filesystem::path("/proc") / std::to_string(pid_) / "fd";
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(fds),
+                                                  std::filesystem::directory_iterator()));
+}
+
 std::string store_integrity_check(const std::filesystem::path& data_dir) {
     sqlite3* db = nullptr;
     const auto path = data_dir / "plantstore.db";

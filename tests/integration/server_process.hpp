@@ -51,6 +51,10 @@ class ServerProcess {
     bool exited();
     /// What it wrote on stderr so far.
     std::string log() const;
+    /// Its resident memory (VmRSS), in KiB.
+    std::size_t resident_kib() const;
+    /// How many file descriptors it has open.
+    std::size_t open_descriptors() const;
 
   private:
     pid_t pid_ = -1;
