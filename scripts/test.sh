@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs the unit, storage and
 # integration tests three times: an optimized build (-Werror), an ASan+UBSan build and a TSan
-# build (the integration tests fail on any sanitizer report from the server they start). It
-# runs each libFuzzer target for 20 s (clang, ASan+UBSan) on its checked-in corpus. It lints the
+# build (the integration tests fail on any sanitizer report from the server they start), and
+# the soak for 2 minutes in the optimized build (PLANTSTORE_SOAK_SECONDS=N for another length).
+# It runs each libFuzzer target for 20 s (clang, ASan+UBSan) on its checked-in corpus. It lints the
 # served OpenAPI document with a real linter (Redocly CLI, via npm), and builds the Release
 # binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
 set -euo pipefail
@@ -14,7 +15,16 @@ for preset in dev asan tsan; do
     cmake --preset "$preset" >/dev/null
     cmake --build --preset "$preset"
     echo "== $preset: test" >&2
-    ctest --preset "$preset"
+    if [[ $preset == dev ]]; then
+        ctest --preset dev --exclude-regex '^Soak\.'
+        # The soak at full length in the optimized build (10 s in the sanitizer builds).
+        soak_seconds="${PLANTSTORE_SOAK_SECONDS:-120}"
+        echo "== dev: soak for ${soak_seconds} s" >&2
+        PLANTSTORE_SOAK_SECONDS="$soak_seconds" ctest --preset dev --tests-regex '^Soak\.' \
+            --verbose | grep -E '^[0-9]+: soak:|tests passed|Failed'
+    else
+        ctest --preset "$preset"
+    fi
 done
 echo "== fuzz: bounded runs on the checked-in corpora (scripts/fuzz.sh 600 for a long run)" >&2
 scripts/fuzz.sh 20
