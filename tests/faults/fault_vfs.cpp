@@ -5,6 +5,8 @@
 //   fail-write   every write returns SQLITE_IOERR_WRITE (an I/O error)
 //   full         every write returns SQLITE_FULL (no space left)
 //   fail-sync    every fsync returns SQLITE_IOERR_FSYNC
+//   fail-read    every read returns SQLITE_IOERR_READ (pages SQLite has cached are still
+//                served from its cache: a fresh connection sees the fault at once)
 //   cannot-open  opening a database file fails with SQLITE_CANTOPEN (as in a read-only
 //                directory; the tests run as root, where permissions do not stop writes)
 // Tests create and delete those files while the server runs. Written by hand: SQLite's shim
@@ -36,6 +38,7 @@ sqlite3_file* real_of(sqlite3_file* file) { return reinterpret_cast<FaultFile*>(
 
 int fault_close(sqlite3_file* file) { return real_of(file)->pMethods->xClose(real_of(file)); }
 int fault_read(sqlite3_file* file, void* into, int amount, sqlite3_int64 offset) {
+    if (fault_active("fail-read")) return SQLITE_IOERR_READ;
     return real_of(file)->pMethods->xRead(real_of(file), into, amount, offset);
 }
 int fault_write(sqlite3_file* file, const void* from, int amount, sqlite3_int64 offset) {

@@ -1,7 +1,7 @@
 // A bounded soak: clients mix valid, invalid and unauthenticated requests with connection
-// churn against one server for PLANTSTORE_SOAK_SECONDS (default and least 10; the test command runs
-// 120 in the optimized build). Zero 5xx and no unanswered request; after warm-up, resident
-// memory and open descriptors stay flat. Prints its figures.
+// churn against one server for PLANTSTORE_SOAK_SECONDS (default and least 10; the test command
+// runs 120 in the optimized build). Zero 5xx and no unanswered request; after warm-up,
+// resident memory and open descriptors stay flat. Prints its figures.
 #include <array>
 #include <atomic>
 #include <cstdlib>
