@@ -11,6 +11,15 @@
 
 namespace plantstore::testing_support {
 
+/// A NewPlant body for `id` whose name length and tag (present for two ids in three) vary with
+/// the id, so that a torn or mixed-up write could not go unnoticed.
+inline std::string varied_plant_body(std::int64_t id) {
+    const std::string name = "plant " + std::to_string(id) + std::string(id % 50, 'n');
+    std::string body = R"({"id":)" + std::to_string(id) + R"(,"name":")" + name + '"';
+    if (id % 3 != 0) body += R"(,"tag":"tag-)" + std::to_string(id % 11) + '"';
+    return body + '}';
+}
+
 class ServerTest : public testing::Test {
   protected:
     void SetUp() override { token = create_token(data_dir(), "tests"); }

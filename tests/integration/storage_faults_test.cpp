@@ -12,11 +12,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string plant_body(std::int64_t id) {
-    return R"({"id":)" + std::to_string(id) + R"(,"name":"plant )" + std::to_string(id) +
-           R"(","tag":"t)" + std::to_string(id % 7) + R"("})";
-}
-
 class StorageFaults : public ServerTest {
   protected:
     std::filesystem::path fault_dir() const { return dir.path() / "faults"; }
@@ -38,7 +33,7 @@ class StorageFaults : public ServerTest {
         std::vector<HttpResponse> responses(ids.size());
         std::vector<std::thread> clients;
         for (std::size_t i = 0; i < ids.size(); ++i) {
-            clients.emplace_back([&, i] { responses[i] = post(plant_body(ids[i])); });
+            clients.emplace_back([&, i] { responses[i] = post(varied_plant_body(ids[i])); });
         }
         for (auto& client : clients) client.join();
         return responses;
@@ -52,7 +47,7 @@ class StorageFaults : public ServerTest {
         ASSERT_TRUE(read);
         if (read->status == 404) return;
         ASSERT_EQ(read->status, 200) << read->body;
-        auto expected = boost::json::parse(plant_body(id));
+        auto expected = boost::json::parse(varied_plant_body(id));
         EXPECT_EQ(boost::json::parse(read->body), expected) << read->body;
     }
 
@@ -62,7 +57,7 @@ class StorageFaults : public ServerTest {
                                              {"Authorization: Bearer " + token});
         ASSERT_TRUE(read);
         ASSERT_EQ(read->status, 200) << "id " << id << ": " << read->body;
-        EXPECT_EQ(boost::json::parse(read->body), boost::json::parse(plant_body(id)));
+        EXPECT_EQ(boost::json::parse(read->body), boost::json::parse(varied_plant_body(id)));
     }
 };
 
@@ -71,7 +66,7 @@ class FailingWrites : public StorageFaults, public testing::WithParamInterface<c
 TEST_P(FailingWrites, FailedBatchesAre503NeverHalfWrittenAndTheServiceRecovers) {
     const std::string fault = GetParam();
     start_with_fault_injection();
-    ASSERT_EQ(post(plant_body(1)).status, 200);
+    ASSERT_EQ(post(varied_plant_body(1)).status, 200);
 
     set_fault(fault, true);
     const std::vector<std::int64_t> failed = {100, 101, 102, 103, 104, 105, 106, 107};
@@ -80,14 +75,14 @@ TEST_P(FailingWrites, FailedBatchesAre503NeverHalfWrittenAndTheServiceRecovers) 
         EXPECT_EQ(response.header("retry-after"), "1");
     }
     for (const auto id : failed) expect_absent_or_whole(id);  // while the fault lasts
-    EXPECT_EQ(post(plant_body(108)).status, 503);
+    EXPECT_EQ(post(varied_plant_body(108)).status, 503);
     EXPECT_FALSE(server->exited()) << "a storage fault must not stop the server";
     // The operator learns why, once per failed batch.
     EXPECT_NE(server->log().find(R"("event":"store_write_failed")"), std::string::npos)
         << server->log();
 
     set_fault(fault, false);
-    ASSERT_EQ(post(plant_body(200)).status, 200) << "no recovery once the fault cleared";
+    ASSERT_EQ(post(varied_plant_body(200)).status, 200) << "no recovery once the fault cleared";
     // The clients retry what failed; 100..103 are left as lost by their clients.
     for (const auto& response : create_concurrently({104, 105, 106, 107, 108})) {
         EXPECT_EQ(response.status, 200) << response.body;
@@ -127,7 +122,7 @@ TEST_F(StorageFaults, DataDirectoryThatCannotTakeWritesStopsTheStartWithAMessage
         EXPECT_EQ(result.err.find("Sanitizer"), std::string::npos) << result.err;
     }
     start();  // and nothing was harmed
-    EXPECT_EQ(post(plant_body(1)).status, 200);
+    EXPECT_EQ(post(varied_plant_body(1)).status, 200);
 }
 
 }  // namespace
