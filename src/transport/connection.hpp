@@ -101,6 +101,13 @@ inline bool has_obsolete_line_folding(std::string_view head) {
     return false;
 }
 
+// The 400 for a request whose framing cannot be trusted; the connection closes after it.
+inline api::Response malformed_request(std::string_view why) {
+    std::string message = "malformed HTTP request: ";
+    message.append(why.data(), why.size());
+    return api::error_response(400, message);
+}
+
 inline bool is_http_framing_error(const error_code& ec) {
     return &ec.category() == &http::make_error_code(http::error::bad_method).category();
 }
@@ -313,19 +320,13 @@ class Connection final : public ConnectionBase {
             // Only chunked is implemented; a body in another coding (e.g. "gzip, chunked")
             // would otherwise be read as if it were plain (RFC 9112 §6.1).
             co_return co_await send(
-                api::error_response(400,
-                                    "malformed HTTP request: only Transfer-Encoding: "
-                                    "chunked is supported"),
-                version, false);
+                malformed_request("only Transfer-Encoding: chunked is supported"), version, false);
         }
         if (version == 11 && request.count(http::field::host) != 1) {
             // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
             // one Host, which a proxy and this server could otherwise route differently.
-            co_return co_await send(
-                api::error_response(400,
-                                    "malformed HTTP request: HTTP/1.1 needs exactly one "
-                                    "Host header"),
-                version, false);
+            co_return co_await send(malformed_request("HTTP/1.1 needs exactly one Host header"),
+                                    version, false);
         }
         std::variant<api::Response, api::Admitted> decision = admit(request);
         if (const auto* admitted = std::get_if<api::Admitted>(&decision)) {
@@ -439,9 +440,9 @@ class Connection final : public ConnectionBase {
         }
         if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
             ec != http::error::partial_message) {
-            std::string message = "malformed HTTP request: ";
-            message += framing_problem_.empty() ? ec.message() : framing_problem_;
-            co_return co_await send(api::error_response(400, message), kVersion, false);
+            co_return co_await send(
+                malformed_request(framing_problem_.empty() ? ec.message() : framing_problem_),
+                kVersion, false);
         }
         co_return false;
     }

@@ -39,25 +39,26 @@ class StorageFaults : public ServerTest {
         return responses;
     }
 
-    // 404, or 200 with exactly the plant that was sent: never anything in between.
-    void expect_absent_or_whole(std::int64_t id) {
+    HttpResponse read_plant(std::int64_t id) {
         HttpConnection connection(port());
         const auto read = connection.request("GET", "/plants/" + std::to_string(id), "",
                                              {"Authorization: Bearer " + token});
-        ASSERT_TRUE(read);
-        if (read->status == 404) return;
-        ASSERT_EQ(read->status, 200) << read->body;
-        auto expected = boost::json::parse(varied_plant_body(id));
-        EXPECT_EQ(boost::json::parse(read->body), expected) << read->body;
+        if (!read) throw std::runtime_error("no answer to GET /plants/" + std::to_string(id));
+        return *read;
+    }
+
+    // 404, or 200 with exactly the plant that was sent: never anything in between.
+    void expect_absent_or_whole(std::int64_t id) {
+        const auto read = read_plant(id);
+        if (read.status == 404) return;
+        ASSERT_EQ(read.status, 200) << read.body;
+        EXPECT_EQ(boost::json::parse(read.body), boost::json::parse(varied_plant_body(id)));
     }
 
     void expect_stored(std::int64_t id) {
-        HttpConnection connection(port());
-        const auto read = connection.request("GET", "/plants/" + std::to_string(id), "",
-                                             {"Authorization: Bearer " + token});
-        ASSERT_TRUE(read);
-        ASSERT_EQ(read->status, 200) << "id " << id << ": " << read->body;
-        EXPECT_EQ(boost::json::parse(read->body), boost::json::parse(varied_plant_body(id)));
+        const auto read = read_plant(id);
+        ASSERT_EQ(read.status, 200) << "id " << id << ": " << read.body;
+        EXPECT_EQ(boost::json::parse(read.body), boost::json::parse(varied_plant_body(id)));
     }
 };
 
