@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "api/api.hpp"
+#include "api/operations.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
 #include "ops/observability.hpp"
@@ -66,8 +67,11 @@ struct Service {
     Service()
         : scratch(scratch_base()),
           store({scratch.path()}),
-          observability({1, false, "fuzz"}, store),
-          api(options(), tokens, store) {
+          observability({1, false, "fuzz"}),
+          operations(store, [this] { return observability.render_metrics(); }),
+          api(options(), tokens, store, &operations) {
+        observability.watch_store(store);
+        observability.set_routes(api.route_labels());
         tokens.replace(
             {{"writer", auth::digest_token(kWriterToken), "default", 0, auth::kAllScopes},
              {"reader", auth::digest_token(kReaderToken), "default", 0,
@@ -88,7 +92,6 @@ struct Service {
     api::ApiOptions options() {
         api::ApiOptions result;
         result.field_limits = {64};
-        result.metrics = [this] { return observability.render_metrics(); };
         result.cors_origins = {"https://app.example"};
         // The in-memory stream has no peer address: one shared failure bucket would turn
         // every later unauthenticated request into a 429 and hide the other answers.
@@ -100,6 +103,7 @@ struct Service {
     auth::TokenRegistry tokens;
     store::sqlite::SqlitePlantStore store;
     ops::Observability observability;
+    api::OperationsHandler operations;
     api::Api api;
     transport::ServerLimits limits;
 };
@@ -155,7 +159,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     net::io_context io;
     Worker worker(0);
     const std::atomic<bool> draining{false};
-    std::atomic<std::size_t> open_connections{1};
+    ConnectionCount open_connections;
+    open_connections.add();
     beast::test::stream server_side(io);
     beast::test::stream client_side(io);
     server_side.connect(client_side);

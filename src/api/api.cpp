@@ -1,14 +1,14 @@
 #include "api/api.hpp"
 
-#include <algorithm>
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
-#include <cmath>
 #include <limits>
 
 #include "api/media_type.hpp"
 #include "api/openapi_document.hpp"
+#include "api/operations.hpp"
+#include "api/responses.hpp"
 #include "auth/bearer_credentials.hpp"
 #include "auth/token_registry.hpp"
 #include "domain/json_encoding.hpp"
@@ -23,9 +23,29 @@ constexpr std::string_view kChallenge = R"(Bearer realm="plantstore")";
 constexpr int kMaxListLimit = 1000;
 constexpr int kDefaultListLimit = 100;
 
-Response challenge(int status, std::string_view message, std::string_view error_code,
-                   std::string_view scope = {}) {
-    Response response = error_response(status, message);
+std::vector<Route> plant_routes(const std::string& base_path) {
+    using auth::Scope;
+    return {
+        {"/plants",
+         base_path + "/plants",
+         false,
+         {{"GET", Operation::list_plants, Scope::read},
+          {"POST", Operation::create_plant, Scope::write}}},
+        {"/plants/{id}",
+         base_path + "/plants",
+         true,
+         {{"GET", Operation::read_plant, Scope::read},
+          {"DELETE", Operation::delete_plant, Scope::remove}}},
+        {"/openapi.json",
+         base_path + "/openapi.json",
+         false,
+         {{"GET", Operation::openapi_document, std::nullopt}}},
+    };
+}
+
+http::Response challenge(int status, std::string_view message, std::string_view error_code,
+                         std::string_view scope = {}) {
+    http::Response response = error_response(status, message);
     std::string value(kChallenge);
     if (!error_code.empty()) {
         value += R"(, error=")";
@@ -41,43 +61,33 @@ Response challenge(int status, std::string_view message, std::string_view error_
     return response;
 }
 
-Response method_not_allowed(std::string_view method, std::string_view path,
-                            std::string_view allowed) {
-    Response response = error_response(
-        405, "method " + std::string(method) + " is not allowed on " + std::string(path));
-    response.headers.emplace_back("Allow", std::string(allowed));
-    return response;
+http::Response unavailable_response() {
+    return retry_later(503, "the store cannot take this request right now; retry after a second",
+                       1);
 }
 
-Response too_many_requests(std::string_view message, double wait_seconds) {
-    Response response = error_response(429, message);
-    response.headers.emplace_back("Retry-After",
-                                  std::to_string(static_cast<long>(std::ceil(wait_seconds))));
-    return response;
-}
-
-Response unavailable_response() {
-    Response response =
-        error_response(503, "the store cannot take this request right now; retry after a second");
-    response.headers.emplace_back("Retry-After", "1");
-    return response;
-}
-
-Response not_found_response(domain::PlantId id) {
+http::Response not_found_response(domain::PlantId id) {
     return error_response(404, "no plant with id " + std::to_string(id));
 }
 
-Response write_outcome_response(const store::WriteResult& result, domain::PlantId id) {
+http::Response json_response(int status, std::string body) {
+    http::Response response;
+    response.status = status;
+    response.body = std::move(body);
+    return response;
+}
+
+http::Response write_outcome_response(const store::WriteResult& result, domain::PlantId id) {
     using Outcome = store::WriteResult::Outcome;
     switch (result.outcome) {
         case Outcome::created:
         case Outcome::replayed:
-            return {200, domain::encode_plant(result.stored), {}};
+            return json_response(200, domain::encode_plant(result.stored));
         case Outcome::id_taken:
             return error_response(
                 409, "id: a different plant with id " + std::to_string(id) + " already exists");
         case Outcome::deleted:
-            return {204, {}, {}};
+            return json_response(204, {});
         case Outcome::not_found:
             return not_found_response(id);
         case Outcome::unavailable:
@@ -91,7 +101,7 @@ std::string invalid_id_message(std::string_view name) {
 }
 
 // Parses GET /plants's query string: limit (1..1000), after (an id), tag (exact match).
-std::variant<store::ListQuery, Response> parse_list_query(boost::urls::params_view params) {
+std::variant<store::ListQuery, http::Response> parse_list_query(boost::urls::params_view params) {
     store::ListQuery query;
     query.limit = kDefaultListLimit;
     bool seen_limit = false;
@@ -136,94 +146,202 @@ std::string next_page_link(const std::string& plants_path, const store::ListQuer
     return link;
 }
 
+// The rest of an admitted plant request: decode the body (create), call the store, and, back on
+// the transport's thread, turn the store's outcome into the response. The store's callback only
+// records the outcome; nothing is encoded on the store's thread.
+class PlantCall final : public http::Continuation, public std::enable_shared_from_this<PlantCall> {
+  public:
+    PlantCall(const Api& api, Operation operation, Caller caller, std::string_view route,
+              std::string_view origin)
+        : api_(api),
+          operation_(operation),
+          caller_(std::move(caller)),
+          route_(route),
+          origin_(origin) {}
+
+    domain::PlantId id = 0;  ///< read_plant, delete_plant: the id in the path
+    store::ListQuery query;  ///< list_plants: the parsed query string
+
+    void start(std::string_view body, std::function<void()> ready) override {
+        store::PlantStore& store = api_.store();
+        const std::string& tenant = caller_->tenant;
+        auto self = shared_from_this();
+        auto on_write = [self, ready](store::WriteResult result) {
+            self->outcome_ = std::move(result);
+            ready();
+        };
+        auto on_read = [self, ready](store::ReadResult result) {
+            self->outcome_ = std::move(result);
+            ready();
+        };
+        switch (operation_) {
+            case Operation::create_plant: {
+                auto decoded = domain::decode_new_plant(body, api_.options().field_limits);
+                if (auto* problem = std::get_if<domain::DecodeError>(&decoded)) {
+                    outcome_ = error_response(400, problem->message);
+                    ready();
+                    return;
+                }
+                auto& plant = std::get<domain::NewPlant>(decoded);
+                id = plant.id;
+                store.create(tenant, std::move(plant), std::move(on_write));
+                return;
+            }
+            case Operation::delete_plant:
+                store.remove(tenant, id, std::move(on_write));
+                return;
+            case Operation::read_plant:
+                store.read(tenant, id, std::move(on_read));
+                return;
+            case Operation::list_plants:
+            default:
+                store.list(tenant, query, std::move(on_read));
+                return;
+        }
+    }
+
+    http::Response finish() override {
+        http::Response response = respond();
+        response.route = route_;
+        response.caller = caller_->name;
+        api_.cors().decorate(response, origin_);
+        return response;
+    }
+
+  private:
+    http::Response respond() {
+        if (auto* early = std::get_if<http::Response>(&outcome_)) return std::move(*early);
+        if (const auto* written = std::get_if<store::WriteResult>(&outcome_)) {
+            return write_outcome_response(*written, id);
+        }
+        const auto* read = std::get_if<store::ReadResult>(&outcome_);
+        if (read == nullptr || read->outcome == store::ReadResult::Outcome::unavailable) {
+            return unavailable_response();
+        }
+        if (operation_ == Operation::read_plant) {
+            if (read->outcome == store::ReadResult::Outcome::not_found) {
+                return not_found_response(id);
+            }
+            return json_response(200, domain::encode_plant_record(read->plants.front()));
+        }
+        http::Response response = json_response(200, domain::encode_plant_records(read->plants));
+        if (read->more) {
+            response.headers.emplace_back(
+                "Link", next_page_link(api_.plants_path(), query, read->plants.back().id));
+        }
+        return response;
+    }
+
+    const Api& api_;
+    const Operation operation_;
+    const Caller caller_;
+    const std::string_view route_;  // a route label: static text
+    const std::string origin_;
+    std::variant<std::monostate, http::Response, store::WriteResult, store::ReadResult> outcome_;
+};
+
 }  // namespace
 
-Response error_response(int status, std::string_view message) {
-    return {status, domain::encode_error(status, message), {}};
-}
-
-Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store)
+Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
+         const OperationsHandler* operations)
     : options_(std::move(options)),
       plants_path_(options_.base_path + "/plants"),
-      openapi_path_(options_.base_path + "/openapi.json"),
       tokens_(tokens),
       store_(store),
+      operations_(operations),
+      cors_(options_.cors_origins),
+      routes_(plant_routes(options_.base_path)),
       per_token_(options_.rate_limit, options_.rate_burst),
       auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst) {}
 
-std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
+http::Decision Api::admit(const http::RequestHead& head) const {
     const auto target = boost::urls::parse_origin_form(head.target);
-    if (!target) return error_response(400, "malformed request target");
+    if (!target) return answer(head, error_response(400, "malformed request target"), nullptr);
     const std::string path = target->path();
+    if (operations_ != nullptr && operations_->serves(path)) return operations_->admit(head);
 
-    // Operational endpoints: outside the base path, without credentials.
-    if (path == "/healthz" || path == "/readyz" || (path == "/metrics" && options_.metrics)) {
-        if (head.method != "GET") return method_not_allowed(head.method, path, "GET");
-        if (path == "/healthz") return Response{200, R"({"status":"ok"})", {}};
-        if (path == "/metrics") {
-            Response metrics{200, options_.metrics(), {}};
-            metrics.content_type = "text/plain; version=0.0.4; charset=utf-8";
-            return metrics;
-        }
-        if (draining_ || !store_.accepting_work()) {
-            Response busy = error_response(503, draining_ ? "draining: the server is stopping"
-                                                          : "the store is not accepting writes");
-            busy.headers.emplace_back("Retry-After", "1");
-            return busy;
-        }
-        return Response{200, R"({"status":"ready"})", {}};
+    const RouteMatch match = routes_.match(path);
+    if (match.route == nullptr) {
+        return answer(head, error_response(404, "no such resource: " + path), nullptr);
+    }
+    const Route& route = *match.route;
+    const Endpoint* endpoint = route.find(head.method);
+    if (endpoint == nullptr) return answer(head, refuse_method(head, route, path), &route);
+    if (endpoint->operation == Operation::openapi_document) {
+        return answer(head, json_response(200, std::string(openapi_document())), &route);
     }
 
-    if (options_.operations_only) return error_response(404, "no such resource: " + path);
-
-    if (path == openapi_path_) {  // public: the API's description needs no credentials
-        if (head.method == "GET") return Response{200, std::string(openapi_document()), {}};
-        if (head.method == "OPTIONS" && cors_allows(head.origin)) return preflight("GET");
-        return method_not_allowed(head.method, path, "GET");
+    auto authenticated = authenticate(head);
+    if (auto* refusal = std::get_if<http::Response>(&authenticated)) {
+        return answer(head, std::move(*refusal), &route);
+    }
+    Caller caller = std::get<Caller>(std::move(authenticated));
+    if (auto refusal = check_scope_and_rate(caller, *endpoint)) {
+        http::Decision decision = answer(head, std::move(*refusal), &route);
+        decision.response.caller = caller->name;
+        return decision;
     }
 
-    Admitted admitted;
-    std::string_view allowed;
-    bool method_matched = true;
-    auth::Scope needed = auth::Scope::read;
-    if (path == plants_path_) {
-        allowed = "GET, POST";
-        if (head.method == "POST") {
-            admitted.route = Route::create_plant;
-            needed = auth::Scope::write;
-        } else if (head.method == "GET") {
-            admitted.route = Route::list_plants;
-        } else {
-            method_matched = false;
+    auto call =
+        std::make_shared<PlantCall>(*this, endpoint->operation, caller, route.label, head.origin);
+    std::optional<http::Response> invalid;
+    switch (endpoint->operation) {
+        case Operation::read_plant:
+        case Operation::delete_plant:
+            if (const auto id = domain::parse_plant_id(match.id)) {
+                call->id = *id;
+            } else {
+                invalid = error_response(400, invalid_id_message("id"));
+            }
+            break;
+        case Operation::list_plants: {
+            auto query = parse_list_query(target->params());
+            if (auto* problem = std::get_if<http::Response>(&query)) {
+                invalid = std::move(*problem);
+            } else {
+                call->query = std::get<store::ListQuery>(std::move(query));
+            }
+            break;
         }
-    } else if (path.size() > plants_path_.size() + 1 && path.starts_with(plants_path_) &&
-               path[plants_path_.size()] == '/' &&
-               path.find('/', plants_path_.size() + 1) == std::string::npos) {
-        allowed = "GET, DELETE";
-        if (head.method == "GET") {
-            admitted.route = Route::read_plant;
-        } else if (head.method == "DELETE") {
-            admitted.route = Route::delete_plant;
-            needed = auth::Scope::remove;
-        } else {
-            method_matched = false;
-        }
-    } else {
-        return error_response(404, "no such resource: " + path);
+        case Operation::create_plant:
+        default:
+            if (!head.content_type || !is_json_media_type(*head.content_type)) {
+                invalid = error_response(415, "Content-Type must be application/json");
+            }
+            break;
     }
-    if (!method_matched) {
-        // A browser's preflight is answered before credentials: it never carries them.
-        if (head.method == "OPTIONS" && cors_allows(head.origin) &&
-            !head.preflight_method.empty()) {
-            return preflight(allowed);
-        }
-        return method_not_allowed(head.method, path, allowed);
+    if (invalid) {
+        http::Decision decision = answer(head, std::move(*invalid), &route);
+        decision.response.caller = caller->name;
+        return decision;
     }
+    http::Decision decision;
+    decision.next = std::move(call);
+    return decision;
+}
 
+http::Decision Api::answer(const http::RequestHead& head, http::Response response,
+                           const Route* route) const {
+    if (route != nullptr) response.route = route->label;
+    cors_.decorate(response, head.origin);
+    return {std::move(response), nullptr};
+}
+
+http::Response Api::refuse_method(const http::RequestHead& head, const Route& route,
+                                  std::string_view path) const {
+    const std::string allowed = route.allow();
+    // A browser's preflight is answered before credentials: it never carries them.
+    if (head.method == "OPTIONS" && cors_.allows(head.origin) && !head.preflight_method.empty()) {
+        return cors_.preflight(allowed);
+    }
+    return method_not_allowed(head.method, path, allowed);
+}
+
+std::variant<http::Response, Caller> Api::authenticate(const http::RequestHead& head) const {
     const auto now = auth::RateLimiter::Clock::now();
     if (const double wait = auth_failures_.wait_time(head.peer_address, now); wait > 0) {
-        return too_many_requests("too many failed authentications from this address; retry later",
-                                 wait);
+        return retry_later(429, "too many failed authentications from this address; retry later",
+                           wait);
     }
     if (head.repeated_authorization) {
         return challenge(400, "send exactly one Authorization header", "invalid_request");
@@ -236,139 +354,47 @@ std::variant<Response, Admitted> Api::admit(const RequestHead& head) const {
     if (credentials.kind == Kind::malformed) {
         return challenge(400, credentials.problem, "invalid_request");
     }
-    admitted.caller = tokens_.authenticate(credentials.token);
-    if (!admitted.caller) {
+    Caller caller = tokens_.authenticate(credentials.token);
+    if (!caller) {
         auth_failures_.take(head.peer_address, now);  // guessing tokens gets slow
         return challenge(401, "the bearer token is unknown or revoked", "invalid_token");
     }
-    if (!auth::has_scope(admitted.caller->scopes, needed)) {
-        const std::string_view scope = auth::scope_name(needed);
+    return caller;
+}
+
+std::optional<http::Response> Api::check_scope_and_rate(const Caller& caller,
+                                                        const Endpoint& endpoint) const {
+    if (endpoint.scope && !auth::has_scope(caller->scopes, *endpoint.scope)) {
+        const std::string_view scope = auth::scope_name(*endpoint.scope);
         return challenge(403, "this token lacks the scope " + std::string(scope),
                          "insufficient_scope", scope);
     }
-
-    if (const double wait = per_token_.take(admitted.caller->name, now); wait > 0) {
-        return too_many_requests("this token's rate limit is exceeded; retry later", wait);
+    const auto now = auth::RateLimiter::Clock::now();
+    if (const double wait = per_token_.take(caller->name, now); wait > 0) {
+        return retry_later(429, "this token's rate limit is exceeded; retry later", wait);
     }
-
-    switch (admitted.route) {
-        case Route::read_plant:
-        case Route::delete_plant: {
-            const auto id =
-                domain::parse_plant_id(std::string_view(path).substr(plants_path_.size() + 1));
-            if (!id) return error_response(400, invalid_id_message("id"));
-            admitted.id = *id;
-            break;
-        }
-        case Route::list_plants: {
-            auto query = parse_list_query(target->params());
-            if (auto* problem = std::get_if<Response>(&query)) return std::move(*problem);
-            admitted.query = std::get<store::ListQuery>(std::move(query));
-            break;
-        }
-        case Route::create_plant:
-            if (!head.content_type || !is_json_media_type(*head.content_type)) {
-                return error_response(415, "Content-Type must be application/json");
-            }
-            break;
-    }
-    return admitted;
+    return std::nullopt;
 }
 
-void Api::handle(const Admitted& admitted, std::string_view body,
-                 std::function<void(Response)> respond) const {
-    const std::string& tenant = admitted.caller->tenant;
-    const domain::PlantId id = admitted.id;
-    switch (admitted.route) {
-        case Route::create_plant: {
-            auto decoded = domain::decode_new_plant(body, options_.field_limits);
-            if (auto* problem = std::get_if<domain::DecodeError>(&decoded)) {
-                respond(error_response(400, problem->message));
-                return;
-            }
-            auto& plant = std::get<domain::NewPlant>(decoded);
-            const domain::PlantId new_id = plant.id;
-            store_.create(tenant, std::move(plant),
-                          [new_id, respond = std::move(respond)](store::WriteResult result) {
-                              respond(write_outcome_response(result, new_id));
-                          });
-            return;
-        }
-        case Route::delete_plant:
-            store_.remove(tenant, id,
-                          [id, respond = std::move(respond)](store::WriteResult result) {
-                              respond(write_outcome_response(result, id));
-                          });
-            return;
-        case Route::read_plant:
-            store_.read(tenant, id, [id, respond = std::move(respond)](store::ReadResult result) {
-                if (result.outcome == store::ReadResult::Outcome::found) {
-                    respond({200, domain::encode_plant_record(result.plants.front()), {}});
-                } else if (result.outcome == store::ReadResult::Outcome::not_found) {
-                    respond(not_found_response(id));
-                } else {
-                    respond(unavailable_response());
-                }
-            });
-            return;
-        case Route::list_plants:
-            store_.list(tenant, admitted.query,
-                        [this, query = admitted.query,
-                         respond = std::move(respond)](store::ReadResult result) {
-                            if (result.outcome != store::ReadResult::Outcome::found) {
-                                respond(unavailable_response());
-                                return;
-                            }
-                            Response response{200, domain::encode_plant_records(result.plants), {}};
-                            if (result.more) {
-                                response.headers.emplace_back(
-                                    "Link",
-                                    next_page_link(plants_path_, query, result.plants.back().id));
-                            }
-                            respond(std::move(response));
-                        });
-            return;
+http::Response Api::refuse(const http::RequestHead& head, int status,
+                           std::string_view message) const {
+    const auto target = boost::urls::parse_origin_form(head.target);
+    if (target && operations_ != nullptr && operations_->serves(target->path())) {
+        return operations_->refuse(head, status, message);
     }
+    http::Response response =
+        status == 503 ? retry_later(status, message, 1) : error_response(status, message);
+    const RouteMatch match = target ? routes_.match(target->path()) : RouteMatch{};
+    return answer(head, std::move(response), match.route).response;
 }
 
-std::string_view Api::route_label(std::string_view target) const {
-    const std::string_view path = target.substr(0, target.find('?'));
-    if (path == plants_path_) return "/plants";
-    if (path.starts_with(plants_path_) && path.size() > plants_path_.size() + 1 &&
-        path[plants_path_.size()] == '/') {
-        return "/plants/{id}";
+std::vector<std::string_view> Api::route_labels() const {
+    std::vector<std::string_view> labels = routes_.labels();
+    if (operations_ != nullptr) {
+        for (const auto label : operations_->route_labels()) labels.push_back(label);
     }
-    if (path == openapi_path_) return "/openapi.json";
-    for (std::string_view operational : {"/healthz", "/readyz", "/metrics"}) {
-        if (path == operational) return operational;
-    }
-    return "other";
-}
-
-bool Api::cors_allows(std::string_view origin) const {
-    if (origin.empty()) return false;
-    return std::any_of(
-        options_.cors_origins.begin(), options_.cors_origins.end(),
-        [origin](const std::string& allowed) { return allowed == "*" || allowed == origin; });
-}
-
-Response Api::preflight(std::string_view allowed_methods) const {
-    Response response{204, {}, {}};
-    response.headers.emplace_back("Access-Control-Allow-Methods", std::string(allowed_methods));
-    response.headers.emplace_back("Access-Control-Allow-Headers",
-                                  "Authorization, Content-Type, X-Request-Id");
-    response.headers.emplace_back("Access-Control-Max-Age", "600");
-    return response;
-}
-
-void Api::add_cors_headers(Response& response, std::string_view origin) const {
-    if (!cors_allows(origin)) return;
-    const bool any = std::find(options_.cors_origins.begin(), options_.cors_origins.end(), "*") !=
-                     options_.cors_origins.end();
-    response.headers.emplace_back("Access-Control-Allow-Origin", any ? "*" : std::string(origin));
-    if (!any) response.headers.emplace_back("Vary", "Origin");
-    response.headers.emplace_back("Access-Control-Expose-Headers",
-                                  "Link, Retry-After, WWW-Authenticate, X-Request-Id");
+    labels.push_back("other");
+    return labels;
 }
 
 }  // namespace plantstore::api

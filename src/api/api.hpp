@@ -1,24 +1,24 @@
-// API layer: what each request means. Owns routing (API, OpenAPI document, health, metrics,
-// CORS preflight), the order of checks (route, failed-authentication limit, credentials, scope,
-// token rate, parameters, media type, body), the mapping of outcomes to statuses, CORS headers,
-// and every Error response. May call the
-// domain, auth and store (interface only) layers; knows nothing of sockets or HTTP framing,
-// which the transport layer does before calling in.
+// API layer: what each request means. Implements the HTTP layer's Handler for the Plant Store
+// API: one route table (api/routes.hpp), the order of checks (route, failed-authentication
+// limit, credentials, scope, token rate, parameters, media type, body), the mapping of store
+// outcomes to statuses, CORS and every Error response. Hands /healthz, /readyz and /metrics to an
+// OperationsHandler when one is mounted. May call the http (types), domain, auth and store
+// (interface only) layers; knows nothing of sockets or HTTP framing, which the transport does
+// before calling in.
 #pragma once
 
-#include <atomic>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <variant>
 #include <vector>
 
+#include "api/cors.hpp"
+#include "api/routes.hpp"
 #include "auth/rate_limiter.hpp"
 #include "auth/token.hpp"
 #include "domain/plant.hpp"
+#include "http/handler.hpp"
 #include "store/plant_store.hpp"
 
 namespace plantstore::auth {
@@ -27,44 +27,11 @@ class TokenRegistry;
 
 namespace plantstore::api {
 
-/// What the API needs from a request's head. Views into the transport's buffers.
-struct RequestHead {
-    std::string_view method;  ///< as sent, e.g. "POST"
-    std::string_view target;  ///< origin-form, e.g. "/plants?x=1"
-    std::optional<std::string_view> authorization;
-    bool repeated_authorization = false;  ///< more than one Authorization header
-    std::optional<std::string_view> content_type;
-    std::string_view origin;            ///< the Origin header, or empty
-    std::string_view preflight_method;  ///< Access-Control-Request-Method, or empty
-    std::string_view peer_address;      ///< the client's IP address, for per-address limits
-};
-
-/// A response; its body is always JSON.
-struct Response {
-    int status = 200;
-    std::string body;
-    std::vector<std::pair<std::string_view, std::string>> headers;  ///< beyond Content-Type
-    std::string_view content_type = "application/json";
-};
-
-/// An Error-shaped response: `{"error": status, "message": message}`.
-Response error_response(int status, std::string_view message);
-
-enum class Route { create_plant, list_plants, read_plant, delete_plant };
-
-/// A request that passed every check that does not need its body.
-struct Admitted {
-    Route route = Route::create_plant;
-    std::shared_ptr<const auth::TokenRecord> caller;
-    domain::PlantId id = 0;  ///< read_plant, delete_plant: the id in the path
-    store::ListQuery query;  ///< list_plants: the parsed query string
-};
+class OperationsHandler;
 
 struct ApiOptions {
     std::string base_path;  ///< "" or "/prefix" without a trailing slash
     domain::FieldLimits field_limits;
-    /// Renders GET /metrics (Prometheus text); empty: /metrics is off (404).
-    std::function<std::string()> metrics;
     /// Origins allowed to call from a browser, or {"*"}; empty: no CORS headers at all.
     std::vector<std::string> cors_origins;
     /// Requests per second (and burst) each token may make; 0: unlimited.
@@ -74,45 +41,50 @@ struct ApiOptions {
     /// requests get 429; 0: unlimited.
     double auth_failure_limit = 5;
     double auth_failure_burst = 20;
-    /// Serve only /healthz, /readyz and /metrics (a separate metrics listener); all else 404.
-    bool operations_only = false;
 };
 
-class Api {
+/// An authenticated caller: the token's record (its tenant, scopes and name).
+using Caller = std::shared_ptr<const auth::TokenRecord>;
+
+class Api final : public http::Handler {
   public:
-    Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store);
+    /// `operations`, when not null, answers its own paths (it must outlive the Api).
+    Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
+        const OperationsHandler* operations = nullptr);
 
     /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400,
     /// and 429 after too many failures from one address), the scope (403), the token's rate
-    /// (429), path and query parameters (400) and the media type (415). Returns the
-    /// final response, or the admission to read the body.
-    std::variant<Response, Admitted> admit(const RequestHead& head) const;
+    /// (429), path and query parameters (400) and the media type (415). The continuation of an
+    /// admitted request decodes its body (400) and calls the store.
+    http::Decision admit(const http::RequestHead& head) const override;
+    http::Response refuse(const http::RequestHead& head, int status,
+                          std::string_view message) const override;
 
-    /// Handles an admitted request. Calls `respond` exactly once, possibly on another thread
-    /// and possibly before returning.
-    void handle(const Admitted& admitted, std::string_view body,
-                std::function<void(Response)> respond) const;
+    /// Every metrics route label this handler (and its operations handler) gives, "other" last.
+    std::vector<std::string_view> route_labels() const;
 
-    /// The route a request target belongs to, as a metrics label: "/plants", "/plants/{id}",
-    /// "/openapi.json", "/healthz", "/readyz", "/metrics", or "other".
-    std::string_view route_label(std::string_view target) const;
-
-    /// Adds the CORS response headers when `origin` is allowed (nothing otherwise).
-    void add_cors_headers(Response& response, std::string_view origin) const;
-
-    /// From now on /readyz answers 503: the server is draining. Thread-safe.
-    void begin_draining() { draining_ = true; }
+    const ApiOptions& options() const { return options_; }
+    const std::string& plants_path() const { return plants_path_; }
+    const CorsPolicy& cors() const { return cors_; }
+    store::PlantStore& store() const { return store_; }
 
   private:
-    bool cors_allows(std::string_view origin) const;
-    Response preflight(std::string_view allowed_methods) const;
+    /// The answer `response` to `head`, final, with its route label and CORS headers.
+    http::Decision answer(const http::RequestHead& head, http::Response response,
+                          const Route* route) const;
+    http::Response refuse_method(const http::RequestHead& head, const Route& route,
+                                 std::string_view path) const;
+    std::variant<http::Response, Caller> authenticate(const http::RequestHead& head) const;
+    std::optional<http::Response> check_scope_and_rate(const Caller& caller,
+                                                       const Endpoint& endpoint) const;
 
     ApiOptions options_;
     std::string plants_path_;
-    std::string openapi_path_;
     const auth::TokenRegistry& tokens_;
     store::PlantStore& store_;
-    std::atomic<bool> draining_{false};
+    const OperationsHandler* operations_;
+    CorsPolicy cors_;
+    RouteTable routes_;
     mutable auth::RateLimiter per_token_;
     mutable auth::RateLimiter auth_failures_;
 };

@@ -1,4 +1,6 @@
 // App layer (see token_refresher.hpp): the `plantstore` command line.
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -9,14 +11,14 @@
 #include <thread>
 
 #include "api/api.hpp"
+#include "api/operations.hpp"
 #include "app/config_file.hpp"
 #include "app/token_refresher.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
 #include "ops/log.hpp"
 #include "ops/observability.hpp"
-#include "store/sqlite/sqlite_plant_store.hpp"
-#include "store/sqlite/sqlite_token_repository.hpp"
+#include "store/open.hpp"
 #include "transport/http_server.hpp"
 
 #ifndef PLANTSTORE_VERSION
@@ -47,6 +49,7 @@ struct ServeConfig {
     long idle_timeout_ms = 60'000;
     long write_timeout_ms = 10'000;
     long drain_timeout_ms = 10'000;
+    long store_timeout_ms = 10'000;
     std::string log_level = "info";
     bool access_log = true;
     bool metrics = true;
@@ -116,38 +119,74 @@ bool valid_token_name(const std::string& name) {
                std::string::npos;
 }
 
+transport::ServerLimits server_limits(const ServeConfig& config) {
+    transport::ServerLimits limits;
+    limits.max_body_bytes = config.max_body_bytes;
+    limits.max_header_bytes = config.max_header_bytes;
+    limits.max_connections = config.max_connections;
+    limits.request_timeout = milliseconds(config.request_timeout_ms);
+    limits.idle_timeout = milliseconds(config.idle_timeout_ms);
+    limits.write_timeout = milliseconds(config.write_timeout_ms);
+    limits.handler_timeout = milliseconds(config.store_timeout_ms);
+    return limits;
+}
+
+// The signals the service acts on, blocked in every thread (threads inherit the mask of the one
+// that creates them, so this runs first) and taken synchronously by wait_for_signal().
+sigset_t service_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGHUP);
+    return signals;
+}
+
+int wait_for_signal(const sigset_t& signals) {
+    int received = 0;
+    while (sigwait(&signals, &received) != 0) {
+    }
+    return received;
+}
+
 int serve(const ServeConfig& config) {
     const auto [host, port] = split_listen_address(config.listen);
-    ops::LogLevel level = ops::LogLevel::info;
-    if (!ops::parse_log_level(config.log_level, level)) {
-        throw CLI::ValidationError("--log-level", "must be debug, info, warn or error");
-    }
-    ops::set_log_level(level);
+    const auto level = ops::parse_log_level(config.log_level);
+    if (!level) throw CLI::ValidationError("--log-level", "must be debug, info, warn or error");
+    ops::set_log_level(*level);
+    const std::string base_path = normalized_base_path(config.base_path);
     const unsigned threads =
         config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+    const sigset_t signals = service_signals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+    // Wiring, from the bottom up: store, tokens, handlers, listeners.
+    const bool metrics_here = config.metrics && config.metrics_listen.empty();
+    ops::Observability observability({threads, config.access_log, PLANTSTORE_VERSION});
+    store::StoreConfig store_config;
+    store_config.data_dir = config.data_dir;
+    store_config.max_pending_writes = config.max_pending_writes;
+    store_config.observer = &observability;
+    const std::unique_ptr<store::PlantStore> store = store::open_plant_store(store_config);
+    observability.watch_store(*store);
     auth::TokenRegistry tokens;
-    store::sqlite::SqlitePlantStore::Options store_options;
-    store_options.data_dir = config.data_dir;
-    store_options.max_pending = config.max_pending_writes;
-    store_options.on_batch_failed = [](std::string_view reason) {
-        ops::log_event(ops::LogLevel::error, "store_write_failed",
-                       {{"reason", std::string(reason)}});
+    TokenRefresher refresher([&store_config] { return store::open_token_repository(store_config); },
+                             tokens, kTokenPollInterval);
+    const std::function<std::string()> render_metrics = [&observability] {
+        return observability.render_metrics();
     };
-    store::sqlite::SqlitePlantStore store(std::move(store_options));
-    TokenRefresher refresher(config.data_dir, tokens, kTokenPollInterval);
-    ops::Observability observability({threads, config.access_log, PLANTSTORE_VERSION}, store);
-    api::ApiOptions api_options{normalized_base_path(config.base_path),
-                                {config.max_text_length},
-                                {},
-                                config.cors_origins,
-                                config.rate_limit,
-                                config.rate_burst,
-                                config.auth_failure_limit,
-                                config.auth_failure_burst};
-    if (config.metrics && config.metrics_listen.empty())
-        api_options.metrics = [&observability] { return observability.render_metrics(); };
-    api::Api api(std::move(api_options), tokens, store);
+    const std::function<std::string()> no_metrics;
+    api::OperationsHandler operations(*store, metrics_here ? render_metrics : no_metrics,
+                                      config.cors_origins);
+    api::Api api({base_path,
+                  {config.max_text_length},
+                  config.cors_origins,
+                  config.rate_limit,
+                  config.rate_burst,
+                  config.auth_failure_limit,
+                  config.auth_failure_burst},
+                 tokens, *store, &operations);
+    observability.set_routes(api.route_labels());
 
     transport::ServerOptions options;
     options.host = host;
@@ -155,85 +194,93 @@ int serve(const ServeConfig& config) {
     options.threads = threads;
     options.tls_cert_file = config.tls_cert;
     options.tls_key_file = config.tls_key;
-    options.limits.max_body_bytes = config.max_body_bytes;
-    options.limits.max_header_bytes = config.max_header_bytes;
-    options.limits.max_connections = config.max_connections;
-    options.limits.request_timeout = milliseconds(config.request_timeout_ms);
-    options.limits.idle_timeout = milliseconds(config.idle_timeout_ms);
-    options.limits.write_timeout = milliseconds(config.write_timeout_ms);
-    options.limits.drain_timeout = milliseconds(config.drain_timeout_ms);
+    options.limits = server_limits(config);
     transport::HttpServer server(options, api, observability);
 
     // With --metrics-listen, /metrics moves to a listener of its own (with /healthz and /readyz),
     // on one thread, plain HTTP; its own requests are neither logged nor counted.
-    std::unique_ptr<api::Api> operations_api;
-    std::unique_ptr<transport::HttpServer> operations_server;
-    struct : transport::ExchangeObserver {
-        void on_request_started(unsigned) override {}
-        void on_exchange(unsigned, const transport::Exchange&) override {}
-        void on_tick(unsigned) override {}
-        void on_connection_opened() override {}
-        void on_connection_closed() override {}
-        void on_tls_reloaded(bool, std::string_view) override {}
-    } unobserved;
+    std::unique_ptr<api::OperationsHandler> metrics_operations;
+    std::unique_ptr<ops::Observability> unobserved;
+    std::unique_ptr<transport::HttpServer> metrics_server;
     if (!config.metrics_listen.empty()) {
         const auto [metrics_host, metrics_port] = split_listen_address(config.metrics_listen);
-        api::ApiOptions operations_options;
-        operations_options.metrics = [&observability] { return observability.render_metrics(); };
-        operations_options.operations_only = true;
-        operations_api = std::make_unique<api::Api>(std::move(operations_options), tokens, store);
+        metrics_operations = std::make_unique<api::OperationsHandler>(
+            *store, config.metrics ? render_metrics : no_metrics);
+        unobserved = std::make_unique<ops::Observability>(
+            ops::Observability::Options{1, false, PLANTSTORE_VERSION});
         transport::ServerOptions metrics_options;
         metrics_options.host = metrics_host;
         metrics_options.port = metrics_port;
         metrics_options.threads = 1;
         metrics_options.limits.max_connections = 64;
-        operations_server =
-            std::make_unique<transport::HttpServer>(metrics_options, *operations_api, unobserved);
+        metrics_server = std::make_unique<transport::HttpServer>(metrics_options,
+                                                                 *metrics_operations, *unobserved);
     }
 
     const std::string address = server.local_address();
-    ops::log_event(ops::LogLevel::info, "started",
-                   {{"version", PLANTSTORE_VERSION},
-                    {"listen", address},
-                    {"data_dir", std::filesystem::absolute(config.data_dir).string()},
-                    {"base_path", normalized_base_path(config.base_path)},
-                    {"threads", std::to_string(options.threads)},
-                    {"max_body_bytes", std::to_string(config.max_body_bytes)},
-                    {"max_header_bytes", std::to_string(config.max_header_bytes)},
-                    {"max_text_length", std::to_string(config.max_text_length)},
-                    {"max_connections", std::to_string(config.max_connections)},
-                    {"request_timeout_ms", std::to_string(config.request_timeout_ms)},
-                    {"idle_timeout_ms", std::to_string(config.idle_timeout_ms)},
-                    {"log_level", config.log_level},
-                    {"access_log", config.access_log ? "on" : "off"},
-                    {"metrics", config.metrics ? "on" : "off"},
-                    {"cors_origins", std::to_string(config.cors_origins.size())},
-                    {"tls", config.tls_cert.empty() ? "off" : "on"},
-                    {"metrics_listen",
-                     operations_server ? operations_server->local_address() : "main listener"}});
+    ops::log_event(
+        ops::LogLevel::info, "started",
+        {{"version", PLANTSTORE_VERSION},
+         {"listen", address},
+         {"data_dir", std::filesystem::absolute(config.data_dir).string()},
+         {"base_path", base_path},
+         {"threads", std::to_string(options.threads)},
+         {"max_body_bytes", std::to_string(config.max_body_bytes)},
+         {"max_header_bytes", std::to_string(config.max_header_bytes)},
+         {"max_text_length", std::to_string(config.max_text_length)},
+         {"max_connections", std::to_string(config.max_connections)},
+         {"request_timeout_ms", std::to_string(config.request_timeout_ms)},
+         {"idle_timeout_ms", std::to_string(config.idle_timeout_ms)},
+         {"store_timeout_ms", std::to_string(config.store_timeout_ms)},
+         {"log_level", config.log_level},
+         {"access_log", config.access_log ? "on" : "off"},
+         {"metrics", config.metrics ? "on" : "off"},
+         {"cors_origins", std::to_string(config.cors_origins.size())},
+         {"tls", config.tls_cert.empty() ? "off" : "on"},
+         {"metrics_listen", metrics_server ? metrics_server->local_address() : "main listener"}});
+    server.start();
+    if (metrics_server) metrics_server->start();
     std::cout << "plantstore listening on " << (config.tls_cert.empty() ? "http" : "https") << "://"
               << address << std::endl;
 
-    std::thread operations_thread;
-    if (operations_server) {
-        operations_thread =
-            std::thread([&] { operations_server->run([&] { operations_api->begin_draining(); }); });
+    // Until SIGTERM or SIGINT: SIGHUP rereads the TLS certificate and key.
+    for (int signal = wait_for_signal(signals); signal == SIGHUP;
+         signal = wait_for_signal(signals)) {
+        if (config.tls_cert.empty()) continue;
+        try {
+            server.reload_tls();
+            ops::log_event(ops::LogLevel::info, "tls_reloaded", {{"certificate", config.tls_cert}});
+        } catch (const std::exception& error) {
+            ops::log_event(ops::LogLevel::error, "tls_reload_failed", {{"reason", error.what()}});
+        }
     }
-    server.run([&api] {
-        api.begin_draining();
-        ops::log_event(ops::LogLevel::info, "draining");
-    });
-    if (operations_thread.joinable()) operations_thread.join();
+
+    // Drain: /readyz turns 503, no new connections, requests in flight finish (bounded).
+    operations.begin_draining();
+    if (metrics_operations) metrics_operations->begin_draining();
+    ops::log_event(ops::LogLevel::info, "draining");
+    server.stop_accepting();
+    if (metrics_server) metrics_server->stop_accepting();
+    const auto deadline = std::chrono::steady_clock::now() + milliseconds(config.drain_timeout_ms);
+    if (!server.wait_until_idle(deadline)) {
+        ops::log_event(ops::LogLevel::warn, "drain_timed_out",
+                       {{"drain_timeout_ms", std::to_string(config.drain_timeout_ms)}});
+    }
+    if (metrics_server) {
+        metrics_server->wait_until_idle(deadline);
+        metrics_server->stop();
+    }
+    server.stop();
     observability.flush();
-    store.close();  // everything acknowledged or accepted is committed before exit
-    const auto stats = store.write_stats();
-    ops::log_event(
-        ops::LogLevel::info, "stopped",
-        {{"batches", std::to_string(stats.batches)},
-         {"writes", std::to_string(stats.writes)},
-         {"failed_batches", std::to_string(stats.failed_batches)},
-         {"largest_batch", std::to_string(stats.largest_batch)},
-         {"commit_seconds", std::to_string(static_cast<double>(stats.commit_nanoseconds) / 1e9)}});
+    store->close();  // everything acknowledged or accepted is committed before exit
+    const auto totals = observability.store_totals();
+    ops::log_event(ops::LogLevel::info, "stopped",
+                   {{"batches", std::to_string(totals.batches)},
+                    {"writes", std::to_string(totals.writes)},
+                    {"failed_batches", std::to_string(totals.failed_batches)},
+                    {"largest_batch", std::to_string(totals.largest_batch)},
+                    {"commit_seconds",
+                     std::to_string(std::chrono::duration<double>(totals.commit_time).count())}});
     return 0;
 }
 
@@ -256,13 +303,13 @@ int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig&
         }
         scopes |= *parsed;
     }
-    store::sqlite::SqliteTokenRepository repository(data_dir);
+    const auto repository = store::open_token_repository({data_dir});
     const std::string token = auth::mint_token();
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     const auth::TokenRecord record{config.name, auth::digest_token(token), config.tenant,
                                    std::chrono::duration_cast<std::chrono::seconds>(now).count(),
                                    scopes};
-    if (!repository.add(record)) {
+    if (!repository->add(record)) {
         std::cerr << "plantstore: a token named '" << config.name
                   << "' already exists (revoke it first)\n";
         return 1;
@@ -272,9 +319,9 @@ int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig&
 }
 
 int token_list(const std::filesystem::path& data_dir) {
-    store::sqlite::SqliteTokenRepository repository(data_dir);
+    const auto repository = store::open_token_repository({data_dir});
     std::cout << "NAME\tTENANT\tCREATED\tSCOPES\n";
-    for (const auto& record : repository.list()) {
+    for (const auto& record : repository->list()) {
         std::cout << record.name << '\t' << record.tenant << '\t'
                   << format_utc(record.created_at_unix) << '\t'
                   << auth::format_scopes(record.scopes) << '\n';
@@ -283,8 +330,8 @@ int token_list(const std::filesystem::path& data_dir) {
 }
 
 int token_revoke(const std::filesystem::path& data_dir, const std::string& name) {
-    store::sqlite::SqliteTokenRepository repository(data_dir);
-    if (!repository.remove(name)) {
+    const auto repository = store::open_token_repository({data_dir});
+    if (!repository->remove(name)) {
         std::cerr << "plantstore: no token named '" << name << "'\n";
         return 1;
     }
@@ -327,6 +374,8 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Time to write one response before the connection is dropped");
     option("--drain-timeout-ms", config.drain_timeout_ms, "PLANTSTORE_DRAIN_TIMEOUT_MS",
            "On SIGTERM/SIGINT, time requests in flight get to finish");
+    option("--store-timeout-ms", config.store_timeout_ms, "PLANTSTORE_STORE_TIMEOUT_MS",
+           "Time a request may wait for the store; longer gets 503 with Retry-After");
     option("--log-level", config.log_level, "PLANTSTORE_LOG_LEVEL",
            "Least severe log lines written: debug, info, warn or error");
     command

@@ -2,15 +2,14 @@
 
 #include "auth/token_registry.hpp"
 #include "ops/log.hpp"
-#include "store/sqlite/sqlite_token_repository.hpp"
+#include "store/token_repository.hpp"
 
 namespace plantstore::app {
 
-TokenRefresher::TokenRefresher(std::filesystem::path data_dir, auth::TokenRegistry& registry,
+TokenRefresher::TokenRefresher(OpenRepository open, auth::TokenRegistry& registry,
                                std::chrono::milliseconds interval)
-    : data_dir_(std::move(data_dir)), registry_(registry), interval_(interval) {
-    store::sqlite::SqliteTokenRepository repository(data_dir_);
-    registry_.replace(repository.list());
+    : open_(std::move(open)), registry_(registry), interval_(interval) {
+    registry_.replace(open_()->list());
     thread_ = std::thread([this] { poll(); });
 }
 
@@ -24,13 +23,13 @@ TokenRefresher::~TokenRefresher() {
 }
 
 void TokenRefresher::poll() {
-    std::unique_ptr<store::sqlite::SqliteTokenRepository> repository;
+    std::unique_ptr<store::TokenRepository> repository;
     std::int64_t seen_changes = -1;
     std::unique_lock lock(mutex_);
     while (!stop_requested_.wait_for(lock, interval_, [this] { return stopping_; })) {
         try {
             if (!repository) {
-                repository = std::make_unique<store::sqlite::SqliteTokenRepository>(data_dir_);
+                repository = open_();
             }
             const std::int64_t changes = repository->change_count();
             if (changes != seen_changes) {

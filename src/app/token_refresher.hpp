@@ -4,30 +4,37 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 namespace plantstore::auth {
 class TokenRegistry;
 }
+namespace plantstore::store {
+class TokenRepository;
+}
 
 namespace plantstore::app {
 
-/// Keeps a TokenRegistry equal to the tokens stored in a data directory, so that `token create`
-/// and `token revoke` take effect in a running server within one poll interval.
+/// Keeps a TokenRegistry equal to the stored tokens, so that `token create` and `token revoke`
+/// take effect in a running server within one poll interval.
 class TokenRefresher {
   public:
+    /// Opens a repository (again after a failure); each is used by one thread only.
+    using OpenRepository = std::function<std::unique_ptr<store::TokenRepository>()>;
+
     /// Loads the tokens once (so the server starts with them), then polls in a thread.
-    /// @throws std::exception when the data directory cannot be read
-    TokenRefresher(std::filesystem::path data_dir, auth::TokenRegistry& registry,
+    /// @throws std::exception when the tokens cannot be read
+    TokenRefresher(OpenRepository open, auth::TokenRegistry& registry,
                    std::chrono::milliseconds interval);
     ~TokenRefresher();
 
   private:
     void poll();
 
-    std::filesystem::path data_dir_;
+    OpenRepository open_;
     auth::TokenRegistry& registry_;
     std::chrono::milliseconds interval_;
     std::mutex mutex_;

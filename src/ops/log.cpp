@@ -32,14 +32,11 @@ std::string_view level_name(LogLevel level) {
 
 }  // namespace
 
-bool parse_log_level(std::string_view name, LogLevel& level) {
+std::optional<LogLevel> parse_log_level(std::string_view name) {
     for (LogLevel candidate : {LogLevel::debug, LogLevel::info, LogLevel::warn, LogLevel::error}) {
-        if (name == level_name(candidate)) {
-            level = candidate;
-            return true;
-        }
+        if (name == level_name(candidate)) return candidate;
     }
-    return false;
+    return std::nullopt;
 }
 
 void set_log_level(LogLevel level) { minimum_level = level; }

@@ -1,10 +1,12 @@
 // Ops layer: what an operator sees. Owns structured logs, access logs, metrics and their
-// Prometheus rendering. May call the domain, auth, store (interfaces) and transport (observer
-// interface) layers; only the app layer calls it.
+// Prometheus rendering. Implements the transport's ExchangeObserver and the store's
+// StoreObserver; may call the store (interface) and transport (observer interface) layers.
+// Only the app layer calls it.
 #pragma once
 
 #include <chrono>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,8 +15,8 @@ namespace plantstore::ops {
 
 enum class LogLevel { debug, info, warn, error };
 
-/// "debug", "info", "warn" or "error"; nullopt-like false when `name` is none of them.
-bool parse_log_level(std::string_view name, LogLevel& level);
+/// "debug", "info", "warn" or "error"; nullopt when `name` is none of them.
+std::optional<LogLevel> parse_log_level(std::string_view name);
 
 /// Lines below `level` are dropped. Thread-safe; default info.
 void set_log_level(LogLevel level);

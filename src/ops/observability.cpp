@@ -7,29 +7,44 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "ops/log.hpp"
-#include "store/plant_store.hpp"
 
 namespace plantstore::ops {
 
 namespace {
 
-// Label values. Routes are the API's route labels; anything else counts as "other".
-constexpr std::array<std::string_view, 7> kRoutes = {
-    "/plants", "/plants/{id}", "/openapi.json", "/healthz", "/readyz", "/metrics", "other"};
-constexpr std::array<std::string_view, 5> kMethods = {"GET", "POST", "DELETE", "OPTIONS", "other"};
+// Label values. Routes are the handler's route labels (Options::routes), at most kMaxRoutes;
+// anything else counts as the last one, "other".
+constexpr std::size_t kMaxRoutes = 16;
+constexpr std::array<std::string_view, 6> kMethods = {"GET",    "HEAD",    "POST",
+                                                      "DELETE", "OPTIONS", "other"};
 constexpr std::array<int, 17> kStatuses = {200, 204, 400, 401, 403, 404, 405, 408, 409,
                                            413, 415, 429, 431, 500, 503, 100, 0};  // 0: other
+// Upper bounds of the store's commit-duration histogram, in seconds, and of its batch-size
+// histogram, in writes per transaction (+Inf is implied for both).
+constexpr std::array<double, 10> kCommitSecondsBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                          0.005,  0.01,    0.025,  0.1,   1.0};
+constexpr std::array<double, 9> kBatchSizeBuckets = {1, 2, 4, 8, 16, 32, 64, 256, 1024};
 constexpr std::array<double, 12> kDurationBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                      0.01,   0.025,   0.05,   0.1,   0.5,    2.5};
 // Access-log lines buffered per I/O thread before they are written even between ticks.
 constexpr std::size_t kLogBufferBytes = 64 * 1024;
 
-template <std::size_t N, typename T>
-std::size_t index_of(const std::array<T, N>& values, T value) {
+// The index of `value` in `values`, or the last index (the "other" label) when absent.
+template <typename Values, typename T>
+std::size_t index_of(const Values& values, T value) {
     const auto found = std::find(values.begin(), values.end(), value);
-    return found == values.end() ? N - 1 : static_cast<std::size_t>(found - values.begin());
+    return found == values.end() ? values.size() - 1
+                                 : static_cast<std::size_t>(found - values.begin());
+}
+
+// Index of the first bucket whose upper bound holds `value`; the last index is +Inf.
+template <std::size_t N>
+std::size_t bucket_of(const std::array<double, N>& bounds, double value) {
+    return static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), value) -
+                                    bounds.begin());
 }
 
 // Appends `text` as a JSON string. By hand: it runs for every field of every access line, and
@@ -101,25 +116,47 @@ void render_histogram(std::string& out, std::string_view name, std::string_view 
 struct Observability::Shard {
     std::array<
         std::array<std::array<std::atomic<std::uint64_t>, kStatuses.size()>, kMethods.size()>,
-        kRoutes.size()>
+        kMaxRoutes>
         requests{};
-    std::array<std::array<std::atomic<std::uint64_t>, kDurationBuckets.size() + 1>, kRoutes.size()>
+    std::array<std::array<std::atomic<std::uint64_t>, kDurationBuckets.size() + 1>, kMaxRoutes>
         duration_counts{};
-    std::array<std::atomic<std::uint64_t>, kRoutes.size()> duration_nanoseconds{};
+    std::array<std::atomic<std::uint64_t>, kMaxRoutes> duration_nanoseconds{};
     // Only its I/O thread touches these.
     std::string log_buffer;
     std::chrono::sys_time<std::chrono::milliseconds> timestamp_ms{};
     std::string timestamp;
 };
 
-Observability::Observability(Options options, const store::PlantStore& store)
-    : options_(std::move(options)), store_(store), started_(std::chrono::system_clock::now()) {
+// Written by the store's writer thread, read by scrapes.
+struct Observability::StoreCounters {
+    std::atomic<std::uint64_t> batches{0};
+    std::atomic<std::uint64_t> writes{0};
+    std::atomic<std::uint64_t> failed_batches{0};
+    std::atomic<std::uint64_t> largest_batch{0};
+    std::atomic<std::uint64_t> commit_nanoseconds{0};
+    std::array<std::atomic<std::uint64_t>, kCommitSecondsBuckets.size() + 1> commit_seconds{};
+    std::array<std::atomic<std::uint64_t>, kBatchSizeBuckets.size() + 1> batch_sizes{};
+};
+
+Observability::Observability(Options options)
+    : options_(std::move(options)),
+      store_(nullptr),
+      store_counters_(std::make_unique<StoreCounters>()),
+      started_(std::chrono::system_clock::now()) {
+    set_routes(std::move(options_.routes));
     for (unsigned i = 0; i < std::max(1U, options_.workers); ++i) {
         shards_.push_back(std::make_unique<Shard>());
     }
 }
 
 Observability::~Observability() { flush(); }
+
+void Observability::set_routes(std::vector<std::string_view> routes) {
+    if (routes.empty() || routes.size() > kMaxRoutes) {
+        throw std::invalid_argument("metrics take 1 to 16 route labels");
+    }
+    options_.routes = std::move(routes);
+}
 
 void Observability::on_request_started(unsigned) {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -128,7 +165,7 @@ void Observability::on_request_started(unsigned) {
 void Observability::on_exchange(unsigned worker, const transport::Exchange& exchange) {
     if (exchange.started) in_flight_.fetch_sub(1, std::memory_order_relaxed);
     Shard& shard = *shards_[worker % shards_.size()];
-    const std::size_t route = index_of(kRoutes, exchange.route);
+    const std::size_t route = index_of(options_.routes, exchange.route);
     const std::size_t method = index_of(kMethods, exchange.method);
     const std::size_t status = index_of(kStatuses, exchange.status);
     constexpr auto relaxed = std::memory_order_relaxed;
@@ -165,7 +202,7 @@ void Observability::on_exchange(unsigned worker, const transport::Exchange& exch
     out += R"(,"duration_ms":)";
     append_milliseconds(out, exchange.duration);
     out += R"(,"token":)";
-    append_json_string(out, exchange.token_name);
+    append_json_string(out, exchange.caller);
     out += R"(,"peer":)";
     append_json_string(out, exchange.peer);
     out += "}\n";
@@ -187,12 +224,49 @@ void Observability::on_connection_closed() {
     open_connections_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void Observability::on_tls_reloaded(bool ok, std::string_view detail) {
-    if (ok) {
-        log_event(LogLevel::info, "tls_reloaded", {{"certificate", std::string(detail)}});
-    } else {
-        log_event(LogLevel::error, "tls_reload_failed", {{"reason", std::string(detail)}});
+void Observability::on_failure(std::string_view request_id, std::string_view where,
+                               std::string_view what) {
+    log_event(LogLevel::error, "internal_error",
+              {{"request_id", std::string(request_id)},
+               {"where", std::string(where)},
+               {"what", std::string(what)}});
+}
+
+void Observability::on_read_failed(std::string_view peer, std::string_view reason) {
+    if (!log_enabled(LogLevel::debug)) return;
+    log_event(LogLevel::debug, "read_failed",
+              {{"peer", std::string(peer)}, {"reason", std::string(reason)}});
+}
+
+void Observability::on_batch(std::size_t writes, std::chrono::nanoseconds duration,
+                             std::string_view failure) {
+    constexpr auto relaxed = std::memory_order_relaxed;
+    StoreCounters& counters = *store_counters_;
+    counters.batches.fetch_add(1, relaxed);
+    counters.writes.fetch_add(writes, relaxed);
+    if (counters.largest_batch.load(relaxed) < writes)
+        counters.largest_batch.store(writes, relaxed);
+    counters.commit_nanoseconds.fetch_add(static_cast<std::uint64_t>(duration.count()), relaxed);
+    const double seconds = std::chrono::duration<double>(duration).count();
+    counters.commit_seconds[bucket_of(kCommitSecondsBuckets, seconds)].fetch_add(1, relaxed);
+    counters.batch_sizes[bucket_of(kBatchSizeBuckets, static_cast<double>(writes))].fetch_add(
+        1, relaxed);
+    if (!failure.empty()) {
+        counters.failed_batches.fetch_add(1, relaxed);
+        log_event(LogLevel::error, "store_write_failed",
+                  {{"writes", std::to_string(writes)}, {"reason", std::string(failure)}});
     }
+}
+
+void Observability::on_maintenance_failed(std::string_view what) {
+    log_event(LogLevel::warn, "store_maintenance_failed", {{"reason", std::string(what)}});
+}
+
+Observability::StoreTotals Observability::store_totals() const {
+    const StoreCounters& counters = *store_counters_;
+    return {counters.batches.load(), counters.writes.load(), counters.failed_batches.load(),
+            counters.largest_batch.load(),
+            std::chrono::nanoseconds(counters.commit_nanoseconds.load())};
 }
 
 void Observability::flush() {
@@ -210,7 +284,8 @@ std::string Observability::render_metrics() const {
     out +=
         "# HELP plantstore_http_requests_total Requests answered, by route, method and "
         "status.\n# TYPE plantstore_http_requests_total counter\n";
-    for (std::size_t r = 0; r < kRoutes.size(); ++r) {
+    const auto& routes = options_.routes;
+    for (std::size_t r = 0; r < routes.size(); ++r) {
         for (std::size_t m = 0; m < kMethods.size(); ++m) {
             for (std::size_t s = 0; s < kStatuses.size(); ++s) {
                 std::uint64_t total = 0;
@@ -218,7 +293,7 @@ std::string Observability::render_metrics() const {
                 if (total == 0) continue;
                 const std::string status =
                     kStatuses[s] == 0 ? "other" : std::to_string(kStatuses[s]);
-                out += concat("plantstore_http_requests_total{route=\"", kRoutes[r], "\",method=\"",
+                out += concat("plantstore_http_requests_total{route=\"", routes[r], "\",method=\"",
                               kMethods[m], "\",status=\"", status, "\"} ", std::to_string(total),
                               "\n");
             }
@@ -228,7 +303,7 @@ std::string Observability::render_metrics() const {
     out +=
         "# HELP plantstore_http_request_duration_seconds Time from a request's head to its "
         "response, by route.\n# TYPE plantstore_http_request_duration_seconds histogram\n";
-    for (std::size_t r = 0; r < kRoutes.size(); ++r) {
+    for (std::size_t r = 0; r < routes.size(); ++r) {
         std::array<std::uint64_t, kDurationBuckets.size() + 1> counts{};
         double sum = 0;
         for (const auto& shard : shards_) {
@@ -239,8 +314,7 @@ std::string Observability::render_metrics() const {
         }
         if (std::all_of(counts.begin(), counts.end(), [](auto c) { return c == 0; })) continue;
         render_histogram(out, "plantstore_http_request_duration_seconds",
-                         concat("route=\"", kRoutes[r], "\""), kDurationBuckets, counts.data(),
-                         sum);
+                         concat("route=\"", routes[r], "\""), kDurationBuckets, counts.data(), sum);
     }
 
     out +=
@@ -252,26 +326,35 @@ std::string Observability::render_metrics() const {
         "# TYPE plantstore_http_requests_in_flight gauge\n";
     out += "plantstore_http_requests_in_flight " + std::to_string(in_flight_.load()) + "\n";
 
-    const store::WriteStats stats = store_.write_stats();
+    const StoreCounters& store = *store_counters_;
+    const std::size_t pending = store_ != nullptr ? store_->health().pending_writes : 0;
     out +=
         "# HELP plantstore_store_queue_depth Writes waiting for the writer now.\n"
         "# TYPE plantstore_store_queue_depth gauge\n";
-    out += "plantstore_store_queue_depth " + std::to_string(stats.pending) + "\n";
+    out += "plantstore_store_queue_depth " + std::to_string(pending) + "\n";
     out +=
         "# HELP plantstore_store_failed_batches_total Transactions that wrote nothing.\n"
         "# TYPE plantstore_store_failed_batches_total counter\n";
-    out += "plantstore_store_failed_batches_total " + std::to_string(stats.failed_batches) + "\n";
+    out += "plantstore_store_failed_batches_total " + std::to_string(store.failed_batches.load()) +
+           "\n";
+    std::array<std::uint64_t, kCommitSecondsBuckets.size() + 1> commit_counts{};
+    for (std::size_t b = 0; b < commit_counts.size(); ++b) {
+        commit_counts[b] = store.commit_seconds[b].load();
+    }
     out +=
         "# HELP plantstore_store_commit_duration_seconds Time of one transaction, fsync "
         "included.\n# TYPE plantstore_store_commit_duration_seconds histogram\n";
-    render_histogram(out, "plantstore_store_commit_duration_seconds", "",
-                     store::kCommitSecondsBuckets, stats.commit_seconds_counts.data(),
-                     static_cast<double>(stats.commit_nanoseconds) / 1e9);
+    render_histogram(out, "plantstore_store_commit_duration_seconds", "", kCommitSecondsBuckets,
+                     commit_counts.data(),
+                     static_cast<double>(store.commit_nanoseconds.load()) / 1e9);
+    std::array<std::uint64_t, kBatchSizeBuckets.size() + 1> size_counts{};
+    for (std::size_t b = 0; b < size_counts.size(); ++b)
+        size_counts[b] = store.batch_sizes[b].load();
     out +=
         "# HELP plantstore_store_batch_size Writes per transaction (group commit).\n"
         "# TYPE plantstore_store_batch_size histogram\n";
-    render_histogram(out, "plantstore_store_batch_size", "", store::kBatchSizeBuckets,
-                     stats.batch_size_counts.data(), static_cast<double>(stats.writes));
+    render_histogram(out, "plantstore_store_batch_size", "", kBatchSizeBuckets, size_counts.data(),
+                     static_cast<double>(store.writes.load()));
 
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);

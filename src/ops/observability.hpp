@@ -9,30 +9,40 @@
 #include <string>
 #include <vector>
 
+#include "store/plant_store.hpp"
 #include "transport/http_server.hpp"
-
-namespace plantstore::store {
-class PlantStore;
-}
 
 namespace plantstore::ops {
 
-/// Observes every exchange: counts it in the Prometheus metrics and, when enabled, writes one
-/// JSON access-log line. Each I/O thread writes only its own shard (relaxed atomics, no locks);
+/// Observes every exchange and every store transaction: counts them in the Prometheus metrics
+/// and logs what an operator must see (failures; one JSON access-log line per exchange when
+/// enabled). Each I/O thread writes only its own shard (relaxed atomics, no locks);
 /// a scrape sums the shards. Access-log lines are buffered per thread and written at least every
 /// 100 ms (on_tick), so logging costs a write(2) per batch of lines, not per request.
 ///
 /// Metrics are written by hand in the Prometheus text format (version 0.0.4): Debian packages no
 /// Prometheus client library for C++.
-class Observability final : public transport::ExchangeObserver {
+class Observability final : public transport::ExchangeObserver, public store::StoreObserver {
   public:
     struct Options {
         unsigned workers = 1;
         bool access_log = true;
         std::string version;
+        /// The route labels exchanges can carry (the handler's route table), "other" last;
+        /// an exchange with another label counts as "other".
+        std::vector<std::string_view> routes = {"other"};
     };
 
-    Observability(Options options, const store::PlantStore& store);
+    /// Totals of the store's write path since start.
+    struct StoreTotals {
+        std::uint64_t batches = 0;
+        std::uint64_t writes = 0;
+        std::uint64_t failed_batches = 0;
+        std::uint64_t largest_batch = 0;
+        std::chrono::nanoseconds commit_time{};
+    };
+
+    explicit Observability(Options options);
     ~Observability() override;
 
     void on_request_started(unsigned worker) override;
@@ -40,7 +50,20 @@ class Observability final : public transport::ExchangeObserver {
     void on_tick(unsigned worker) override;
     void on_connection_opened() override;
     void on_connection_closed() override;
-    void on_tls_reloaded(bool ok, std::string_view detail) override;
+    void on_failure(std::string_view request_id, std::string_view where,
+                    std::string_view what) override;
+    void on_read_failed(std::string_view peer, std::string_view reason) override;
+
+    void on_batch(std::size_t writes, std::chrono::nanoseconds duration,
+                  std::string_view failure) override;
+    void on_maintenance_failed(std::string_view what) override;
+
+    /// The route labels exchanges can carry (at most 16, "other" last). Before serving.
+    /// @throws std::invalid_argument for an empty or too long list
+    void set_routes(std::vector<std::string_view> routes);
+    /// Reads the store whose queue depth /metrics shows (set once, before serving).
+    void watch_store(const store::PlantStore& store) { store_ = &store; }
+    StoreTotals store_totals() const;
 
     /// Writes every buffered access-log line. Call once the I/O threads have stopped.
     void flush();
@@ -50,9 +73,11 @@ class Observability final : public transport::ExchangeObserver {
 
   private:
     struct Shard;
+    struct StoreCounters;
 
     Options options_;
-    const store::PlantStore& store_;
+    const store::PlantStore* store_;
+    std::unique_ptr<StoreCounters> store_counters_;
     std::vector<std::unique_ptr<Shard>> shards_;
     std::atomic<std::int64_t> open_connections_{0};
     std::atomic<std::int64_t> in_flight_{0};

@@ -1,13 +1,18 @@
-// Store layer: where plants are kept. Owns the engine-neutral, asynchronous PlantStore interface
-// and its engines (SQLite now, PostgreSQL later), schema migrations and token persistence. May
-// call the domain and auth (records only) layers; never the API or transport layers.
+// Store layer, interface: where plants are kept, as every engine offers it. Owns the
+// engine-neutral, asynchronous PlantStore interface, its outcomes, its health signal and the
+// StoreObserver through which an engine reports its write path (metrics and logs live in ops).
+// Engines live in store/<engine>/ (SQLite now, PostgreSQL next) and are chosen only by the
+// factory in store/open.hpp. May call the domain and auth (records only) layers; never the API
+// or transport layers.
 #pragma once
 
-#include <array>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "domain/plant.hpp"
@@ -51,24 +56,25 @@ struct ListQuery {
 using WriteCallback = std::function<void(WriteResult)>;
 using ReadCallback = std::function<void(ReadResult)>;
 
-/// Upper bounds of the commit-duration histogram buckets, in seconds (+Inf is implied).
-inline constexpr std::array<double, 10> kCommitSecondsBuckets = {
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0};
-/// Upper bounds of the batch-size histogram buckets, in writes per transaction (+Inf implied).
-inline constexpr std::array<double, 9> kBatchSizeBuckets = {1, 2, 4, 8, 16, 32, 64, 256, 1024};
+/// Whether a store can take work now, and if not, why (for /readyz and logs).
+struct Health {
+    bool ready = true;
+    std::string reason;              ///< when not ready: why, e.g. "the write queue is full"
+    std::size_t pending_writes = 0;  ///< writes accepted and waiting to be committed
+};
 
-/// Cumulative counters of a store's write path, for logs and metrics.
-struct WriteStats {
-    std::uint64_t batches = 0;             ///< transactions committed or failed
-    std::uint64_t writes = 0;              ///< creates and deletes in those transactions
-    std::uint64_t failed_batches = 0;      ///< transactions that wrote nothing
-    std::uint64_t commit_nanoseconds = 0;  ///< total time in BEGIN..COMMIT, fsync included
-    std::uint64_t largest_batch = 0;
-    std::uint64_t pending = 0;  ///< writes waiting for the writer right now (queue depth)
-    /// Per bucket of kCommitSecondsBuckets, then +Inf: transactions (not cumulative).
-    std::array<std::uint64_t, kCommitSecondsBuckets.size() + 1> commit_seconds_counts{};
-    /// Per bucket of kBatchSizeBuckets, then +Inf: transactions (not cumulative).
-    std::array<std::uint64_t, kBatchSizeBuckets.size() + 1> batch_size_counts{};
+/// Receives what a store's write path does: one call per transaction (batch), from the store's
+/// own threads, after it committed or failed. Implementations are thread-safe and cheap.
+class StoreObserver {
+  public:
+    virtual ~StoreObserver() = default;
+    /// `writes` creates and deletes in one transaction that took `duration` (its durable commit
+    /// included); `failure` is empty when it committed, otherwise why nothing of it was written.
+    virtual void on_batch(std::size_t writes, std::chrono::nanoseconds duration,
+                          std::string_view failure) = 0;
+    /// Background work (a checkpoint, a rollback after a failed batch) failed: nothing
+    /// acknowledged is lost, but an operator should know. `what` says which step and why.
+    virtual void on_maintenance_failed(std::string_view what) = 0;
 };
 
 /// An asynchronous, durable plant store, namespaced by tenant: no operation ever sees another
@@ -88,10 +94,11 @@ class PlantStore {
     /// A page of plants ordered by id (never not_found: an empty page is found).
     virtual void list(std::string tenant, ListQuery query, ReadCallback done) = 0;
 
-    /// Whether new writes would be accepted now (false while overloaded or closing).
-    virtual bool accepting_work() const = 0;
-    /// Counters since the store opened. Thread-safe.
-    virtual WriteStats write_stats() const = 0;
+    /// Whether new writes would be accepted now (not while overloaded or closing), and why not.
+    virtual Health health() const = 0;
+    /// Stops accepting work and completes everything already accepted (each callback runs with
+    /// its final outcome) before returning. Idempotent.
+    virtual void close() = 0;
 };
 
 }  // namespace plantstore::store

@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -19,21 +20,22 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <unordered_set>
-#include <variant>
 #include <vector>
 
-#include "api/api.hpp"
 #include "common/http_text.hpp"
+#include "http/handler.hpp"
+#include "transport/framing.hpp"
 #include "transport/http_server.hpp"
 
 namespace plantstore::transport::internal {
@@ -65,21 +67,12 @@ class ConnectionBase {
 // One thread's share of the server: its event loop and the connections it owns. Only that
 // thread touches `connections`.
 struct Worker {
-    explicit Worker(unsigned index) : index(index) {}
+    explicit Worker(unsigned worker_index) : index(worker_index) {}
     const unsigned index;
     net::io_context context;
     std::unordered_set<ConnectionBase*> connections;
     std::uint64_t next_request_number = 0;
 };
-
-// Incoming X-Request-Id values are kept when they are 1 to 128 of these characters, so that a
-// log line can never be forged or broken by one.
-inline bool well_formed_request_id(std::string_view id) {
-    return !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
-               c == '.' || c == ':';
-    });
-}
 
 // A process-unique id: a random prefix chosen at start, the worker and a per-worker counter.
 inline std::string generate_request_id(Worker& worker) {
@@ -90,87 +83,33 @@ inline std::string generate_request_id(Worker& worker) {
     return text;
 }
 
-// Whether a request head (request line and fields, each ending in CRLF) continues a field
-// value on a line that starts with a space or tab (RFC 9112 §5.2).
-inline bool has_obsolete_line_folding(std::string_view head) {
-    for (auto line_end = head.find('\n');
-         line_end != std::string_view::npos && line_end + 1 < head.size();
-         line_end = head.find('\n', line_end + 1)) {
-        if (head[line_end + 1] == ' ' || head[line_end + 1] == '\t') return true;
-    }
-    return false;
-}
-
-// The 400 for a request whose framing cannot be trusted; the connection closes after it.
-inline api::Response malformed_request(std::string_view why) {
-    std::string message = "malformed HTTP request: ";
-    message.append(why.data(), why.size());
-    return api::error_response(400, message);
-}
-
 inline bool is_http_framing_error(const error_code& ec) {
     return &ec.category() == &http::make_error_code(http::error::bad_method).category();
 }
 
-// Adapts Api::handle, which may complete on the store's thread, to a coroutine: the result is
-// posted back to the awaiting coroutine's own executor.
-template <typename CompletionToken>
-auto async_handle(const api::Api& api, const api::Admitted& admitted, std::string_view body,
-                  CompletionToken&& token) {
-    return net::async_initiate<CompletionToken, void(api::Response)>(
-        [&api, &admitted, body](auto handler) {
-            auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-            auto executor = net::get_associated_executor(*shared);
-            try {
-                api.handle(admitted, body, [shared, executor](api::Response response) {
-                    net::post(executor, [shared, response = std::move(response)]() mutable {
-                        std::move (*shared)(std::move(response));
-                    });
-                });
-            } catch (const std::exception&) {
-                net::post(executor, [shared] {
-                    std::move (*shared)(api::error_response(500, "internal error"));
-                });
-            }
-        },
-        token);
-}
+// Open connections, counted so that the accept loop can enforce the cap and the application
+// can wait, without polling, until draining has closed them all.
+class ConnectionCount {
+  public:
+    std::size_t load() const { return count_.load(std::memory_order_relaxed); }
+    void add() { count_.fetch_add(1, std::memory_order_relaxed); }
+    void remove() {
+        if (count_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard lock(mutex_);
+            none_open_.notify_all();
+        }
+    }
+    /// Whether the count reached zero before `deadline`.
+    bool wait_for_zero(std::chrono::steady_clock::time_point deadline) {
+        std::unique_lock lock(mutex_);
+        return none_open_.wait_until(lock, deadline, [this] { return count_.load() == 0; });
+    }
 
-// Appends the status line and headers of a JSON response to `out`. Written by hand rather than
-// through Beast's serializer: every response here has the same few headers, and the profile
-// showed Beast's generic field list and buffer sequences costing more than the rest of a write.
-inline void serialize_response(std::string& out, const api::Response& response, unsigned version,
-                               bool keep_alive, std::string_view request_id) {
-    out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-    out += std::to_string(response.status);
-    out += ' ';
-    const auto reason = http::obsolete_reason(static_cast<http::status>(response.status));
-    out.append(reason.data(), reason.size());
-    // Every response: never cached (they carry per-caller data), never content-sniffed.
-    out += "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ";
-    out.append(request_id.data(), request_id.size());
-    out += "\r\n";
-    if (response.status != 204) {  // RFC 9110 §8.6: a 204 carries neither body nor length
-        out += "Content-Type: ";
-        out += response.content_type;
-        out += "\r\nContent-Length: ";
-        out += std::to_string(response.body.size());
-        out += "\r\n";
-    }
-    for (const auto& [name, value] : response.headers) {
-        out.append(name.data(), name.size());
-        out += ": ";
-        out += value;
-        out += "\r\n";
-    }
-    if (!keep_alive) {
-        out += "Connection: close\r\n";
-    } else if (version == 10) {
-        out += "Connection: keep-alive\r\n";
-    }
-    out += "\r\n";
-    out += response.body;
-}
+  private:
+    std::atomic<std::size_t> count_{0};
+    std::mutex mutex_;
+    std::condition_variable none_open_;
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -204,17 +143,20 @@ struct StreamControl {
 
 // One client connection over `Stream`: tcp::socket, or TlsStream for HTTPS.
 template <class Stream>
-class Connection final : public ConnectionBase {
+class Connection final : public ConnectionBase,
+                         public std::enable_shared_from_this<Connection<Stream>> {
   public:
     static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
     Connection(Stream stream, std::shared_ptr<net::ssl::context> tls, Worker& worker,
-               const api::Api& api, const ServerLimits& limits, const std::atomic<bool>& draining,
-               std::atomic<std::size_t>& open_connections, ExchangeObserver& observer)
+               const plantstore::http::Handler& handler, const ServerLimits& limits,
+               const std::atomic<bool>& draining, ConnectionCount& open_connections,
+               ExchangeObserver& observer)
         : socket_(std::move(stream)),
           tls_(std::move(tls)),
+          handler_timer_(socket_.get_executor()),
           worker_(worker),
-          api_(api),
+          handler_(handler),
           limits_(limits),
           draining_(draining),
           open_connections_(open_connections),
@@ -226,9 +168,9 @@ class Connection final : public ConnectionBase {
         observer_.on_connection_opened();
     }
 
-    ~Connection() {
+    ~Connection() override {
         observer_.on_connection_closed();
-        open_connections_.fetch_sub(1, std::memory_order_relaxed);
+        open_connections_.remove();
     }
 
     // `self` keeps the connection alive for as long as the coroutine runs.
@@ -263,8 +205,9 @@ class Connection final : public ConnectionBase {
             }
             while (open && co_await serve_one()) {
             }
-        } catch (const std::exception&) {
-            // A bug on this connection must not take the others down; it just closes.
+        } catch (const std::exception& error) {
+            // A bug on this connection must not take the others down; it closes, and says why.
+            observer_.on_failure(exchange_.request_id, "connection", error.what());
         }
         phase_ = Phase::closed;
         worker_.connections.erase(this);
@@ -285,6 +228,17 @@ class Connection final : public ConnectionBase {
     void enter(Phase phase, Clock::duration timeout) {
         phase_ = phase;
         deadline_ = Clock::now() + timeout;
+    }
+
+    // What the handler and the observer see of the current request's head, from owned copies
+    // (the parser may be gone); empty before a head was read.
+    plantstore::http::RequestHead known_head() const {
+        plantstore::http::RequestHead head;
+        head.method = exchange_.method;
+        head.target = exchange_.target;
+        head.origin = exchange_.origin;
+        head.peer_address = peer_address_;
+        return head;
     }
 
     // Reads, handles and answers one request. Returns whether the connection stays open.
@@ -308,33 +262,19 @@ class Connection final : public ConnectionBase {
         exchange_.counted = true;
         observer_.on_request_started(worker_.index);
         exchange_.method = request.method_string();
+        exchange_.head_request = request.method() == http::verb::head;
         exchange_.target = request.target();
         if (const auto id = request["X-Request-Id"]; well_formed_request_id(id)) {
             exchange_.request_id = id;
         }
         exchange_.origin = request[http::field::origin];
-        if (const auto coding = request[http::field::transfer_encoding];
-            !coding.empty() &&
-            (request.count(http::field::transfer_encoding) != 1 ||
-             !common::iequals_ascii(common::trim_whitespace(coding), "chunked"))) {
-            // Only chunked is implemented; a body in another coding (e.g. "gzip, chunked")
-            // would otherwise be read as if it were plain (RFC 9112 §6.1).
-            co_return co_await send(
-                malformed_request("only Transfer-Encoding: chunked is supported"), version, false);
+        if (const auto refusal = framing_refusal(request)) {
+            co_return co_await send(malformed(*refusal), version, false);
         }
-        if (version == 11 && request.count(http::field::host) != 1) {
-            // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
-            // one Host, which a proxy and this server could otherwise route differently.
-            co_return co_await send(malformed_request("HTTP/1.1 needs exactly one Host header"),
-                                    version, false);
-        }
-        std::variant<api::Response, api::Admitted> decision = admit(request);
-        if (const auto* admitted = std::get_if<api::Admitted>(&decision)) {
-            exchange_.token_name = admitted->caller->name;
-        }
-        if (auto* early = std::get_if<api::Response>(&decision)) {
+        plantstore::http::Decision decision = admit(request);
+        if (!decision.next) {
             // An unread body cannot be skipped reliably, so the connection closes after this.
-            co_return co_await send(std::move(*early), version,
+            co_return co_await send(std::move(decision.response), version,
                                     request.keep_alive() && parser.is_done());
         }
         if (const auto length = parser.content_length();
@@ -351,10 +291,68 @@ class Connection final : public ConnectionBase {
         co_await http::async_read(socket_, buffer_, parser, use_ec(ec));
         if (ec) co_return co_await answer_read_failure(ec);
 
-        phase_ = Phase::handling;
-        api::Response response = co_await async_handle(api_, std::get<api::Admitted>(decision),
-                                                       parser.get().body(), net::use_awaitable);
+        plantstore::http::Response response =
+            co_await run_handler(*decision.next, parser.get().body());
         co_return co_await send(std::move(response), version, parser.get().keep_alive());
+    }
+
+    // Why a request's framing cannot be trusted, beyond what Beast's parser checks.
+    static std::optional<std::string_view> framing_refusal(
+        const http::request<http::string_body>& request) {
+        if (const auto coding = request[http::field::transfer_encoding];
+            !coding.empty() &&
+            (request.count(http::field::transfer_encoding) != 1 ||
+             !common::iequals_ascii(common::trim_whitespace(coding), "chunked"))) {
+            // Only chunked is implemented; a body in another coding (e.g. "gzip, chunked")
+            // would otherwise be read as if it were plain (RFC 9112 §6.1).
+            return "only Transfer-Encoding: chunked is supported";
+        }
+        if (request.version() == 11 && request.count(http::field::host) != 1) {
+            // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
+            // one Host, which a proxy and this server could otherwise route differently.
+            return "HTTP/1.1 needs exactly one Host header";
+        }
+        return std::nullopt;
+    }
+
+    // Runs the handler's continuation with the body and waits, at most handler_timeout, for it
+    // to be ready; its response is then built here, on this connection's thread. Past the
+    // deadline the answer is 503 and the continuation's late readiness is ignored.
+    net::awaitable<plantstore::http::Response> run_handler(plantstore::http::Continuation& next,
+                                                           std::string_view body) {
+        phase_ = Phase::handling;
+        handler_ready_ = false;
+        const std::uint64_t call = ++handler_calls_;
+        handler_timer_.expires_after(limits_.handler_timeout);
+        try {
+            next.start(body, [self = this->shared_from_this(), call] {
+                net::post(self->socket_.get_executor(), [self, call] {
+                    if (call != self->handler_calls_) return;  // an abandoned call
+                    self->handler_ready_ = true;
+                    self->handler_timer_.cancel();
+                });
+            });
+        } catch (const std::exception& error) {
+            ++handler_calls_;
+            observer_.on_failure(exchange_.request_id, "handler", error.what());
+            co_return refuse(500, "internal error");
+        }
+        if (!handler_ready_) {
+            error_code ec;
+            co_await handler_timer_.async_wait(use_ec(ec));
+        }
+        if (!handler_ready_) {
+            ++handler_calls_;  // whatever the handler says later is dropped
+            co_return refuse(503, "the store did not answer within " +
+                                      std::to_string(limits_.handler_timeout.count()) +
+                                      " ms; retry later");
+        }
+        try {
+            co_return next.finish();
+        } catch (const std::exception& error) {
+            observer_.on_failure(exchange_.request_id, "handler", error.what());
+            co_return refuse(500, "internal error");
+        }
     }
 
     // Reads the next request's head, as http::async_read_header would, after checking the raw
@@ -393,11 +391,8 @@ class Connection final : public ConnectionBase {
         }
     }
 
-    std::variant<api::Response, api::Admitted> admit(
-        const http::request<http::string_body>& request) const {
-        api::RequestHead head;
-        head.method = request.method_string();
-        head.target = request.target();
+    plantstore::http::Decision admit(const http::request<http::string_body>& request) {
+        plantstore::http::RequestHead head = known_head();
         if (const auto found = request.find(http::field::authorization); found != request.end()) {
             head.authorization = found->value();
             head.repeated_authorization = request.count(http::field::authorization) > 1;
@@ -405,18 +400,29 @@ class Connection final : public ConnectionBase {
         if (const auto found = request.find(http::field::content_type); found != request.end()) {
             head.content_type = found->value();
         }
-        head.origin = request[http::field::origin];
         head.preflight_method = request[http::field::access_control_request_method];
-        head.peer_address = peer_address_;
         try {
-            return api_.admit(head);
-        } catch (const std::exception&) {
-            return api::error_response(500, "internal error");
+            return handler_.admit(head);
+        } catch (const std::exception& error) {
+            observer_.on_failure(exchange_.request_id, "admit", error.what());
+            return {refuse(500, "internal error"), nullptr};
         }
     }
 
-    api::Response body_too_large() const {
-        return api::error_response(
+    // The handler's response to a request this connection refuses itself.
+    plantstore::http::Response refuse(int status, std::string_view message) const {
+        return handler_.refuse(known_head(), status, message);
+    }
+
+    // The 400 for a request whose framing cannot be trusted; the connection closes after it.
+    plantstore::http::Response malformed(std::string_view why) const {
+        std::string message = "malformed HTTP request: ";
+        message.append(why.data(), why.size());
+        return refuse(400, message);
+    }
+
+    plantstore::http::Response body_too_large() const {
+        return refuse(
             413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes");
     }
 
@@ -426,13 +432,13 @@ class Connection final : public ConnectionBase {
         constexpr unsigned kVersion = 11;
         if (expired_) {
             if (!request_started_ && !request_has_begun()) co_return false;
-            co_return co_await send(
-                api::error_response(408, "the request was not received in time"), kVersion, false);
+            co_return co_await send(refuse(408, "the request was not received in time"), kVersion,
+                                    false);
         }
         if (ec == http::error::header_limit) {
             co_return co_await send(
-                api::error_response(431, "the request line and headers exceed " +
-                                             std::to_string(limits_.max_header_bytes) + " bytes"),
+                refuse(431, "the request line and headers exceed " +
+                                std::to_string(limits_.max_header_bytes) + " bytes"),
                 kVersion, false);
         }
         if (ec == http::error::body_limit) {
@@ -440,20 +446,25 @@ class Connection final : public ConnectionBase {
         }
         if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
             ec != http::error::partial_message) {
+            const std::string parser_problem = ec.message();
             co_return co_await send(
-                malformed_request(framing_problem_.empty() ? ec.message() : framing_problem_),
-                kVersion, false);
+                malformed(framing_problem_.empty() ? parser_problem : framing_problem_), kVersion,
+                false);
+        }
+        if (ec != http::error::end_of_stream && ec != http::error::partial_message) {
+            observer_.on_read_failed(peer_, ec.message());  // e.g. reset by the peer
         }
         co_return false;
     }
 
-    net::awaitable<bool> send(api::Response response, unsigned version, bool keep_alive) {
+    net::awaitable<bool> send(plantstore::http::Response response, unsigned version,
+                              bool keep_alive) {
         keep_alive = keep_alive && !draining_;
         if (exchange_.request_id.empty()) exchange_.request_id = generate_request_id(worker_);
         if (exchange_.started == Clock::time_point{}) exchange_.started = Clock::now();
-        api_.add_cors_headers(response, exchange_.origin);
         out_.clear();
-        serialize_response(out_, response, version, keep_alive, exchange_.request_id);
+        serialize_response(out_, response,
+                           {version, keep_alive, exchange_.head_request, exchange_.request_id});
         report(response);
         enter(Phase::writing, limits_.write_timeout);
         error_code ec;
@@ -463,22 +474,22 @@ class Connection final : public ConnectionBase {
         co_return keep_alive;
     }
 
-    void report(const api::Response& response) {
+    void report(const plantstore::http::Response& response) {
         Exchange exchange;
         exchange.request_id = exchange_.request_id;
         exchange.method = exchange_.method;
         exchange.target = exchange_.target;
-        exchange.route = api_.route_label(exchange_.target);
-        exchange.token_name = exchange_.token_name;
+        exchange.route = response.route;
+        exchange.caller = response.caller;
         exchange.peer = peer_;
         exchange.status = response.status;
-        exchange.body_bytes = response.body.size();
+        exchange.body_bytes = exchange_.head_request ? 0 : response.body.size();
         exchange.duration = Clock::now() - exchange_.started;
         exchange.started = exchange_.counted;
         try {
             observer_.on_exchange(worker_.index, exchange);
         } catch (const std::exception&) {
-            // Observing must never break serving.
+            // Observing must never break serving; the observer cannot be told about itself.
         }
     }
 
@@ -504,11 +515,14 @@ class Connection final : public ConnectionBase {
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
     std::string out_;
+    net::steady_timer handler_timer_;  // bounds the wait for the handler
+    std::uint64_t handler_calls_ = 0;  // identifies the call a readiness belongs to
+    bool handler_ready_ = false;
     Worker& worker_;
-    const api::Api& api_;
+    const plantstore::http::Handler& handler_;
     const ServerLimits& limits_;
     const std::atomic<bool>& draining_;
-    std::atomic<std::size_t>& open_connections_;
+    ConnectionCount& open_connections_;
     ExchangeObserver& observer_;
     std::string peer_address_;
     std::string peer_;  // address:port
@@ -517,10 +531,10 @@ class Connection final : public ConnectionBase {
         std::string request_id;
         std::string method;
         std::string target;
-        std::string token_name;
         std::string origin;
         Clock::time_point started{};
         bool counted = false;
+        bool head_request = false;
     } exchange_;
     Phase phase_ = Phase::reading;
     Clock::time_point deadline_{};

@@ -4,11 +4,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -65,8 +63,9 @@ std::shared_ptr<net::ssl::context> load_tls_context(const std::string& cert_file
 
 class HttpServer::Impl {
   public:
-    Impl(ServerOptions options, const api::Api& api, ExchangeObserver& observer)
-        : options_(std::move(options)), api_(api), observer_(observer) {
+    Impl(ServerOptions options, const plantstore::http::Handler& handler,
+         ExchangeObserver& observer)
+        : options_(std::move(options)), handler_(handler), observer_(observer) {
         for (unsigned i = 0; i < std::max(1U, options_.threads); ++i)
             workers_.push_back(std::make_unique<Worker>(i));
         if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
@@ -80,36 +79,25 @@ class HttpServer::Impl {
         acceptor_->listen(net::socket_base::max_listen_connections);
     }
 
+    ~Impl() { stop(); }
+
     std::string local_address() const {
         const auto endpoint = acceptor_->local_endpoint();
         return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
     }
 
-    void run(const std::function<void()>& on_drain_start) {
-        auto& main_context = workers_.front()->context;
-        std::promise<void> stop_requested;
-        net::signal_set signals(main_context, SIGINT, SIGTERM);
-        signals.async_wait([&stop_requested](error_code ec, int) {
-            if (!ec) stop_requested.set_value();
-        });
-        net::co_spawn(main_context, accept_loop(), net::detached);
-        net::signal_set reload(main_context, SIGHUP);
-        if (tls_) net::co_spawn(main_context, reload_tls_on_sighup(reload), net::detached);
+    void start() {
+        net::co_spawn(workers_.front()->context, accept_loop(), net::detached);
         for (auto& worker : workers_) {
             net::co_spawn(worker->context, sweep_deadlines(*worker, observer_), net::detached);
+            keep_running_.push_back(net::make_work_guard(worker->context));
+            threads_.emplace_back([&context = worker->context] { context.run(); });
         }
+    }
 
-        std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running;
-        std::vector<std::thread> threads;
-        for (auto& worker : workers_) {
-            keep_running.push_back(net::make_work_guard(worker->context));
-            threads.emplace_back([&context = worker->context] { context.run(); });
-        }
-
-        stop_requested.get_future().wait();
-        on_drain_start();
+    void stop_accepting() {
         draining_ = true;
-        net::post(main_context, [this] {
+        net::post(workers_.front()->context, [this] {
             error_code ignored;
             acceptor_->close(ignored);
         });
@@ -118,38 +106,30 @@ class HttpServer::Impl {
                 for (ConnectionBase* connection : worker.connections) connection->drain();
             });
         }
-        // Bounded wait for requests in flight; past the deadline the loops are stopped.
-        const auto deadline = std::chrono::steady_clock::now() + options_.limits.drain_timeout;
-        while (open_connections_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::sleep_for(10ms);
-        }
-        keep_running.clear();
+    }
+
+    bool wait_until_idle(std::chrono::steady_clock::time_point deadline) {
+        return open_connections_.wait_for_zero(deadline);
+    }
+
+    void stop() {
+        keep_running_.clear();
         for (auto& worker : workers_) worker->context.stop();
-        for (auto& thread : threads) thread.join();
+        for (auto& thread : threads_) thread.join();
+        threads_.clear();
+    }
+
+    void reload_tls() {
+        if (!tls_) throw std::runtime_error("TLS is not configured");
+        auto fresh = load_tls_context(options_.tls_cert_file, options_.tls_key_file);
+        std::lock_guard lock(tls_mutex_);
+        tls_ = std::move(fresh);
     }
 
   private:
     std::shared_ptr<net::ssl::context> current_tls() {
         std::lock_guard lock(tls_mutex_);
         return tls_;
-    }
-
-    // Each SIGHUP rereads the certificate and key; new connections use them, connections
-    // already open keep theirs. A file that fails to load leaves the previous pair in use.
-    net::awaitable<void> reload_tls_on_sighup(net::signal_set& signals) {
-        for (;;) {
-            error_code ec;
-            co_await signals.async_wait(use_ec(ec));
-            if (ec) co_return;
-            try {
-                auto fresh = load_tls_context(options_.tls_cert_file, options_.tls_key_file);
-                std::lock_guard lock(tls_mutex_);
-                tls_ = std::move(fresh);
-                observer_.on_tls_reloaded(true, options_.tls_cert_file);
-            } catch (const std::exception& error) {
-                observer_.on_tls_reloaded(false, error.what());
-            }
-        }
     }
 
     net::awaitable<void> accept_loop() {
@@ -161,51 +141,63 @@ class HttpServer::Impl {
             if (ec == net::error::operation_aborted) co_return;
             if (ec) {
                 // Out of descriptors or similar: pause so the loop does not spin.
+                observer_.on_failure({}, "accept", ec.message());
                 net::steady_timer pause(co_await net::this_coro::executor, 50ms);
                 co_await pause.async_wait(use_ec(ec));
                 continue;
             }
-            if (open_connections_.load(std::memory_order_relaxed) >=
-                options_.limits.max_connections) {
+            if (open_connections_.load() >= options_.limits.max_connections) {
                 socket.close(ec);  // over the cap: refused at once, existing ones unaffected
                 continue;
             }
             socket.set_option(tcp::no_delay(true), ec);
-            open_connections_.fetch_add(1, std::memory_order_relaxed);
+            open_connections_.add();
             if (auto tls = current_tls()) {
-                auto connection = std::make_shared<Connection<TlsStream>>(
-                    TlsStream(std::move(socket), *tls), tls, worker, api_, options_.limits,
-                    draining_, open_connections_, observer_);
-                net::co_spawn(worker.context, Connection<TlsStream>::run(connection),
-                              net::detached);
+                TlsStream stream(std::move(socket), *tls);
+                spawn<TlsStream>(worker, std::move(stream), std::move(tls));
             } else {
-                auto connection = std::make_shared<Connection<tcp::socket>>(
-                    std::move(socket), nullptr, worker, api_, options_.limits, draining_,
-                    open_connections_, observer_);
-                net::co_spawn(worker.context, Connection<tcp::socket>::run(connection),
-                              net::detached);
+                spawn<tcp::socket>(worker, std::move(socket), nullptr);
             }
         }
     }
 
+    template <class Stream>
+    void spawn(Worker& worker, Stream stream, std::shared_ptr<net::ssl::context> tls) {
+        auto connection = std::make_shared<Connection<Stream>>(
+            std::move(stream), std::move(tls), worker, handler_, options_.limits, draining_,
+            open_connections_, observer_);
+        net::co_spawn(worker.context, Connection<Stream>::run(std::move(connection)),
+                      net::detached);
+    }
+
     ServerOptions options_;
-    const api::Api& api_;
+    const plantstore::http::Handler& handler_;
     ExchangeObserver& observer_;
-    std::vector<std::unique_ptr<Worker>> workers_;
-    std::optional<tcp::acceptor> acceptor_;
+    // Connections refer to these, and the workers' event loops destroy the connections still
+    // open when they are destroyed: so these are declared (and outlive) the workers.
+    std::atomic<bool> draining_{false};
+    ConnectionCount open_connections_;
     std::mutex tls_mutex_;
     std::shared_ptr<net::ssl::context> tls_;  // guarded by tls_mutex_; null: plain HTTP
-    std::atomic<bool> draining_{false};
-    std::atomic<std::size_t> open_connections_{0};
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::optional<tcp::acceptor> acceptor_;
+    std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running_;
+    std::vector<std::thread> threads_;
 };
 
-HttpServer::HttpServer(ServerOptions options, const api::Api& api, ExchangeObserver& observer)
-    : impl_(std::make_unique<Impl>(std::move(options), api, observer)) {}
+HttpServer::HttpServer(ServerOptions options, const plantstore::http::Handler& handler,
+                       ExchangeObserver& observer)
+    : impl_(std::make_unique<Impl>(std::move(options), handler, observer)) {}
 
 HttpServer::~HttpServer() = default;
 
 std::string HttpServer::local_address() const { return impl_->local_address(); }
-
-void HttpServer::run(const std::function<void()>& on_drain_start) { impl_->run(on_drain_start); }
+void HttpServer::start() { impl_->start(); }
+void HttpServer::stop_accepting() { impl_->stop_accepting(); }
+bool HttpServer::wait_until_idle(std::chrono::steady_clock::time_point deadline) {
+    return impl_->wait_until_idle(deadline);
+}
+void HttpServer::stop() { impl_->stop(); }
+void HttpServer::reload_tls() { impl_->reload_tls(); }
 
 }  // namespace plantstore::transport

@@ -1,9 +1,11 @@
 // Transport layer: bytes on sockets. Owns listening, connections, HTTP/1.1 framing (Beast),
-// keep-alive, pipelining, 100-continue, every limit on connections, headers, bodies and time,
-// request ids, the headers every response carries, and graceful draining. Calls only the API
-// layer (admit/handle) and turns its Responses into bytes; reports each finished exchange to an
-// ExchangeObserver (implemented by the ops layer). Its header keeps Boost.Asio and Beast out of
-// every other translation unit.
+// keep-alive, pipelining, 100-continue, HEAD, every limit on connections, headers, bodies and
+// time (including how long a request may wait for its handler), request ids and the headers
+// every response carries. Calls an http::Handler (the API) through the HTTP layer's interface
+// and turns its Responses into bytes; reports each finished exchange to an ExchangeObserver
+// (implemented by the ops layer). Exposes start, stop accepting, drain and TLS reload as
+// operations; the application decides when (signals are its business). Its header keeps
+// Boost.Asio and Beast out of every other translation unit.
 #pragma once
 
 #include <chrono>
@@ -14,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-namespace plantstore::api {
-class Api;
+namespace plantstore::http {
+class Handler;
 }
 
 namespace plantstore::transport {
@@ -30,8 +32,9 @@ struct ServerLimits {
     std::chrono::milliseconds idle_timeout{60'000};
     /// How long writing one response may take before the connection is dropped.
     std::chrono::milliseconds write_timeout{10'000};
-    /// On SIGTERM/SIGINT: how long requests in flight may take to finish.
-    std::chrono::milliseconds drain_timeout{10'000};
+    /// How long a request whose body was read may wait for its handler (the store) before it
+    /// is answered 503 with Retry-After; the handler's late answer is then dropped.
+    std::chrono::milliseconds handler_timeout{10'000};
 };
 
 /// One finished request/response, as the observer sees it. Views are valid only during the call.
@@ -39,9 +42,9 @@ struct Exchange {
     std::string_view request_id;
     std::string_view method;  ///< empty when the request line could not be read
     std::string_view target;
-    std::string_view route;       ///< the API's route label, e.g. "/plants/{id}"
-    std::string_view token_name;  ///< empty when the caller was not authenticated
-    std::string_view peer;        ///< "address:port"
+    std::string_view route;   ///< the handler's route label, e.g. "/plants/{id}"
+    std::string_view caller;  ///< who called (a token's name); empty when not authenticated
+    std::string_view peer;    ///< "address:port"
     int status = 0;
     std::size_t body_bytes = 0;
     std::chrono::nanoseconds duration{};
@@ -60,8 +63,14 @@ class ExchangeObserver {
     virtual void on_tick(unsigned worker) = 0;
     virtual void on_connection_opened() = 0;
     virtual void on_connection_closed() = 0;
-    /// After SIGHUP: whether the TLS certificate and key were reloaded, and the file or reason.
-    virtual void on_tls_reloaded(bool ok, std::string_view detail) = 0;
+    /// Something failed unexpectedly (an exception from the handler or on a connection): the
+    /// request it concerned (empty if none), where, and what. The request got a 500 or the
+    /// connection closed.
+    virtual void on_failure(std::string_view request_id, std::string_view where,
+                            std::string_view what) = 0;
+    /// A read ended in an error other than the client closing cleanly, a time-out or bad
+    /// framing (all answered or expected): e.g. a reset connection. Lowest priority.
+    virtual void on_read_failed(std::string_view peer, std::string_view reason) = 0;
 };
 
 struct ServerOptions {
@@ -69,7 +78,7 @@ struct ServerOptions {
     std::uint16_t port = 8080;  ///< 0 picks a free port
     unsigned threads = 1;       ///< event loops, one thread each
     /// PEM certificate chain and private key: when set, the listener speaks HTTPS only
-    /// (TLS 1.2 and newer), and SIGHUP rereads both.
+    /// (TLS 1.2 and newer); reload_tls() rereads both.
     std::string tls_cert_file;
     std::string tls_key_file;
     ServerLimits limits;
@@ -77,17 +86,32 @@ struct ServerOptions {
 
 class HttpServer {
   public:
-    /// Binds and listens. `observer` must outlive the server.
+    /// Binds and listens (nothing is accepted before start()). `handler` and `observer` must
+    /// outlive the server.
     /// @throws std::exception naming the reason when that fails
-    HttpServer(ServerOptions options, const api::Api& api, ExchangeObserver& observer);
+    HttpServer(ServerOptions options, const http::Handler& handler, ExchangeObserver& observer);
+    /// Stops the event loops if still running.
     ~HttpServer();
 
     /// "host:port" actually bound (useful with port 0).
     std::string local_address() const;
 
-    /// Serves until SIGTERM or SIGINT, then stops accepting, lets requests in flight finish
-    /// (bounded by drain_timeout) and returns. `on_drain_start` runs when draining begins.
-    void run(const std::function<void()>& on_drain_start);
+    /// Starts the event loops, one thread each, and accepting connections. Returns at once.
+    void start();
+
+    /// Stops accepting: the listener closes, idle connections close now, and each busy one
+    /// closes after its current response. Thread-safe; returns at once.
+    void stop_accepting();
+
+    /// Waits until every connection has closed or `deadline` passes; whether they all closed.
+    bool wait_until_idle(std::chrono::steady_clock::time_point deadline);
+
+    /// Stops the event loops (connections still open are dropped) and joins their threads.
+    void stop();
+
+    /// Rereads the TLS certificate and key; new connections use them, open ones keep theirs.
+    /// @throws std::runtime_error naming the file and reason (the previous pair stays in use)
+    void reload_tls();
 
   private:
     class Impl;

@@ -109,18 +109,60 @@ TEST_F(HttpApi, UnknownPathIs404) {
     expect_error(post(R"({"id":1,"name":"a"})", "/r%ADyz"), 404, "/r\xef\xbf\xbdyz");
 }
 
+// RFC 9110 §9.3.2: HEAD is answered wherever GET is, with GET's status and headers and no body;
+// on a keep-alive connection, a stray body would be read as the start of the next response.
+TEST_F(HttpApi, HeadHasGetsHeadersAndNoBodyOnAKeepAliveConnection) {
+    ASSERT_EQ(post(R"({"id":5,"name":"Fern"})").status, 200);
+    HttpConnection connection(port());
+    const std::vector<std::string> auth = {"Authorization: Bearer " + token};
+    const auto get = connection.request("GET", "/plants/5", "", auth);
+    ASSERT_TRUE(get);
+    for (const char* target : {"/plants/5", "/plants", "/nothing", "/healthz", "/openapi.json"}) {
+        const auto head = connection.request("HEAD", target, "", auth);
+        ASSERT_TRUE(head) << target;
+        EXPECT_TRUE(head->body.empty()) << target;
+        EXPECT_FALSE(head->header("content-length").empty()) << target;
+        EXPECT_NE(head->header("connection"), "close") << target;
+    }
+    const auto head = connection.request("HEAD", "/plants/5", "", auth);
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->status, 200);
+    EXPECT_EQ(head->header("content-length"), std::to_string(get->body.size()));
+    EXPECT_EQ(head->header("content-type"), "application/json");
+    EXPECT_EQ(connection.request("HEAD", "/nothing", "", auth)->status, 404);
+    // The next request on the same connection reads its own response, not leftover bytes.
+    const auto after = connection.request("GET", "/plants/5", "", auth);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200);
+    EXPECT_EQ(after->body, get->body);
+}
+
+TEST_F(HttpApi, HeadOnAnUnknownPathIs404WithoutABody) {
+    HttpConnection connection(port());
+    const std::vector<std::string> auth = {"Authorization: Bearer " + token};
+    // A raw HEAD, read without the HEAD rule: a body would show up as the next bytes.
+    connection.send_raw("HEAD /plants/x/y HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    const auto missing = connection.read_response(true);
+    ASSERT_TRUE(missing);
+    EXPECT_EQ(missing->status, 404);
+    const auto after = connection.request("GET", "/healthz", "", {});
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200);
+    EXPECT_EQ(after->body, R"({"status":"ok"})");
+}
+
 TEST_F(HttpApi, OtherMethodIs405WithAllow) {
     HttpConnection connection(port());
     const auto response =
         connection.request("DELETE", "/plants", "", {"Authorization: Bearer " + token});
     ASSERT_TRUE(response);
     expect_error(*response, 405, "DELETE");
-    EXPECT_EQ(response->header("allow"), "GET, POST");
+    EXPECT_EQ(response->header("allow"), "GET, HEAD, POST");
     const auto item =
         connection.request("PUT", "/plants/1", "", {"Authorization: Bearer " + token});
     ASSERT_TRUE(item);
     expect_error(*item, 405, "PUT");
-    EXPECT_EQ(item->header("allow"), "GET, DELETE");
+    EXPECT_EQ(item->header("allow"), "GET, HEAD, DELETE");
 }
 
 TEST_F(HttpApi, NonJsonContentTypeIs415AndJsonWithCharsetIsAccepted) {
@@ -191,7 +233,7 @@ TEST_F(HttpApi, ServesItsOpenApiDocumentWithoutCredentials) {
     const auto post = connection.request("POST", "/openapi.json", "", {});
     ASSERT_TRUE(post);
     expect_error(*post, 405);
-    EXPECT_EQ(post->header("allow"), "GET");
+    EXPECT_EQ(post->header("allow"), "GET, HEAD");
 }
 
 TEST_F(HttpApi, Http11WithoutExactlyOneHostIs400AndCloses) {

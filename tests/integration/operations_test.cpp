@@ -203,7 +203,7 @@ TEST_F(Operations, CorsPreflightAndResponsesForAllowedOriginsOnly) {
     ASSERT_TRUE(preflight);
     EXPECT_EQ(preflight->status, 204);
     EXPECT_EQ(preflight->header("access-control-allow-origin"), "https://docs.example");
-    EXPECT_EQ(preflight->header("access-control-allow-methods"), "GET, POST");
+    EXPECT_EQ(preflight->header("access-control-allow-methods"), "GET, HEAD, POST");
     EXPECT_NE(preflight->header("access-control-allow-headers").find("Authorization"),
               std::string::npos);
     EXPECT_EQ(preflight->header("vary"), "Origin");

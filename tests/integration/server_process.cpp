@@ -378,8 +378,9 @@ void HttpConnection::send_raw(const std::string& bytes) {
     }
 }
 
-std::optional<HttpResponse> HttpConnection::read_response() {
+std::optional<HttpResponse> HttpConnection::read_response(bool to_head) {
     http::response_parser<http::string_body> parser;
+    parser.skip(to_head);
     parser.eager(true);
     parser.body_limit(16 * 1024 * 1024);
     char chunk[16384];
@@ -436,7 +437,7 @@ std::optional<HttpResponse> HttpConnection::request(const std::string& method,
     }
     text += "\r\n" + body;
     send_raw(text);
-    return read_response();
+    return read_response(method == "HEAD");
 }
 
 std::string plant_request(const std::string& token, const std::string& body,

@@ -91,8 +91,9 @@ class HttpConnection {
 
     void send_raw(const std::string& bytes);
     /// Parses one response; nullopt when the server closed the connection (or timed out)
-    /// before a complete response.
-    std::optional<HttpResponse> read_response();
+    /// before a complete response. `to_head`: the response to a HEAD, whose Content-Length
+    /// describes a body that is not sent.
+    std::optional<HttpResponse> read_response(bool to_head = false);
     /// True when the server has closed its side (a read returns end-of-file in time).
     bool closed_by_server();
     /// TLS: whether the handshake succeeded, and the server certificate's subject CN.

@@ -97,8 +97,8 @@ TEST_P(FailingWrites, FailedBatchesAre503NeverHalfWrittenAndTheServiceRecovers) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, FailingWrites, testing::Values("fail-sync", "fail-write", "full"),
-                         [](const auto& info) {
-                             std::string name = info.param;
+                         [](const testing::TestParamInfo<const char*>& fault) {
+                             std::string name = fault.param;
                              std::erase(name, '-');
                              return name;
                          });

@@ -23,13 +23,6 @@ WriteResult unavailable(std::string reason) {
     return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
 }
 
-// Index of the first bucket whose upper bound holds `value`; the last index is +Inf.
-template <std::size_t N>
-std::size_t bucket_of(const std::array<double, N>& bounds, double value) {
-    return static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), value) -
-                                    bounds.begin());
-}
-
 // WAL size, in pages, at which the checkpointer is woken (SQLite's own default), and beyond
 // which the writer completes a checkpoint itself so that the WAL cannot grow without bound.
 constexpr int kCheckpointPages = 1000;
@@ -38,14 +31,21 @@ constexpr int kWalHardCapPages = 8000;
 // itself (a fraction of a millisecond) so the WAL can restart at its beginning.
 constexpr int kCatchUpFrames = 256;
 
+// A checkpoint that failed for another reason than a reader or writer in its way (SQLITE_BUSY,
+// retried at the next one): the WAL keeps growing until one succeeds, so an operator must know.
+void report_checkpoint_failure(StoreObserver* observer, std::string_view step, sqlite3* db) {
+    if (observer == nullptr) return;
+    observer->on_maintenance_failed(std::string(step) + " failed: " + sqlite3_errmsg(db));
+}
+
 }  // namespace
 
 // Runs passive checkpoints on a connection of its own, when the writer says the WAL has grown.
 // A passive checkpoint never blocks the writer or readers.
 class SqlitePlantStore::Checkpointer {
   public:
-    explicit Checkpointer(const std::filesystem::path& data_dir)
-        : db_(open_store_database(data_dir)), thread_([this] { run(); }) {}
+    Checkpointer(const std::filesystem::path& data_dir, StoreObserver* observer)
+        : observer_(observer), db_(open_store_database(data_dir)), thread_([this] { run(); }) {}
     Checkpointer(const Checkpointer&) = delete;
     Checkpointer& operator=(const Checkpointer&) = delete;
     ~Checkpointer() {
@@ -87,11 +87,14 @@ class SqlitePlantStore::Checkpointer {
             // a small remainder is enough for the writer to finish cheaply.
             if (rc == SQLITE_OK && wal_frames - copied_frames <= kCatchUpFrames) {
                 caught_up_ = true;
+            } else if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+                report_checkpoint_failure(observer_, "background checkpoint", db_->handle());
             }
             lock.lock();
         }
     }
 
+    StoreObserver* observer_;
     std::unique_ptr<Database> db_;
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -104,8 +107,10 @@ class SqlitePlantStore::Checkpointer {
 // The writer thread's connection and statements, prepared once.
 class SqlitePlantStore::Writer {
   public:
-    Writer(const std::filesystem::path& data_dir, Checkpointer& checkpointer)
+    Writer(const std::filesystem::path& data_dir, Checkpointer& checkpointer,
+           StoreObserver* observer)
         : checkpointer_(checkpointer),
+          observer_(observer),
           db_(open_store_database(data_dir)),
           begin_(db_->prepare("BEGIN IMMEDIATE")),
           commit_(db_->prepare("COMMIT")),
@@ -182,12 +187,12 @@ class SqlitePlantStore::Writer {
             // next transaction restart the WAL at its beginning, so the WAL stays small and
             // never reaches the hard cap, whose RESTART checkpoint may wait for the
             // checkpointer's lock.
-            sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+            self.checkpoint(db, SQLITE_CHECKPOINT_PASSIVE);
             self.pages_at_last_request_ = 0;
         } else if (wal_pages >= kWalHardCapPages) {
             // Sustained load kept passive checkpoints from ever finishing the WAL; finish it
             // here (most frames are already copied) so the WAL restarts from its beginning.
-            sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
+            self.checkpoint(db, SQLITE_CHECKPOINT_RESTART);
             self.pages_at_last_request_ = 0;
         } else if (wal_pages >= self.pages_at_last_request_ + kCheckpointPages) {
             // Once per kCheckpointPages new pages: the count includes frames already copied.
@@ -197,14 +202,26 @@ class SqlitePlantStore::Writer {
         return SQLITE_OK;
     }
 
+    void checkpoint(sqlite3* db, int mode) const {
+        const int rc = sqlite3_wal_checkpoint_v2(db, "main", mode, nullptr, nullptr);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+            report_checkpoint_failure(observer_, "writer checkpoint", db);
+        }
+    }
+
     std::string fail(std::string_view step, Statement& statement) {
         std::string reason = std::string(step) + " failed: " + db_->error_message();
         statement.reset();
-        if (db_->in_transaction()) db_->try_exec("ROLLBACK");
+        if (db_->in_transaction() && db_->try_exec("ROLLBACK") != SQLITE_OK &&
+            observer_ != nullptr) {
+            // SQLite rolls back by itself when it can; say so when even that failed.
+            observer_->on_maintenance_failed("ROLLBACK failed: " + db_->error_message());
+        }
         return reason;
     }
 
     Checkpointer& checkpointer_;
+    StoreObserver* observer_;
     int pages_at_last_request_ = 0;
     std::unique_ptr<Database> db_;
     Statement begin_;
@@ -280,8 +297,8 @@ class SqlitePlantStore::Reader {
 
 SqlitePlantStore::SqlitePlantStore(Options options)
     : options_(std::move(options)),
-      checkpointer_(std::make_unique<Checkpointer>(options_.data_dir)),
-      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_)) {
+      checkpointer_(std::make_unique<Checkpointer>(options_.data_dir, options_.observer)),
+      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.observer)) {
     pending_.reserve(options_.max_batch);
     thread_ = std::thread([this] { run_writer(); });
 }
@@ -353,16 +370,18 @@ void SqlitePlantStore::enqueue(Pending pending) {
     pending.done(unavailable(refusal));
 }
 
-bool SqlitePlantStore::accepting_work() const {
+Health SqlitePlantStore::health() const {
     std::lock_guard lock(mutex_);
-    return !closing_ && pending_.size() < options_.max_pending;
-}
-
-WriteStats SqlitePlantStore::write_stats() const {
-    std::lock_guard lock(mutex_);
-    WriteStats stats = stats_;
-    stats.pending = pending_.size();
-    return stats;
+    Health health;
+    health.pending_writes = pending_.size();
+    if (closing_) {
+        health.ready = false;
+        health.reason = "the store is closing";
+    } else if (pending_.size() >= options_.max_pending) {
+        health.ready = false;
+        health.reason = "the write queue is full";
+    }
+    return health;
 }
 
 void SqlitePlantStore::close() {
@@ -396,21 +415,10 @@ void SqlitePlantStore::run_writer() {
         }
         const auto started = std::chrono::steady_clock::now();
         const std::string failure = writer_->commit(batch, results);
-        const auto elapsed = std::chrono::steady_clock::now() - started;
-        {
-            std::lock_guard lock(mutex_);
-            ++stats_.batches;
-            stats_.writes += batch.size();
-            stats_.failed_batches += failure.empty() ? 0 : 1;
-            stats_.commit_nanoseconds += static_cast<std::uint64_t>(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
-            stats_.largest_batch = std::max<std::uint64_t>(stats_.largest_batch, batch.size());
-            const double seconds = std::chrono::duration<double>(elapsed).count();
-            ++stats_.commit_seconds_counts[bucket_of(kCommitSecondsBuckets, seconds)];
-            ++stats_.batch_size_counts[bucket_of(kBatchSizeBuckets,
-                                                 static_cast<double>(batch.size()))];
+        if (options_.observer != nullptr) {
+            options_.observer->on_batch(batch.size(), std::chrono::steady_clock::now() - started,
+                                        failure);
         }
-        if (!failure.empty() && options_.on_batch_failed) options_.on_batch_failed(failure);
         for (std::size_t i = 0; i < batch.size(); ++i) {
             batch[i].done(failure.empty() ? std::move(results[i]) : unavailable(failure));
         }

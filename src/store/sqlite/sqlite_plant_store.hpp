@@ -1,4 +1,5 @@
-// Store layer (see store/plant_store.hpp): the SQLite engine, with group commit.
+// Store layer, SQLite engine (see store/plant_store.hpp): plants in one SQLite database with
+// group commit. May call the store interface, domain and auth (records) layers and SQLite.
 #pragma once
 
 #include <condition_variable>
@@ -31,9 +32,8 @@ class SqlitePlantStore final : public PlantStore {
         std::size_t max_pending = 16384;
         /// Most creates in one transaction.
         std::size_t max_batch = 4096;
-        /// Called on the writer thread with the reason each time a batch fails to commit (its
-        /// requests all get `unavailable`), so that the failure reaches the log once.
-        std::function<void(std::string_view reason)> on_batch_failed = nullptr;
+        /// Told about every transaction, on the writer thread; may be null.
+        StoreObserver* observer = nullptr;
     };
 
     /// Opens the store (applying migrations) and starts the writer.
@@ -46,11 +46,9 @@ class SqlitePlantStore final : public PlantStore {
     void remove(std::string tenant, domain::PlantId id, WriteCallback done) override;
     void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
-    bool accepting_work() const override;
-    WriteStats write_stats() const override;
-
+    Health health() const override;
     /// Stops accepting work, commits everything already accepted, and joins the writer.
-    void close();
+    void close() override;
 
   private:
     struct Pending {
@@ -78,7 +76,6 @@ class SqlitePlantStore final : public PlantStore {
     std::condition_variable work_available_;
     std::vector<Pending> pending_;
     bool closing_ = false;
-    WriteStats stats_;  // guarded by mutex_
     std::mutex readers_mutex_;
     std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
     std::thread thread_;

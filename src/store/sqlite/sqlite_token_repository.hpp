@@ -8,26 +8,23 @@
 #include <vector>
 
 #include "auth/token.hpp"
+#include "store/token_repository.hpp"
 
 namespace plantstore::store::sqlite {
 
 class Database;
 
-/// Tokens as the CLI manages them and the server reads them. Not thread-safe; one per thread.
-class SqliteTokenRepository {
+/// Token records in the data directory's database. Not thread-safe; one per thread.
+class SqliteTokenRepository final : public TokenRepository {
   public:
     /// @throws SqliteError or std::filesystem::filesystem_error naming the path and the reason
     explicit SqliteTokenRepository(const std::filesystem::path& data_dir);
-    ~SqliteTokenRepository();
+    ~SqliteTokenRepository() override;
 
-    /// Stores `record`. Returns false, storing nothing, when its name is already taken.
-    bool add(const auth::TokenRecord& record);
-    /// Removes the token named `name`; false when there was none.
-    bool remove(std::string_view name);
-    /// Every stored token, ordered by name.
-    std::vector<auth::TokenRecord> list();
-    /// A number that changes whenever any token is added, changed or removed (by any process).
-    std::int64_t change_count();
+    bool add(const auth::TokenRecord& record) override;
+    bool remove(std::string_view name) override;
+    std::vector<auth::TokenRecord> list() override;
+    std::int64_t change_count() override;
 
   private:
     std::unique_ptr<Database> db_;

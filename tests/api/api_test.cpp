@@ -5,11 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include "api/operations.hpp"
 #include "auth/token_registry.hpp"
 #include "store/plant_store.hpp"
 
 namespace plantstore::api {
 namespace {
+
+using http::RequestHead;
+using http::Response;
 
 class ScriptedStore final : public store::PlantStore {
   public:
@@ -33,8 +37,8 @@ class ScriptedStore final : public store::PlantStore {
         queries.push_back(query);
         done({next_read, {{1, {"a", "x"}}, {2, {"b", std::nullopt}}}, true, {}});
     }
-    bool accepting_work() const override { return true; }
-    store::WriteStats write_stats() const override { return {}; }
+    store::Health health() const override { return {}; }
+    void close() override {}
 };
 
 class ApiTest : public testing::Test {
@@ -55,17 +59,18 @@ class ApiTest : public testing::Test {
 
     Response final_response(const RequestHead& head) {
         auto decision = api.admit(head);
-        EXPECT_TRUE(std::holds_alternative<Response>(decision));
-        return std::holds_alternative<Response>(decision) ? std::get<Response>(decision)
-                                                          : Response{};
+        EXPECT_EQ(decision.next, nullptr) << head.target;
+        return decision.response;
     }
 
+    // Admits, and for an admitted request runs its continuation to the response.
     Response full(const RequestHead& head, std::string_view body) {
         auto decision = api.admit(head);
-        if (auto* early = std::get_if<Response>(&decision)) return *early;
-        Response out;
-        api.handle(std::get<Admitted>(decision), body, [&out](Response r) { out = std::move(r); });
-        return out;
+        if (!decision.next) return decision.response;
+        bool ready = false;
+        decision.next->start(body, [&ready] { ready = true; });
+        EXPECT_TRUE(ready);  // the scripted store answers at once
+        return decision.next->finish();
     }
 
     static std::string header(const Response& response, std::string_view name) {
@@ -124,17 +129,18 @@ TEST_F(ApiTest, UnknownPathIs404EvenUnderTheWrongPrefix) {
 }
 
 TEST_F(ApiTest, QueryStringDoesNotChangeTheRoute) {
-    EXPECT_TRUE(std::holds_alternative<Admitted>(
-        api.admit({"POST", "/v1/plants?x=1", "Bearer ps_good", false, "application/json"})));
+    EXPECT_NE(api.admit({"POST", "/v1/plants?x=1", "Bearer ps_good", false, "application/json"})
+                  .next,
+              nullptr);
 }
 
 TEST_F(ApiTest, OtherMethodIs405WithAllow) {
     const Response collection = final_response({"PUT", "/v1/plants", {}, false, {}});
     EXPECT_EQ(collection.status, 405);
-    EXPECT_EQ(header(collection, "Allow"), "GET, POST");
+    EXPECT_EQ(header(collection, "Allow"), "GET, HEAD, POST");
     const Response item = final_response({"POST", "/v1/plants/1", {}, false, {}});
     EXPECT_EQ(item.status, 405);
-    EXPECT_EQ(header(item, "Allow"), "GET, DELETE");
+    EXPECT_EQ(header(item, "Allow"), "GET, HEAD, DELETE");
     // A method name that is a prefix of an allowed one is still another method.
     EXPECT_EQ(final_response({"GE", "/v1/plants", {}, false, {}}).status, 405);
 }
@@ -161,9 +167,8 @@ TEST_F(ApiTest, PathIdMustBeAnInt64) {
             R"({"error":400,"message":"id: must be an integer between -9223372036854775808 and 9223372036854775807"})")
             << target;
     }
-    const auto admitted = api.admit(get("/v1/plants/-9223372036854775808"));
-    ASSERT_TRUE(std::holds_alternative<Admitted>(admitted));
-    EXPECT_EQ(std::get<Admitted>(admitted).id, INT64_MIN);
+    EXPECT_EQ(full(get("/v1/plants/-9223372036854775808"), "").body,
+              R"({"id":-9223372036854775808,"name":"Fern"})");
 }
 
 TEST_F(ApiTest, NestedPathsAreNotPlants) {
@@ -172,13 +177,14 @@ TEST_F(ApiTest, NestedPathsAreNotPlants) {
 }
 
 TEST_F(ApiTest, ListQueryParameters) {
-    const auto parsed = api.admit(get("/v1/plants?limit=5&after=-3&tag=a%20b"));
-    ASSERT_TRUE(std::holds_alternative<Admitted>(parsed));
-    const auto& query = std::get<Admitted>(parsed).query;
+    EXPECT_EQ(full(get("/v1/plants?limit=5&after=-3&tag=a%20b"), "").status, 200);
+    EXPECT_EQ(full(get("/v1/plants"), "").status, 200);
+    ASSERT_EQ(store.queries.size(), 2U);
+    const auto& query = store.queries[0];
     EXPECT_EQ(query.limit, 5);
     EXPECT_EQ(query.after, -3);
     EXPECT_EQ(query.tag, "a b");
-    EXPECT_EQ(std::get<Admitted>(api.admit(get("/v1/plants"))).query.limit, 100);
+    EXPECT_EQ(store.queries[1].limit, 100);
 
     for (const char* bad :
          {"limit=0", "limit=1001", "limit=-1", "limit=abc", "limit=", "limit", "limit=1&limit=2"}) {
@@ -247,6 +253,72 @@ TEST_F(ApiTest, NonJsonMediaTypeIs415) {
     EXPECT_EQ(final_response(head).status, 415);
     head.content_type.reset();
     EXPECT_EQ(final_response(head).status, 415);
+}
+
+TEST_F(ApiTest, HeadIsAnsweredWhereGetIsAndListedInAllow) {
+    RequestHead head = get("/v1/plants/7");
+    head.method = "HEAD";
+    const Response read = full(head, "");
+    EXPECT_EQ(read.status, 200);
+    EXPECT_EQ(read.body, R"({"id":7,"name":"Fern"})");  // the transport drops it, keeps its length
+
+    const Response refused = final_response({"PUT", "/v1/plants", "Bearer ps_good", false, {}});
+    EXPECT_EQ(refused.status, 405);
+    EXPECT_EQ(header(refused, "Allow"), "GET, HEAD, POST");
+    EXPECT_EQ(header(final_response({"PUT", "/v1/plants/1", {}, false, {}}), "Allow"),
+              "GET, HEAD, DELETE");
+}
+
+TEST_F(ApiTest, ResponsesCarryTheirRouteLabelAndCaller) {
+    const Response created = full(post(), R"({"id":3,"name":"Fern"})");
+    EXPECT_EQ(created.route, "/plants");
+    EXPECT_EQ(created.caller, "ci");
+    EXPECT_EQ(full(get("/v1/plants/3"), "").route, "/plants/{id}");
+    const Response anonymous = final_response(post(std::nullopt));
+    EXPECT_EQ(anonymous.route, "/plants");
+    EXPECT_EQ(anonymous.caller, "");
+    EXPECT_EQ(final_response(get("/v1/nothing")).route, "other");
+    EXPECT_EQ(final_response(get("/v1/openapi.json", "")).route, "/openapi.json");
+}
+
+TEST_F(ApiTest, TransportRefusalsAreErrorShapedAndLabelled) {
+    const Response slow = api.refuse({"POST", "/v1/plants"}, 408, "too slow");
+    EXPECT_EQ(slow.status, 408);
+    EXPECT_EQ(slow.body, R"({"error":408,"message":"too slow"})");
+    EXPECT_EQ(slow.route, "/plants");
+    const Response late = api.refuse({"GET", "/v1/plants/1"}, 503, "the store did not answer");
+    EXPECT_EQ(header(late, "Retry-After"), "1");
+    EXPECT_EQ(api.refuse({}, 400, "malformed").route, "other");
+}
+
+TEST(ApiOperations, OperationsPathsGoToTheOperationsHandler) {
+    auth::TokenRegistry tokens;
+    ScriptedStore store;
+    OperationsHandler operations(store, [] { return std::string("metric 1\n"); });
+    Api api({"/v1", {}}, tokens, store, &operations);
+    const auto health = api.admit({"GET", "/healthz"});
+    EXPECT_EQ(health.response.status, 200);
+    EXPECT_EQ(health.response.body, R"({"status":"ok"})");
+    EXPECT_EQ(health.response.route, "/healthz");
+    const auto metrics = api.admit({"HEAD", "/metrics"});
+    EXPECT_EQ(metrics.response.status, 200);
+    EXPECT_EQ(metrics.response.content_type, "text/plain; version=0.0.4; charset=utf-8");
+    const auto wrong = api.admit({"POST", "/readyz"});
+    EXPECT_EQ(wrong.response.status, 405);
+    operations.begin_draining();
+    const auto draining = api.admit({"GET", "/readyz"});
+    EXPECT_EQ(draining.response.status, 503);
+    EXPECT_EQ(api.route_labels(),
+              (std::vector<std::string_view>{"/plants", "/plants/{id}", "/openapi.json",
+                                             "/healthz", "/readyz", "/metrics", "other"}));
+}
+
+TEST(ApiOperations, WithoutMetricsTheMetricsPathIsNotFound) {
+    auth::TokenRegistry tokens;
+    ScriptedStore store;
+    OperationsHandler operations(store, {});
+    Api api({"", {}}, tokens, store, &operations);
+    EXPECT_EQ(api.admit({"GET", "/metrics"}).response.status, 404);
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+#include "api/operations.hpp"
+
+#include <boost/url/parse.hpp>
+
+#include "api/responses.hpp"
+#include "store/plant_store.hpp"
+
+namespace plantstore::api {
+
+namespace {
+
+std::vector<Route> operations_routes(bool with_metrics) {
+    std::vector<Route> routes = {
+        {"/healthz", "/healthz", false, {{"GET", Operation::health, std::nullopt}}},
+        {"/readyz", "/readyz", false, {{"GET", Operation::readiness, std::nullopt}}},
+    };
+    if (with_metrics) {
+        routes.push_back({"/metrics", "/metrics", false, {{"GET", Operation::metrics, {}}}});
+    }
+    return routes;
+}
+
+std::string path_of(std::string_view target) {
+    const auto parsed = boost::urls::parse_origin_form(target);
+    return parsed ? std::string(parsed->path()) : std::string();
+}
+
+}  // namespace
+
+OperationsHandler::OperationsHandler(const store::PlantStore& store,
+                                     std::function<std::string()> metrics,
+                                     std::vector<std::string> cors_origins)
+    : store_(store),
+      metrics_(std::move(metrics)),
+      cors_(std::move(cors_origins)),
+      routes_(operations_routes(static_cast<bool>(metrics_))) {}
+
+bool OperationsHandler::serves(std::string_view path) const {
+    return routes_.match(path).route != nullptr;
+}
+
+http::Decision OperationsHandler::admit(const http::RequestHead& head) const {
+    const auto target = boost::urls::parse_origin_form(head.target);
+    http::Decision decision;
+    const RouteMatch match = target ? routes_.match(target->path()) : RouteMatch{};
+    if (!target) {
+        decision.response = error_response(400, "malformed request target");
+    } else if (match.route == nullptr) {
+        decision.response = error_response(404, "no such resource: " + std::string(target->path()));
+    } else if (const Endpoint* endpoint = match.route->find(head.method); endpoint == nullptr) {
+        decision.response = method_not_allowed(head.method, target->path(), match.route->allow());
+    } else {
+        decision.response = answer(endpoint->operation);
+    }
+    if (match.route != nullptr) decision.response.route = match.route->label;
+    cors_.decorate(decision.response, head.origin);
+    return decision;
+}
+
+http::Response OperationsHandler::answer(Operation operation) const {
+    http::Response response;
+    switch (operation) {
+        case Operation::health:
+            response.body = R"({"status":"ok"})";
+            break;
+        case Operation::metrics:
+            response.body = metrics_();
+            response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+            break;
+        case Operation::readiness:
+        default: {
+            if (draining_) return retry_later(503, "draining: the server is stopping", 1);
+            const store::Health health = store_.health();
+            if (!health.ready)
+                return retry_later(503, "the store is not ready: " + health.reason, 1);
+            response.body = R"({"status":"ready"})";
+            break;
+        }
+    }
+    return response;
+}
+
+http::Response OperationsHandler::refuse(const http::RequestHead& head, int status,
+                                         std::string_view message) const {
+    http::Response response =
+        status == 503 ? retry_later(status, message, 1) : error_response(status, message);
+    if (const RouteMatch match = routes_.match(path_of(head.target)); match.route != nullptr) {
+        response.route = match.route->label;
+    }
+    cors_.decorate(response, head.origin);
+    return response;
+}
+
+}  // namespace plantstore::api

@@ -1,0 +1,32 @@
+#include "api/responses.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "domain/json_encoding.hpp"
+
+namespace plantstore::api {
+
+http::Response error_response(int status, std::string_view message) {
+    http::Response response;
+    response.status = status;
+    response.body = domain::encode_error(status, message);
+    return response;
+}
+
+http::Response method_not_allowed(std::string_view method, std::string_view path,
+                                  std::string_view allowed) {
+    http::Response response = error_response(
+        405, "method " + std::string(method) + " is not allowed on " + std::string(path));
+    response.headers.emplace_back("Allow", std::string(allowed));
+    return response;
+}
+
+http::Response retry_later(int status, std::string_view message, double wait_seconds) {
+    http::Response response = error_response(status, message);
+    const long seconds = std::max(1L, static_cast<long>(std::ceil(wait_seconds)));
+    response.headers.emplace_back("Retry-After", std::to_string(seconds));
+    return response;
+}
+
+}  // namespace plantstore::api

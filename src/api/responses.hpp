@@ -1,0 +1,20 @@
+// API layer (see api.hpp): the Error-shaped responses every handler of this layer gives.
+#pragma once
+
+#include <string_view>
+
+#include "http/handler.hpp"
+
+namespace plantstore::api {
+
+/// An Error-shaped response: `{"error": status, "message": message}`.
+http::Response error_response(int status, std::string_view message);
+
+/// 405 naming the method and path, with `Allow: allowed`.
+http::Response method_not_allowed(std::string_view method, std::string_view path,
+                                  std::string_view allowed);
+
+/// An Error-shaped `status` (429 or 503) with `Retry-After` in whole seconds, at least 1.
+http::Response retry_later(int status, std::string_view message, double wait_seconds);
+
+}  // namespace plantstore::api

@@ -1,0 +1,77 @@
+// HTTP layer: the exchange between the transport and whatever answers requests, as plain types.
+// Owns RequestHead, Response and the Handler interface (a head in, a decision out; a body in,
+// one response out), in the shape of Beast's handle_request(req, send) but cut in two so that a
+// request can be refused before its body is read. Pure: no sockets, no Boost, no I/O. The
+// transport layer calls a Handler; the API layer implements it. Calls nothing.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace plantstore::http {
+
+/// What a handler sees of a request's head. Views into the transport's buffers, valid during
+/// the call they are passed to.
+struct RequestHead {
+    std::string_view method;  ///< as sent, e.g. "POST"
+    std::string_view target;  ///< origin-form, e.g. "/plants?x=1"; empty when unreadable
+    std::optional<std::string_view> authorization;
+    bool repeated_authorization = false;  ///< more than one Authorization header
+    std::optional<std::string_view> content_type;
+    std::string_view origin;            ///< the Origin header, or empty
+    std::string_view preflight_method;  ///< Access-Control-Request-Method, or empty
+    std::string_view peer_address;      ///< the client's IP address, for per-address limits
+};
+
+/// A finished response: everything the transport writes besides the headers every response
+/// carries (request id, caching, framing), and what it reports about the exchange.
+struct Response {
+    int status = 200;
+    std::string body;
+    std::vector<std::pair<std::string_view, std::string>> headers;  ///< beyond Content-Type
+    std::string_view content_type = "application/json";
+    /// For metrics: the route the request matched, e.g. "/plants/{id}"; "other" if none.
+    std::string_view route = "other";
+    /// For the access log: who called (a token's name), empty when not authenticated.
+    std::string caller;
+};
+
+/// The work left for a request admitted to have its body read. `start` runs on the transport's
+/// thread; it calls `ready` exactly once, from any thread, possibly before returning. After
+/// `ready`, the transport calls `finish` on its own thread, so building the response (encoding
+/// JSON) never happens on a store's thread. The transport may also give up waiting (a store that
+/// does not answer in time) and never call `finish`.
+class Continuation {
+  public:
+    virtual ~Continuation() = default;
+    /// `body` is valid only during the call.
+    virtual void start(std::string_view body, std::function<void()> ready) = 0;
+    virtual Response finish() = 0;
+};
+
+/// What a handler decided from a request's head: `next` null means `response` is the final
+/// answer (the body, if any, is never read); otherwise read the body and run `next`.
+struct Decision {
+    Response response;
+    std::shared_ptr<Continuation> next;
+};
+
+/// Answers requests. Implementations are thread-safe: every I/O thread calls them.
+class Handler {
+  public:
+    virtual ~Handler() = default;
+    /// Decides everything that needs no body.
+    virtual Decision admit(const RequestHead& head) const = 0;
+    /// The response to a request the transport refuses itself (malformed framing 400, 408, 413,
+    /// 431, a store that did not answer in time 503, an unexpected failure 500), shaped and
+    /// decorated like the handler's own. `head` holds what could be read (possibly nothing).
+    virtual Response refuse(const RequestHead& head, int status,
+                            std::string_view message) const = 0;
+};
+
+}  // namespace plantstore::http

@@ -1,0 +1,20 @@
+#include "store/open.hpp"
+
+#include "store/sqlite/sqlite_plant_store.hpp"
+#include "store/sqlite/sqlite_token_repository.hpp"
+
+namespace plantstore::store {
+
+std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
+    sqlite::SqlitePlantStore::Options options;
+    options.data_dir = config.data_dir;
+    options.max_pending = config.max_pending_writes;
+    options.observer = config.observer;
+    return std::make_unique<sqlite::SqlitePlantStore>(std::move(options));
+}
+
+std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config) {
+    return std::make_unique<sqlite::SqliteTokenRepository>(config.data_dir);
+}
+
+}  // namespace plantstore::store

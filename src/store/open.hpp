@@ -1,0 +1,31 @@
+// Store layer, factory (see plant_store.hpp): the one place that knows which engines exist and
+// picks one from the configuration. The application and the token commands call only this.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+
+#include "store/plant_store.hpp"
+#include "store/token_repository.hpp"
+
+namespace plantstore::store {
+
+struct StoreConfig {
+    /// The embedded SQLite engine's directory (created if missing).
+    std::filesystem::path data_dir = "data";
+    /// Writes waiting to be committed beyond which new ones are refused as unavailable.
+    std::size_t max_pending_writes = 16384;
+    /// Receives every transaction's outcome; may be null. Must outlive the store.
+    StoreObserver* observer = nullptr;
+};
+
+/// Opens the plant store `config` names (applying schema migrations first).
+/// @throws std::exception naming what could not be opened and why
+std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config);
+
+/// Opens the token records of the store `config` names (applying migrations first).
+/// @throws std::exception naming what could not be opened and why
+std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config);
+
+}  // namespace plantstore::store

@@ -1,0 +1,28 @@
+// Store layer, interface (see plant_store.hpp): where token records are kept.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "auth/token.hpp"
+
+namespace plantstore::store {
+
+/// Tokens as the CLI manages them and the server reads them: only digests are stored. Not
+/// thread-safe: each thread that needs one opens its own.
+class TokenRepository {
+  public:
+    virtual ~TokenRepository() = default;
+    /// Stores `record`. Returns false, storing nothing, when its name is already taken.
+    /// @throws std::runtime_error when the store cannot be written
+    virtual bool add(const auth::TokenRecord& record) = 0;
+    /// Removes the token named `name`; false when there was none.
+    virtual bool remove(std::string_view name) = 0;
+    /// Every stored token, ordered by name.
+    virtual std::vector<auth::TokenRecord> list() = 0;
+    /// A number that changes whenever any token is added, changed or removed (by any process).
+    virtual std::int64_t change_count() = 0;
+};
+
+}  // namespace plantstore::store

@@ -1,0 +1,60 @@
+#include "transport/framing.hpp"
+
+#include <algorithm>
+#include <boost/beast/http/status.hpp>
+#include <cctype>
+
+namespace plantstore::transport {
+
+bool well_formed_request_id(std::string_view id) {
+    return !id.empty() && id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
+               c == '.' || c == ':';
+    });
+}
+
+bool has_obsolete_line_folding(std::string_view head) {
+    for (auto line_end = head.find('\n');
+         line_end != std::string_view::npos && line_end + 1 < head.size();
+         line_end = head.find('\n', line_end + 1)) {
+        if (head[line_end + 1] == ' ' || head[line_end + 1] == '\t') return true;
+    }
+    return false;
+}
+
+void serialize_response(std::string& out, const http::Response& response, const Framing& framing) {
+    namespace beast_http = boost::beast::http;
+    out += framing.version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    out += std::to_string(response.status);
+    out += ' ';
+    const auto reason =
+        beast_http::obsolete_reason(static_cast<beast_http::status>(response.status));
+    out.append(reason.data(), reason.size());
+    // Every response: never cached (they carry per-caller data), never content-sniffed.
+    out += "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ";
+    out.append(framing.request_id.data(), framing.request_id.size());
+    out += "\r\n";
+    if (response.status != 204) {  // RFC 9110 §8.6: a 204 carries neither body nor length
+        out += "Content-Type: ";
+        out += response.content_type;
+        // For HEAD, the length the GET's body would have (RFC 9110 §8.6).
+        out += "\r\nContent-Length: ";
+        out += std::to_string(response.body.size());
+        out += "\r\n";
+    }
+    for (const auto& [name, value] : response.headers) {
+        out.append(name.data(), name.size());
+        out += ": ";
+        out += value;
+        out += "\r\n";
+    }
+    if (!framing.keep_alive) {
+        out += "Connection: close\r\n";
+    } else if (framing.version == 10) {
+        out += "Connection: keep-alive\r\n";
+    }
+    out += "\r\n";
+    if (!framing.head_request) out += response.body;
+}
+
+}  // namespace plantstore::transport

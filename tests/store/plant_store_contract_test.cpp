@@ -1,0 +1,251 @@
+// The contract every PlantStore engine keeps, run against each engine through the factory
+// (store::open_plant_store): create, replay, conflict, delete, read, list, tenants, close,
+// back-pressure, group commit and durability after reopening. A new engine joins by adding a
+// name to kEngines and a configuration to Engine::config().
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "store/open.hpp"
+#include "support/temp_dir.hpp"
+
+namespace plantstore::store {
+namespace {
+
+using Outcome = WriteResult::Outcome;
+
+// Counts transactions, for the group-commit rule.
+struct BatchRecorder final : StoreObserver {
+    std::atomic<std::size_t> largest{0};
+    std::atomic<std::size_t> batches{0};
+    void on_batch(std::size_t writes, std::chrono::nanoseconds, std::string_view) override {
+        ++batches;
+        if (writes > largest) largest = writes;
+    }
+    void on_maintenance_failed(std::string_view) override {}
+};
+
+class PlantStoreContract : public testing::TestWithParam<const char*> {
+  protected:
+    StoreConfig config(std::size_t max_pending = 16384) {
+        StoreConfig result;
+        result.data_dir = dir_.path() / "data";  // GetParam() == "sqlite"
+        result.max_pending_writes = max_pending;
+        result.observer = &recorder;
+        return result;
+    }
+    std::unique_ptr<PlantStore> open(std::size_t max_pending = 16384) {
+        return open_plant_store(config(max_pending));
+    }
+
+    BatchRecorder recorder;
+
+  private:
+    testing_support::TempDir dir_;
+};
+
+WriteResult create_and_wait(PlantStore& store, std::string tenant, domain::NewPlant plant) {
+    std::promise<WriteResult> promise;
+    auto future = promise.get_future();
+    store.create(std::move(tenant), std::move(plant),
+                 [&promise](WriteResult result) { promise.set_value(std::move(result)); });
+    return future.get();
+}
+
+template <typename Result, typename Call>
+Result wait_for(Call call) {
+    std::promise<Result> promise;
+    auto future = promise.get_future();
+    call([&promise](Result result) { promise.set_value(std::move(result)); });
+    return future.get();
+}
+
+domain::NewPlant plant(std::int64_t id, std::string name, std::optional<std::string> tag = {}) {
+    return {id, {std::move(name), std::move(tag)}};
+}
+
+// Every plant of `tenant`, page by page.
+std::vector<domain::PlantRecord> list_all(PlantStore& store, const std::string& tenant) {
+    std::vector<domain::PlantRecord> all;
+    ListQuery query{1000, std::nullopt, std::nullopt};
+    for (int page = 0; page < 1000; ++page) {
+        const auto result =
+            wait_for<ReadResult>([&](auto done) { store.list(tenant, query, done); });
+        EXPECT_EQ(result.outcome, ReadResult::Outcome::found);
+        all.insert(all.end(), result.plants.begin(), result.plants.end());
+        if (!result.more || result.plants.empty()) break;
+        query.after = result.plants.back().id;
+    }
+    return all;
+}
+
+TEST_P(PlantStoreContract, CreatesAndReportsTheStoredPlant) {
+    auto store = open();
+    const auto result = create_and_wait(*store, "default", plant(1, "Fern", "green"));
+    EXPECT_EQ(result.outcome, Outcome::created);
+    EXPECT_EQ(result.stored, (domain::Plant{"Fern", "green"}));
+}
+
+TEST_P(PlantStoreContract, SameIdSamePlantIsAReplayDifferentPlantIsTaken) {
+    auto store = open();
+    ASSERT_EQ(create_and_wait(*store, "default", plant(1, "Fern")).outcome, Outcome::created);
+    EXPECT_EQ(create_and_wait(*store, "default", plant(1, "Fern")).outcome, Outcome::replayed);
+    const auto taken = create_and_wait(*store, "default", plant(1, "Fern", "x"));
+    EXPECT_EQ(taken.outcome, Outcome::id_taken);
+    EXPECT_EQ(taken.stored, (domain::Plant{"Fern", std::nullopt}));
+    // An empty tag is a tag, and differs from no tag.
+    EXPECT_EQ(create_and_wait(*store, "default", plant(1, "Fern", "")).outcome, Outcome::id_taken);
+}
+
+TEST_P(PlantStoreContract, IdsAreUniquePerTenant) {
+    auto store = open();
+    EXPECT_EQ(create_and_wait(*store, "a", plant(1, "Fern")).outcome, Outcome::created);
+    EXPECT_EQ(create_and_wait(*store, "b", plant(1, "Cactus")).outcome, Outcome::created);
+}
+
+TEST_P(PlantStoreContract, PlantsSurviveReopening) {
+    {
+        auto store = open();
+        ASSERT_EQ(create_and_wait(*store, "default", plant(42, "Ficus", "tree")).outcome,
+                  Outcome::created);
+    }
+    auto reopened = open();
+    EXPECT_EQ(create_and_wait(*reopened, "default", plant(42, "Ficus", "tree")).outcome,
+              Outcome::replayed);
+    EXPECT_EQ(create_and_wait(*reopened, "default", plant(42, "Other")).outcome, Outcome::id_taken);
+}
+
+TEST_P(PlantStoreContract, ConcurrentCreatesAreGroupCommittedAndAllDurable) {
+    constexpr int kThreads = 8;
+    constexpr int kPerThread = 200;
+    std::atomic<int> created{0};
+    {
+        auto store = open();
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t) {
+            threads.emplace_back([&, t] {
+                for (int i = 0; i < kPerThread; ++i) {
+                    const auto r = create_and_wait(
+                        *store, "default", plant(t * kPerThread + i, "p" + std::to_string(i)));
+                    if (r.outcome == Outcome::created) ++created;
+                }
+            });
+        }
+        for (auto& thread : threads) thread.join();
+    }
+    EXPECT_EQ(created.load(), kThreads * kPerThread);
+    // Batching happened: eight clients waiting at once share transactions.
+    EXPECT_GT(recorder.largest.load(), 1U);
+    EXPECT_LT(recorder.batches.load(), static_cast<std::size_t>(kThreads * kPerThread));
+    auto reopened = open();
+    EXPECT_EQ(list_all(*reopened, "default").size(),
+              static_cast<std::size_t>(kThreads * kPerThread));
+}
+
+TEST_P(PlantStoreContract, DuplicateIdsInsideOneBatchResolveInArrivalOrder) {
+    auto store = open();
+    std::vector<std::promise<WriteResult>> promises(3);
+    // Submitted back to back, these usually land in one transaction.
+    store->create("default", plant(9, "A"), [&](WriteResult r) { promises[0].set_value(r); });
+    store->create("default", plant(9, "A"), [&](WriteResult r) { promises[1].set_value(r); });
+    store->create("default", plant(9, "B"), [&](WriteResult r) { promises[2].set_value(r); });
+    EXPECT_EQ(promises[0].get_future().get().outcome, Outcome::created);
+    EXPECT_EQ(promises[1].get_future().get().outcome, Outcome::replayed);
+    EXPECT_EQ(promises[2].get_future().get().outcome, Outcome::id_taken);
+}
+
+TEST_P(PlantStoreContract, CloseCommitsEverythingAcceptedThenRefuses) {
+    auto store = open();
+    std::atomic<int> created{0};
+    for (int i = 0; i < 500; ++i) {
+        store->create("default", plant(i, "p"), [&](WriteResult r) {
+            if (r.outcome == Outcome::created) ++created;
+        });
+    }
+    store->close();
+    EXPECT_EQ(created.load(), 500);
+    const Health health = store->health();
+    EXPECT_FALSE(health.ready);
+    EXPECT_EQ(health.reason, "the store is closing");
+    EXPECT_EQ(create_and_wait(*store, "default", plant(1000, "late")).outcome,
+              Outcome::unavailable);
+}
+
+TEST_P(PlantStoreContract, FullQueueRefusesInsteadOfGrowing) {
+    auto store = open(1);
+    std::atomic<int> unavailable{0};
+    std::atomic<int> done{0};
+    for (int i = 0; i < 2000; ++i) {
+        store->create("default", plant(i, "p"), [&](WriteResult r) {
+            if (r.outcome == Outcome::unavailable) ++unavailable;
+            ++done;
+        });
+    }
+    store->close();
+    EXPECT_EQ(done.load(), 2000);
+    EXPECT_GT(unavailable.load(), 0);  // with one slot, a burst cannot all fit
+}
+
+TEST_P(PlantStoreContract, ReadListAndDeleteStayInsideTheirTenant) {
+    auto store = open();
+    for (int id = 1; id <= 5; ++id) {
+        create_and_wait(*store, "a", plant(id, "a" + std::to_string(id), id % 2 ? "odd" : "even"));
+    }
+    create_and_wait(*store, "b", plant(1, "b1"));
+
+    const auto one = wait_for<ReadResult>([&](auto done) { store->read("a", 3, done); });
+    ASSERT_EQ(one.outcome, ReadResult::Outcome::found);
+    EXPECT_EQ(one.plants.front(), (domain::PlantRecord{3, {"a3", "odd"}}));
+    EXPECT_EQ(wait_for<ReadResult>([&](auto done) { store->read("b", 3, done); }).outcome,
+              ReadResult::Outcome::not_found);
+
+    const auto page = wait_for<ReadResult>([&](auto done) { store->list("a", {2, 1, {}}, done); });
+    ASSERT_EQ(page.plants.size(), 2U);
+    EXPECT_EQ(page.plants[0].id, 2);
+    EXPECT_EQ(page.plants[1].id, 3);
+    EXPECT_TRUE(page.more);
+    const auto odd = wait_for<ReadResult>([&](auto done) {
+        store->list("a", {10, {}, "odd"}, done);
+    });
+    ASSERT_EQ(odd.plants.size(), 3U);
+    EXPECT_FALSE(odd.more);
+    const auto last = wait_for<ReadResult>([&](auto done) {
+        store->list("a", {10, INT64_MAX, {}}, done);
+    });
+    EXPECT_TRUE(last.plants.empty());
+    const auto lowest = wait_for<ReadResult>([&](auto done) {
+        store->list("a", {10, INT64_MIN, {}}, done);
+    });
+    EXPECT_EQ(lowest.plants.size(), 5U);
+
+    EXPECT_EQ(wait_for<WriteResult>([&](auto done) { store->remove("b", 3, done); }).outcome,
+              WriteResult::Outcome::not_found);
+    EXPECT_EQ(wait_for<WriteResult>([&](auto done) { store->remove("a", 3, done); }).outcome,
+              WriteResult::Outcome::deleted);
+    EXPECT_EQ(wait_for<ReadResult>([&](auto done) { store->read("a", 3, done); }).outcome,
+              ReadResult::Outcome::not_found);
+    EXPECT_EQ(wait_for<ReadResult>([&](auto done) { store->read("b", 1, done); }).outcome,
+              ReadResult::Outcome::found);
+}
+
+TEST_P(PlantStoreContract, ExtremeIdsAndUnicodeRoundTrip) {
+    auto store = open();
+    ASSERT_EQ(create_and_wait(*store, "t", plant(INT64_MIN, "min \u00e9")).outcome,
+              Outcome::created);
+    ASSERT_EQ(create_and_wait(*store, "t", plant(INT64_MAX, "max \U0001F331", "")).outcome,
+              Outcome::created);
+    const auto all = list_all(*store, "t");
+    ASSERT_EQ(all.size(), 2U);
+    EXPECT_EQ(all[0], (domain::PlantRecord{INT64_MIN, {"min \u00e9", std::nullopt}}));
+    EXPECT_EQ(all[1], (domain::PlantRecord{INT64_MAX, {"max \U0001F331", ""}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, PlantStoreContract, testing::Values("sqlite"),
+                         [](const testing::TestParamInfo<const char*>& engine) {
+                             return std::string(engine.param);
+                         });
+
+}  // namespace
+}  // namespace plantstore::store

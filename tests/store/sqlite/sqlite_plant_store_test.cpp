@@ -1,0 +1,85 @@
+#include "store/sqlite/sqlite_plant_store.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <future>
+
+#include "store/sqlite/database.hpp"
+#include "store/sqlite/schema.hpp"
+#include "support/temp_dir.hpp"
+
+namespace plantstore::store::sqlite {
+namespace {
+
+using Outcome = WriteResult::Outcome;
+using testing_support::TempDir;
+
+WriteResult create_and_wait(PlantStore& store, std::string tenant, domain::NewPlant plant) {
+    std::promise<WriteResult> promise;
+    auto future = promise.get_future();
+    store.create(std::move(tenant), std::move(plant),
+                 [&promise](WriteResult result) { promise.set_value(std::move(result)); });
+    return future.get();
+}
+
+domain::NewPlant plant(std::int64_t id, std::string name, std::optional<std::string> tag = {}) {
+    return {id, {std::move(name), std::move(tag)}};
+}
+
+// What only the SQLite engine promises; the rules every engine keeps are in
+// tests/store/plant_store_contract_test.cpp.
+
+TEST(SqlitePlantStore, CheckpointsKeepTheWalBounded) {
+    TempDir dir;
+    SqlitePlantStore store({dir.path()});
+    // One commit per create: without checkpoints the WAL would grow by at least a page (4 KiB)
+    // each time, to 48 MiB or more.
+    for (int id = 0; id < 12000; ++id) create_and_wait(store, "default", plant(id, "p"));
+    const auto wal_bytes = std::filesystem::file_size(dir.path() / "plantstore.db-wal");
+    EXPECT_LT(wal_bytes, 9000U * 4120U) << "the WAL grew past the hard cap";
+}
+
+TEST(SqliteSchema, UsesWalFullSyncAndLatestVersion) {
+    TempDir dir;
+    auto db = open_store_database(dir.path());
+    auto mode = db->prepare("PRAGMA journal_mode");
+    ASSERT_TRUE(mode.step());
+    EXPECT_EQ(mode.column_text(0), "wal");
+    auto sync = db->prepare("PRAGMA synchronous");
+    ASSERT_TRUE(sync.step());
+    EXPECT_EQ(sync.column_int64(0), 2);  // FULL
+    auto version = db->prepare("PRAGMA user_version");
+    ASSERT_TRUE(version.step());
+    EXPECT_EQ(version.column_int64(0), latest_schema_version());
+}
+
+TEST(SqliteSchema, MigrationsAreIdempotent) {
+    TempDir dir;
+    open_store_database(dir.path());
+    EXPECT_NO_THROW(open_store_database(dir.path()));
+}
+
+TEST(SqliteSchema, RefusesANewerSchema) {
+    TempDir dir;
+    open_store_database(dir.path())->exec("PRAGMA user_version = 999");
+    try {
+        open_store_database(dir.path());
+        FAIL() << "opened a newer schema";
+    } catch (const SqliteError& error) {
+        EXPECT_NE(std::string(error.what()).find("schema version 999"), std::string::npos);
+    }
+}
+
+TEST(SqliteSchema, DataDirectoryIsPrivate) {
+    TempDir dir;
+    open_store_database(dir.path() / "fresh");
+    struct stat info {};
+    ASSERT_EQ(::stat((dir.path() / "fresh").c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0700U);
+    ASSERT_EQ(::stat((dir.path() / "fresh" / "plantstore.db").c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600U);
+}
+
+}  // namespace
+}  // namespace plantstore::store::sqlite
