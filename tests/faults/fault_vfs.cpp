@@ -9,13 +9,34 @@
 //                served from its cache: a fresh connection sees the fault at once)
 //   cannot-open  opening a database file fails with SQLITE_CANTOPEN (as in a read-only
 //                directory; the tests run as root, where permissions do not stop writes)
-// Tests create and delete those files while the server runs. Written by hand: SQLite's shim
-// examples (vfstrace, vfslog) are not packaged as libraries.
+//   stall-sync   every fsync waits while the file exists (at most 60 s): a store that does
+//                not answer
+// Tests create and delete those files while the server runs.
+//
+// Power loss, with PLANTSTORE_POWER_LOSS=1 in the environment: the shim keeps an undo record
+// of every write and truncation not yet made durable by an fsync of its file (the bytes and
+// size the disk held at that file's last fsync). When the file `power-cut` appears, a watcher
+// thread stops all file I/O, puts every file back as its last fsync left it (what a disk
+// would hold after losing power; the page cache is lost), and SIGKILLs the process. While
+// `lying-sync` exists, fsync returns success but syncs nothing and keeps the undo records: a
+// disk (or a synchronous=NORMAL setting) that acknowledges before data is durable, which the
+// power-loss test must catch.
+//
+// Written by hand: SQLite's shim examples (vfstrace, vfslog) are not packaged as libraries, and
+// no packaged tool simulates power loss for one process's files.
+#include <fcntl.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -32,11 +53,75 @@ bool fault_active(const char* name) {
 struct FaultFile {
     sqlite3_file base;
     sqlite3_file* real;
+    std::string* path;  // for power loss: which file's undo records this file adds to
 };
 
 sqlite3_file* real_of(sqlite3_file* file) { return reinterpret_cast<FaultFile*>(file)->real; }
 
-int fault_close(sqlite3_file* file) { return real_of(file)->pMethods->xClose(real_of(file)); }
+// Power loss. Each file's state at its last fsync: its size, and the bytes that writes since
+// then overwrote below that size (oldest first). Guarded by power_mutex, which every write,
+// truncation and fsync holds while power loss is simulated, so the cut sees no write half done.
+struct UndoRecord {
+    sqlite3_int64 offset;
+    std::string bytes;
+};
+struct FileUndo {
+    sqlite3_int64 synced_size = -1;  // -1: nothing written since the last fsync
+    std::vector<UndoRecord> records;
+};
+bool power_loss = false;
+std::mutex* power_mutex = nullptr;
+std::map<std::string, FileUndo>* undo = nullptr;
+
+// Before `file` changes [offset, offset + amount) (amount < 0: truncation to `offset`), keeps
+// what its last fsync left there. Called with power_mutex held.
+int record_undo(sqlite3_file* file, sqlite3_int64 offset, sqlite3_int64 amount) {
+    FileUndo& entry = (*undo)[*reinterpret_cast<FaultFile*>(file)->path];
+    sqlite3_file* real = real_of(file);
+    sqlite3_int64 size = 0;
+    if (const int rc = real->pMethods->xFileSize(real, &size); rc != SQLITE_OK) return rc;
+    if (entry.synced_size < 0) entry.synced_size = size;
+    const sqlite3_int64 end = amount < 0 ? size : offset + amount;
+    const sqlite3_int64 kept_end = std::min(end, std::min(size, entry.synced_size));
+    if (kept_end <= offset) return SQLITE_OK;  // only bytes the last fsync never saw
+    UndoRecord record{offset, std::string(static_cast<std::size_t>(kept_end - offset), '\0')};
+    const int rc = real->pMethods->xRead(real, record.bytes.data(),
+                                         static_cast<int>(record.bytes.size()), offset);
+    if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) return rc;
+    entry.records.push_back(std::move(record));
+    return SQLITE_OK;
+}
+
+// Puts every file back as its last fsync left it, then dies as a machine losing power would.
+[[noreturn]] void cut_power() {
+    power_mutex->lock();  // never released: no write may follow
+    for (const auto& [path, entry] : *undo) {
+        if (entry.synced_size < 0) continue;
+        const int fd = ::open(path.c_str(), O_WRONLY);
+        if (fd < 0) continue;  // deleted since: nothing of it can be read back either
+        for (auto record = entry.records.rbegin(); record != entry.records.rend(); ++record) {
+            if (::pwrite(fd, record->bytes.data(), record->bytes.size(), record->offset) < 0) {
+                std::abort();
+            }
+        }
+        if (::ftruncate(fd, entry.synced_size) != 0) std::abort();
+        ::close(fd);
+    }
+    ::kill(::getpid(), SIGKILL);
+    for (;;) ::pause();
+}
+
+void watch_for_power_cut() {
+    for (;;) {
+        if (fault_active("power-cut")) cut_power();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+int fault_close(sqlite3_file* file) {
+    delete reinterpret_cast<FaultFile*>(file)->path;
+    return real_of(file)->pMethods->xClose(real_of(file));
+}
 int fault_read(sqlite3_file* file, void* into, int amount, sqlite3_int64 offset) {
     if (fault_active("fail-read")) return SQLITE_IOERR_READ;
     return real_of(file)->pMethods->xRead(real_of(file), into, amount, offset);
@@ -44,14 +129,28 @@ int fault_read(sqlite3_file* file, void* into, int amount, sqlite3_int64 offset)
 int fault_write(sqlite3_file* file, const void* from, int amount, sqlite3_int64 offset) {
     if (fault_active("fail-write")) return SQLITE_IOERR_WRITE;
     if (fault_active("full")) return SQLITE_FULL;
+    if (!power_loss) return real_of(file)->pMethods->xWrite(real_of(file), from, amount, offset);
+    std::lock_guard lock(*power_mutex);
+    if (const int rc = record_undo(file, offset, amount); rc != SQLITE_OK) return rc;
     return real_of(file)->pMethods->xWrite(real_of(file), from, amount, offset);
 }
 int fault_truncate(sqlite3_file* file, sqlite3_int64 size) {
+    if (!power_loss) return real_of(file)->pMethods->xTruncate(real_of(file), size);
+    std::lock_guard lock(*power_mutex);
+    if (const int rc = record_undo(file, size, -1); rc != SQLITE_OK) return rc;
     return real_of(file)->pMethods->xTruncate(real_of(file), size);
 }
 int fault_sync(sqlite3_file* file, int flags) {
     if (fault_active("fail-sync")) return SQLITE_IOERR_FSYNC;
-    return real_of(file)->pMethods->xSync(real_of(file), flags);
+    for (int waited = 0; waited < 6000 && fault_active("stall-sync"); ++waited) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!power_loss) return real_of(file)->pMethods->xSync(real_of(file), flags);
+    std::lock_guard lock(*power_mutex);
+    if (fault_active("lying-sync")) return SQLITE_OK;  // acknowledged, not durable
+    const int rc = real_of(file)->pMethods->xSync(real_of(file), flags);
+    if (rc == SQLITE_OK) undo->erase(*reinterpret_cast<FaultFile*>(file)->path);
+    return rc;
 }
 int fault_file_size(sqlite3_file* file, sqlite3_int64* size) {
     return real_of(file)->pMethods->xFileSize(real_of(file), size);
@@ -120,7 +219,10 @@ int fault_open(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, in
     if ((flags & SQLITE_OPEN_MAIN_DB) != 0 && fault_active("cannot-open")) return SQLITE_CANTOPEN;
     fault_file->real = reinterpret_cast<sqlite3_file*>(fault_file + 1);
     const int rc = real_vfs->xOpen(real_vfs, name, fault_file->real, flags, out_flags);
-    if (fault_file->real->pMethods != nullptr) fault_file->base.pMethods = &fault_methods;
+    if (fault_file->real->pMethods != nullptr) {
+        fault_file->base.pMethods = &fault_methods;
+        fault_file->path = new std::string(name != nullptr ? name : "");
+    }
     return rc;
 }
 
@@ -158,6 +260,12 @@ __attribute__((constructor)) void register_fault_vfs() {
     real_vfs = sqlite3_vfs_find(nullptr);
     if (real_vfs == nullptr) std::abort();
     fault_dir = std::getenv("PLANTSTORE_FAULT_DIR");
+    if (const char* flag = std::getenv("PLANTSTORE_POWER_LOSS"); flag && std::string(flag) == "1") {
+        power_loss = true;
+        power_mutex = new std::mutex;
+        undo = new std::map<std::string, FileUndo>;
+        std::thread(watch_for_power_cut).detach();
+    }
     fault_vfs.iVersion = 2;
     fault_vfs.szOsFile = static_cast<int>(sizeof(FaultFile)) + real_vfs->szOsFile;
     fault_vfs.mxPathname = real_vfs->mxPathname;

@@ -2,6 +2,7 @@
 // writes or fsyncs fail, creates get 503 with Retry-After and never 200; nothing half-written
 // is ever read back; the service recovers when the fault clears; and a data directory that
 // cannot take writes at start stops the start with a clear message.
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -23,8 +24,8 @@ class StorageFaults : public ServerTest {
             std::filesystem::remove(fault_dir() / name);
         }
     }
-    void start_with_fault_injection() {
-        server = std::make_unique<ServerProcess>(data_dir(), std::vector<std::string>{},
+    void start_with_fault_injection(std::vector<std::string> extra_args = {}) {
+        server = std::make_unique<ServerProcess>(data_dir(), std::move(extra_args),
                                                  fault_injection_environment(fault_dir()));
     }
 
@@ -94,6 +95,32 @@ TEST_P(FailingWrites, FailedBatchesAre503NeverHalfWrittenAndTheServiceRecovers) 
     start();  // without the shim
     for (const std::int64_t id : {1, 104, 105, 106, 107, 108, 200}) expect_stored(id);
     for (const std::int64_t id : {100, 101, 102, 103}) expect_absent_or_whole(id);
+}
+
+// A store that does not answer (its fsync hangs) costs a request --store-timeout-ms, then a 503
+// with Retry-After; never a connection that hangs. Once the store answers again, the same create
+// is a 200 (the late commit is then a replay), and the connection that got the 503 still works.
+TEST_F(StorageFaults, AStoreThatDoesNotAnswerIs503AfterTheStoreTimeout) {
+    start_with_fault_injection({"--store-timeout-ms", "300"});
+    ASSERT_EQ(post(varied_plant_body(1)).status, 200);
+    set_fault("stall-sync", true);
+    HttpConnection connection(port(), 5s);
+    const auto started = std::chrono::steady_clock::now();
+    connection.send_raw(plant_request(token, varied_plant_body(2)));
+    const auto late = connection.read_response();
+    const auto waited = std::chrono::steady_clock::now() - started;
+    ASSERT_TRUE(late) << "no answer while the store hung";
+    expect_error(*late, 503, "the store did not answer within 300 ms");
+    EXPECT_EQ(late->header("retry-after"), "1");
+    EXPECT_GE(waited, 300ms);
+    EXPECT_EQ(read_plant(1).status, 200);  // reads do not wait for the stalled commit
+    set_fault("stall-sync", false);
+    connection.send_raw(plant_request(token, varied_plant_body(2)));
+    const auto retried = connection.read_response();
+    ASSERT_TRUE(retried);
+    EXPECT_EQ(retried->status, 200) << retried->body;
+    expect_stored(2);
+    EXPECT_EQ(server->stop(SIGTERM), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, FailingWrites, testing::Values("fail-sync", "fail-write", "full"),

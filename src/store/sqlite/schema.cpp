@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <string>
 
 namespace plantstore::store::sqlite {
@@ -47,11 +48,13 @@ constexpr std::array<std::string_view, 2> kMigrations = {
 };
 
 // A directory entry is durable only once its parent directory is synced.
+// @throws std::filesystem::filesystem_error when it cannot be
 void sync_directory(const std::filesystem::path& directory) {
     const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::fsync(fd);
-    ::close(fd);
+    const int rc = fd < 0 ? -1 : ::fsync(fd);
+    const std::error_code error(errno, std::generic_category());
+    if (fd >= 0) ::close(fd);
+    if (rc != 0) throw std::filesystem::filesystem_error("cannot sync directory", directory, error);
 }
 
 void apply_migrations(Database& db) {
@@ -97,6 +100,10 @@ std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_
     }
     sync_directory(data_dir);
     return db;
+}
+
+std::unique_ptr<Database> open_existing_database(const std::filesystem::path& data_dir) {
+    return std::make_unique<Database>(data_dir / "plantstore.db");
 }
 
 }  // namespace plantstore::store::sqlite

@@ -16,4 +16,9 @@ int latest_schema_version();
 /// naming the path and the reason (read-only directory, newer schema, not a database...).
 std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_dir);
 
+/// Opens the database of a data directory that open_store_database() has prepared, without
+/// touching its schema, so that it never waits for the write lock (for readers and the
+/// checkpointer, which must not queue behind a commit). @throws SqliteError
+std::unique_ptr<Database> open_existing_database(const std::filesystem::path& data_dir);
+
 }  // namespace plantstore::store::sqlite

@@ -45,7 +45,7 @@ void report_checkpoint_failure(StoreObserver* observer, std::string_view step, s
 class SqlitePlantStore::Checkpointer {
   public:
     Checkpointer(const std::filesystem::path& data_dir, StoreObserver* observer)
-        : observer_(observer), db_(open_store_database(data_dir)), thread_([this] { run(); }) {}
+        : observer_(observer), db_(open_existing_database(data_dir)), thread_([this] { run(); }) {}
     Checkpointer(const Checkpointer&) = delete;
     Checkpointer& operator=(const Checkpointer&) = delete;
     ~Checkpointer() {
@@ -236,7 +236,7 @@ class SqlitePlantStore::Writer {
 class SqlitePlantStore::Reader {
   public:
     explicit Reader(const std::filesystem::path& data_dir)
-        : db_(open_store_database(data_dir)),
+        : db_(open_existing_database(data_dir)),
           one_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
           page_(db_->prepare("SELECT id, name, tag FROM plants WHERE tenant = ?1 AND id >= ?2 "
                              "ORDER BY id LIMIT ?3")),
@@ -295,8 +295,19 @@ class SqlitePlantStore::Reader {
     Statement tagged_page_;
 };
 
+namespace {
+
+// The options, once the data directory exists and its schema is current (so that the other
+// connections open without migrating).
+SqlitePlantStore::Options with_current_schema(SqlitePlantStore::Options options) {
+    open_store_database(options.data_dir);
+    return options;
+}
+
+}  // namespace
+
 SqlitePlantStore::SqlitePlantStore(Options options)
-    : options_(std::move(options)),
+    : options_(with_current_schema(std::move(options))),
       checkpointer_(std::make_unique<Checkpointer>(options_.data_dir, options_.observer)),
       writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.observer)) {
     pending_.reserve(options_.max_batch);
