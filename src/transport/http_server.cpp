@@ -98,8 +98,16 @@ class HttpServer::Impl {
     void stop_accepting() {
         draining_ = true;
         net::post(workers_.front()->context, [this] {
-            error_code ignored;
-            acceptor_->close(ignored);
+            // Connections the kernel completed but nobody accepted yet would be reset by
+            // closing the listener: take them, so that they close gracefully like idle ones.
+            error_code ec;
+            acceptor_->non_blocking(true, ec);
+            for (std::size_t taken = 0; !ec && taken < options_.limits.max_connections; ++taken) {
+                Worker& worker = next_worker();
+                tcp::socket socket = acceptor_->accept(worker.context, ec);
+                if (!ec) serve(worker, std::move(socket));
+            }
+            acceptor_->close(ec);
         });
         for (auto& worker : workers_) {
             net::post(worker->context, [&worker = *worker] {
@@ -132,13 +140,14 @@ class HttpServer::Impl {
         return tls_;
     }
 
+    Worker& next_worker() { return *workers_[next_worker_++ % workers_.size()]; }
+
     net::awaitable<void> accept_loop() {
-        std::size_t next_worker = 0;
         while (acceptor_->is_open()) {
-            Worker& worker = *workers_[next_worker++ % workers_.size()];
+            Worker& worker = next_worker();
             error_code ec;
             tcp::socket socket = co_await acceptor_->async_accept(worker.context, use_ec(ec));
-            if (ec == net::error::operation_aborted) co_return;
+            if (ec == net::error::operation_aborted || !acceptor_->is_open()) co_return;
             if (ec) {
                 // Out of descriptors or similar: pause so the loop does not spin.
                 observer_.on_failure({}, "accept", ec.message());
@@ -146,18 +155,24 @@ class HttpServer::Impl {
                 co_await pause.async_wait(use_ec(ec));
                 continue;
             }
-            if (open_connections_.load() >= options_.limits.max_connections) {
-                socket.close(ec);  // over the cap: refused at once, existing ones unaffected
-                continue;
-            }
-            socket.set_option(tcp::no_delay(true), ec);
-            open_connections_.add();
-            if (auto tls = current_tls()) {
-                TlsStream stream(std::move(socket), *tls);
-                spawn<TlsStream>(worker, std::move(stream), std::move(tls));
-            } else {
-                spawn<tcp::socket>(worker, std::move(socket), nullptr);
-            }
+            serve(worker, std::move(socket));
+        }
+    }
+
+    // Starts serving an accepted socket on `worker`, unless the connection cap is reached.
+    void serve(Worker& worker, tcp::socket socket) {
+        error_code ec;
+        if (open_connections_.load() >= options_.limits.max_connections) {
+            socket.close(ec);  // over the cap: refused at once, existing ones unaffected
+            return;
+        }
+        socket.set_option(tcp::no_delay(true), ec);
+        open_connections_.add();
+        if (auto tls = current_tls()) {
+            TlsStream stream(std::move(socket), *tls);
+            spawn<TlsStream>(worker, std::move(stream), std::move(tls));
+        } else {
+            spawn<tcp::socket>(worker, std::move(socket), nullptr);
         }
     }
 
@@ -180,6 +195,7 @@ class HttpServer::Impl {
     std::mutex tls_mutex_;
     std::shared_ptr<net::ssl::context> tls_;  // guarded by tls_mutex_; null: plain HTTP
     std::vector<std::unique_ptr<Worker>> workers_;
+    std::size_t next_worker_ = 0;  // only the first worker's thread touches it
     std::optional<tcp::acceptor> acceptor_;
     std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running_;
     std::vector<std::thread> threads_;
