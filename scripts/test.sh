@@ -4,8 +4,9 @@
 # build (the integration tests fail on any sanitizer report from the server they start), and
 # the soak for 2 minutes in the optimized build (PLANTSTORE_SOAK_SECONDS=N for another length).
 # It runs each libFuzzer target for 20 s (clang, ASan+UBSan) on its checked-in corpus. It lints the
-# served OpenAPI document with a real linter (Redocly CLI, via npm), and builds the Release
-# binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
+# served OpenAPI document with a real linter (Redocly CLI, via npm), runs clang-tidy on the
+# sources changed in the last 20 commits (scripts/tidy.sh; --all for every source), and builds
+# the Release binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,8 @@ for preset in dev asan tsan; do
         ctest --preset "$preset"
     fi
 done
+echo "== tidy: clang-tidy on recently changed sources (scripts/tidy.sh --all for every one)" >&2
+scripts/tidy.sh
 echo "== fuzz: bounded runs on the checked-in corpora (scripts/fuzz.sh 600 for a long run)" >&2
 scripts/fuzz.sh 20
 echo "== openapi: lint docs/openapi.json" >&2

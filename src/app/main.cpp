@@ -40,8 +40,8 @@ struct ServeConfig {
     std::filesystem::path data_dir = "data";
     std::string base_path;
     unsigned threads = 0;
-    std::size_t max_body_bytes = 64 * 1024;
-    std::size_t max_header_bytes = 16 * 1024;
+    std::size_t max_body_bytes = std::size_t{64} * 1024;
+    std::size_t max_header_bytes = std::size_t{16} * 1024;
     std::size_t max_text_length = 1024;
     std::size_t max_connections = 10000;
     std::size_t max_pending_writes = 16384;
@@ -425,6 +425,7 @@ std::optional<std::string> find_config_file(int argc, char** argv) {
         if (arg == "--config" && i + 1 < argc) return argv[i + 1];
         if (arg.starts_with("--config=")) return std::string(arg.substr(9));
     }
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread exists; nothing sets variables
     if (const char* from_env = std::getenv("PLANTSTORE_CONFIG")) return from_env;
     return std::nullopt;
 }
@@ -440,7 +441,9 @@ void apply_config_file(const std::string& path, CLI::App* command) {
                                                  "' (keys are the flags of `plantstore serve "
                                                  "--help` without '--')");
         }
-        if (const auto& env = option->get_envname(); !env.empty() && std::getenv(env.c_str())) {
+        const auto& env = option->get_envname();
+        // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread exists; nothing sets variables
+        if (!env.empty() && std::getenv(env.c_str()) != nullptr) {
             continue;
         }
         try {
@@ -534,4 +537,11 @@ int run(int argc, char** argv) {
 
 }  // namespace plantstore::app
 
-int main(int argc, char** argv) { return plantstore::app::run(argc, argv); }
+int main(int argc, char** argv) {
+    try {
+        return plantstore::app::run(argc, argv);
+    } catch (...) {  // run() reports every std::exception; anything else still exits cleanly
+        std::cerr << "plantstore: unexpected failure\n";
+        return 1;
+    }
+}

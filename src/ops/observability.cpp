@@ -30,7 +30,7 @@ constexpr std::array<double, 9> kBatchSizeBuckets = {1, 2, 4, 8, 16, 32, 64, 256
 constexpr std::array<double, 12> kDurationBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                      0.01,   0.025,   0.05,   0.1,   0.5,    2.5};
 // Access-log lines buffered per I/O thread before they are written even between ticks.
-constexpr std::size_t kLogBufferBytes = 64 * 1024;
+constexpr std::size_t kLogBufferBytes = std::size_t{64} * 1024;
 
 // The index of `value` in `values`, or the last index (the "other" label) when absent.
 template <typename Values, typename T>
@@ -275,7 +275,7 @@ void Observability::flush() {
 
 std::string Observability::render_metrics() const {
     std::string out;
-    out.reserve(16 * 1024);
+    out.reserve(std::size_t{16} * 1024);
 
     out += "# HELP plantstore_build_info Version of this build.\n";
     out += "# TYPE plantstore_build_info gauge\n";

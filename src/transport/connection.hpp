@@ -52,7 +52,7 @@ inline auto use_ec(error_code& ec) { return net::redirect_error(net::use_awaitab
 // After a response that closes the connection, how long and how much of the client's unread
 // input is drained so that closing does not reset the connection before it reads the response.
 constexpr auto kLingerTime = 1s;
-constexpr std::size_t kLingerBytes = 1024 * 1024;
+constexpr std::size_t kLingerBytes = std::size_t{1024} * 1024;
 
 // What a worker needs from each of its connections, whatever their stream (TCP or TLS).
 class ConnectionBase {
@@ -359,7 +359,7 @@ class Connection final : public ConnectionBase,
     // header bytes for obsolete line folding: Beast unfolds it silently, and a proxy in front
     // may not, so the two could see different fields. RFC 9112 §5.2 lets a server reject it.
     net::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser) {
-        constexpr std::size_t kReadSize = 64 * 1024;
+        constexpr std::size_t kReadSize = std::size_t{64} * 1024;
         std::size_t search_from = 0;  // where the end of the head may still begin
         error_code ec;
         for (;;) {

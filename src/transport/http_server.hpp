@@ -23,8 +23,8 @@ class Handler;
 namespace plantstore::transport {
 
 struct ServerLimits {
-    std::size_t max_body_bytes = 64 * 1024;
-    std::size_t max_header_bytes = 16 * 1024;
+    std::size_t max_body_bytes = std::size_t{64} * 1024;
+    std::size_t max_header_bytes = std::size_t{16} * 1024;
     std::size_t max_connections = 10000;
     /// From a request's first byte to its last; a slower client gets 408 and is disconnected.
     std::chrono::milliseconds request_timeout{10'000};
