@@ -26,22 +26,31 @@ Statement::Statement(Statement&& other) noexcept
 Statement::~Statement() { sqlite3_finalize(statement_); }
 
 Statement& Statement::bind(int index, std::int64_t value) {
-    sqlite3_bind_int64(statement_, index, value);
+    remember_bind_result(sqlite3_bind_int64(statement_, index, value));
     return *this;
 }
 
 Statement& Statement::bind(int index, std::string_view text) {
-    sqlite3_bind_text64(statement_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+    remember_bind_result(sqlite3_bind_text64(statement_, index, text.data(), text.size(),
+                                             SQLITE_STATIC, SQLITE_UTF8));
     return *this;
 }
 
 Statement& Statement::bind(int index, const std::optional<std::string>& text) {
     if (text) return bind(index, std::string_view(*text));
-    sqlite3_bind_null(statement_, index);
+    remember_bind_result(sqlite3_bind_null(statement_, index));
     return *this;
 }
 
-int Statement::try_step() { return sqlite3_step(statement_); }
+void Statement::remember_bind_result(int rc) {
+    if (bind_result_ == SQLITE_OK) bind_result_ = rc;
+}
+
+int Statement::try_step() {
+    // A failed bind (too big, out of memory) must not run the statement with a NULL instead.
+    if (bind_result_ != SQLITE_OK) return bind_result_;
+    return sqlite3_step(statement_);
+}
 
 bool Statement::step() {
     const int rc = try_step();
@@ -51,8 +60,10 @@ bool Statement::step() {
 }
 
 void Statement::reset() {
+    // sqlite3_reset repeats the last step's error, which try_step already returned.
     sqlite3_reset(statement_);
     sqlite3_clear_bindings(statement_);
+    bind_result_ = SQLITE_OK;
 }
 
 std::int64_t Statement::column_int64(int index) const {

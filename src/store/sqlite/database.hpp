@@ -40,7 +40,7 @@ class Statement {
 
     /// Steps once: true when a row is available, false when done. @throws SqliteError
     bool step();
-    /// Steps without throwing; returns SQLite's result code.
+    /// Steps without throwing; returns SQLite's result code (a failed bind's, if one failed).
     int try_step();
     /// Resets for re-execution and clears bindings.
     void reset();
@@ -51,8 +51,11 @@ class Statement {
     std::string_view column_blob(int index) const;
 
   private:
+    void remember_bind_result(int rc);
+
     sqlite3* db_;
     sqlite3_stmt* statement_;
+    int bind_result_ = 0;  // SQLITE_OK, or the first failed bind's code since the last reset
 };
 
 /// One connection. Not thread-safe: each thread that touches the store owns its own.

@@ -1,0 +1,85 @@
+// The operations handler alone (as on --metrics-listen): health, readiness with the store's
+// reason, metrics, and what it answers to anything else.
+#include "api/operations.hpp"
+
+#include <gtest/gtest.h>
+
+#include "store/plant_store.hpp"
+
+namespace plantstore::api {
+namespace {
+
+// A store whose health the test sets; it is never asked for plants.
+class HealthOnlyStore final : public store::PlantStore {
+  public:
+    store::Health health_now;
+    void create(std::string, domain::NewPlant, store::WriteCallback) override {}
+    void remove(std::string, domain::PlantId, store::WriteCallback) override {}
+    void read(std::string, domain::PlantId, store::ReadCallback) override {}
+    void list(std::string, store::ListQuery, store::ReadCallback) override {}
+    store::Health health() const override { return health_now; }
+    void close() override {}
+};
+
+http::RequestHead get(std::string_view target) {
+    http::RequestHead head;
+    head.method = "GET";
+    head.target = target;
+    return head;
+}
+
+std::string header(const http::Response& response, std::string_view name) {
+    for (const auto& [key, value] : response.headers) {
+        if (key == name) return value;
+    }
+    return "<absent>";
+}
+
+TEST(OperationsHandler, ReadinessFollowsTheStoreAndDraining) {
+    HealthOnlyStore store;
+    OperationsHandler operations(store, {});
+    EXPECT_EQ(operations.admit(get("/readyz")).response.body, R"({"status":"ready"})");
+    store.health_now = {false, "the write queue is full", 16384};
+    const http::Response full = operations.admit(get("/readyz")).response;
+    EXPECT_EQ(full.status, 503);
+    EXPECT_EQ(full.body,
+              R"({"error":503,"message":"the store is not ready: the write queue is full"})");
+    EXPECT_EQ(header(full, "Retry-After"), "1");
+    EXPECT_EQ(full.route, "/readyz");
+    store.health_now = {};
+    operations.begin_draining();
+    EXPECT_EQ(operations.admit(get("/readyz")).response.body,
+              R"({"error":503,"message":"draining: the server is stopping"})");
+    EXPECT_EQ(operations.admit(get("/healthz")).response.status, 200);  // alive while draining
+}
+
+TEST(OperationsHandler, MetricsOnlyWhenARendererIsGiven) {
+    HealthOnlyStore store;
+    OperationsHandler with(store, [] { return std::string("up 1\n"); });
+    const http::Response metrics = with.admit(get("/metrics")).response;
+    EXPECT_EQ(metrics.body, "up 1\n");
+    EXPECT_EQ(metrics.route, "/metrics");
+    EXPECT_EQ(with.route_labels(),
+              (std::vector<std::string_view>{"/healthz", "/readyz", "/metrics"}));
+    OperationsHandler without(store, {});
+    EXPECT_FALSE(without.serves("/metrics"));
+    EXPECT_EQ(without.admit(get("/metrics")).response.status, 404);
+}
+
+TEST(OperationsHandler, EverythingElseIs404Or405) {
+    HealthOnlyStore store;
+    OperationsHandler operations(store, {});
+    const http::Response missing = operations.admit(get("/plants")).response;
+    EXPECT_EQ(missing.status, 404);
+    EXPECT_EQ(missing.route, "other");
+    http::RequestHead post = get("/healthz");
+    post.method = "POST";
+    const http::Response refused = operations.admit(post).response;
+    EXPECT_EQ(refused.status, 405);
+    EXPECT_EQ(header(refused, "Allow"), "GET, HEAD");
+    EXPECT_EQ(operations.admit(get("%zz")).response.status, 400);
+    EXPECT_EQ(operations.refuse(get("/readyz"), 408, "slow").route, "/readyz");
+}
+
+}  // namespace
+}  // namespace plantstore::api
