@@ -9,12 +9,14 @@
 #include <thread>
 
 #include "store/open.hpp"
+#include "store/store_calls.hpp"
 #include "support/temp_dir.hpp"
 
 namespace plantstore::store {
 namespace {
 
 using Outcome = WriteResult::Outcome;
+using namespace testing_support;
 
 // Counts transactions, for the group-commit rule.
 struct BatchRecorder final : StoreObserver {
@@ -45,26 +47,6 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
   private:
     testing_support::TempDir dir_;
 };
-
-WriteResult create_and_wait(PlantStore& store, std::string tenant, domain::NewPlant plant) {
-    std::promise<WriteResult> promise;
-    auto future = promise.get_future();
-    store.create(std::move(tenant), std::move(plant),
-                 [&promise](WriteResult result) { promise.set_value(std::move(result)); });
-    return future.get();
-}
-
-template <typename Result, typename Call>
-Result wait_for(Call call) {
-    std::promise<Result> promise;
-    auto future = promise.get_future();
-    call([&promise](Result result) { promise.set_value(std::move(result)); });
-    return future.get();
-}
-
-domain::NewPlant plant(std::int64_t id, std::string name, std::optional<std::string> tag = {}) {
-    return {id, {std::move(name), std::move(tag)}};
-}
 
 // Every plant of `tenant`, page by page.
 std::vector<domain::PlantRecord> list_all(PlantStore& store, const std::string& tenant) {

@@ -7,25 +7,15 @@
 
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/schema.hpp"
+#include "store/store_calls.hpp"
 #include "support/temp_dir.hpp"
 
 namespace plantstore::store::sqlite {
 namespace {
 
 using Outcome = WriteResult::Outcome;
+using namespace testing_support;
 using testing_support::TempDir;
-
-WriteResult create_and_wait(PlantStore& store, std::string tenant, domain::NewPlant plant) {
-    std::promise<WriteResult> promise;
-    auto future = promise.get_future();
-    store.create(std::move(tenant), std::move(plant),
-                 [&promise](WriteResult result) { promise.set_value(std::move(result)); });
-    return future.get();
-}
-
-domain::NewPlant plant(std::int64_t id, std::string name, std::optional<std::string> tag = {}) {
-    return {id, {std::move(name), std::move(tag)}};
-}
 
 // What only the SQLite engine promises; the rules every engine keeps are in
 // tests/store/plant_store_contract_test.cpp.
