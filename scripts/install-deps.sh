@@ -8,7 +8,8 @@ packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
           libboost-url1.81-dev libsqlite3-dev libssl-dev
           libcli11-dev libtomlplusplus-dev)
 case "${1:-}" in
-    --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev) ;;
+    --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
+                        clang-tidy) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev) ;;
 esac
 
