@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/api.hpp"
 #include "api/operations.hpp"
@@ -51,6 +52,7 @@ namespace {
 
 using namespace plantstore;
 using namespace plantstore::transport::internal;
+namespace beast_http = boost::beast::http;
 
 // Also in fuzz/request_path.dict, so that the fuzzer can reach the authenticated paths.
 constexpr std::string_view kWriterToken = "ps_fuzzwriter000000000000000000000000000000";
@@ -108,20 +110,47 @@ struct Service {
     transport::ServerLimits limits;
 };
 
-// Parses `output` as consecutive responses and checks the properties above.
-void check_responses(std::string_view output) {
+// Forwards to the service's observer and records each answered request's method, in order, so
+// that the checker knows which responses answer a HEAD (and so carry no body).
+struct MethodRecorder final : transport::ExchangeObserver {
+    explicit MethodRecorder(transport::ExchangeObserver& next_observer) : next(next_observer) {}
+    void on_request_started(unsigned worker) override { next.on_request_started(worker); }
+    void on_exchange(unsigned worker, const transport::Exchange& exchange) override {
+        methods.emplace_back(exchange.method);
+        next.on_exchange(worker, exchange);
+    }
+    void on_tick(unsigned worker) override { next.on_tick(worker); }
+    void on_connection_opened() override { next.on_connection_opened(); }
+    void on_connection_closed() override { next.on_connection_closed(); }
+    void on_failure(std::string_view id, std::string_view where, std::string_view what) override {
+        next.on_failure(id, where, what);
+    }
+    void on_read_failed(std::string_view peer, std::string_view reason) override {
+        next.on_read_failed(peer, reason);
+    }
+    transport::ExchangeObserver& next;
+    std::vector<std::string> methods;
+};
+
+// Parses `output` as consecutive responses and checks the properties above. `methods` are the
+// answered requests' methods, in order.
+void check_responses(std::string_view output, const std::vector<std::string>& methods) {
     const std::string_view whole = output;
     bool closed = false;
+    std::size_t answered = 0;
     while (!output.empty()) {
         if (closed) fail("bytes after a response that closed the connection", whole);
-        http::response_parser<http::string_body> parser;
+        beast_http::response_parser<beast_http::string_body> parser;
         parser.eager(true);
+        // A response to HEAD has the headers of GET's, Content-Length included, and no body.
+        parser.skip(answered < methods.size() && methods[answered] == "HEAD");
         while (!parser.is_done()) {
             error_code ec;
             const auto used = parser.put(net::buffer(output.data(), output.size()), ec);
             output.remove_prefix(used);
-            if (ec == http::error::need_more && used == 0) fail("a truncated response", whole);
-            if (ec && ec != http::error::need_more) fail("a malformed response", whole);
+            if (ec == beast_http::error::need_more && used == 0)
+                fail("a truncated response", whole);
+            if (ec && ec != beast_http::error::need_more) fail("a malformed response", whole);
         }
         const auto& response = parser.get();
         const int status = response.result_int();
@@ -129,8 +158,8 @@ void check_responses(std::string_view output) {
         if (status < 200) continue;  // 100 Continue
         if (response["X-Request-Id"].empty()) fail("a response without X-Request-Id", whole);
         closed = !response.keep_alive();
-        if (status == 204) continue;
-        const auto content_type = response[http::field::content_type];
+        if (methods.at(answered++) == "HEAD" || status == 204) continue;
+        const auto content_type = response[beast_http::field::content_type];
         if (content_type.starts_with("text/plain; version=0.0.4")) continue;  // GET /metrics
         if (content_type != "application/json") fail("a response that is not JSON", whole);
         boost::json::error_code ec;
@@ -170,9 +199,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     bool finished = false;
     auto keep_running = net::make_work_guard(io);  // the store answers from its own thread
+    MethodRecorder recorder(service.observability);
     auto connection = std::make_shared<Connection<beast::test::stream>>(
         std::move(server_side), nullptr, worker, service.api, service.limits, draining,
-        open_connections, service.observability);
+        open_connections, recorder);
     net::co_spawn(io, Connection<beast::test::stream>::run(std::move(connection)),
                   [&](const std::exception_ptr&) {
                       finished = true;
@@ -180,6 +210,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                   });
     io.run_for(std::chrono::seconds(10));
     if (!finished) fail("the connection did not finish within 10 s", client_side.str());
-    check_responses(client_side.str());
+    check_responses(client_side.str(), recorder.methods);
     return 0;
 }
