@@ -162,18 +162,18 @@ class PlantCall final : public http::Continuation, public std::enable_shared_fro
     domain::PlantId id = 0;  ///< read_plant, delete_plant: the id in the path
     store::ListQuery query;  ///< list_plants: the parsed query string
 
+    // The store's callback: records the outcome and says so; nothing else on the store's thread.
+    template <typename Result>
+    std::function<void(Result)> recorder(std::function<void()> ready) {
+        return [self = shared_from_this(), ready = std::move(ready)](Result result) {
+            self->outcome_ = std::move(result);
+            ready();
+        };
+    }
+
     void start(std::string_view body, std::function<void()> ready) override {
         store::PlantStore& store = api_.store();
         const std::string& tenant = caller_->tenant;
-        auto self = shared_from_this();
-        auto on_write = [self, ready](store::WriteResult result) {
-            self->outcome_ = std::move(result);
-            ready();
-        };
-        auto on_read = [self, ready](store::ReadResult result) {
-            self->outcome_ = std::move(result);
-            ready();
-        };
         switch (operation_) {
             case Operation::create_plant: {
                 auto decoded = domain::decode_new_plant(body, api_.options().field_limits);
@@ -184,18 +184,19 @@ class PlantCall final : public http::Continuation, public std::enable_shared_fro
                 }
                 auto& plant = std::get<domain::NewPlant>(decoded);
                 id = plant.id;
-                store.create(tenant, std::move(plant), std::move(on_write));
+                store.create(tenant, std::move(plant),
+                             recorder<store::WriteResult>(std::move(ready)));
                 return;
             }
             case Operation::delete_plant:
-                store.remove(tenant, id, std::move(on_write));
+                store.remove(tenant, id, recorder<store::WriteResult>(std::move(ready)));
                 return;
             case Operation::read_plant:
-                store.read(tenant, id, std::move(on_read));
+                store.read(tenant, id, recorder<store::ReadResult>(std::move(ready)));
                 return;
             case Operation::list_plants:
             default:
-                store.list(tenant, query, std::move(on_read));
+                store.list(tenant, query, recorder<store::ReadResult>(std::move(ready)));
                 return;
         }
     }

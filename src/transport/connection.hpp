@@ -323,9 +323,13 @@ class Connection final : public ConnectionBase,
         phase_ = Phase::handling;
         handler_ready_ = false;
         const std::uint64_t call = ++handler_calls_;
-        handler_timer_.expires_after(limits_.handler_timeout);
         try {
             next.start(body, [self = this->shared_from_this(), call] {
+                // Ready at once, on this thread (a read): no need to post or to wait.
+                if (self->worker_.context.get_executor().running_in_this_thread()) {
+                    if (call == self->handler_calls_) self->handler_ready_ = true;
+                    return;
+                }
                 net::post(self->socket_.get_executor(), [self, call] {
                     if (call != self->handler_calls_) return;  // an abandoned call
                     self->handler_ready_ = true;
@@ -338,6 +342,7 @@ class Connection final : public ConnectionBase,
             co_return refuse(500, "internal error");
         }
         if (!handler_ready_) {
+            handler_timer_.expires_after(limits_.handler_timeout);
             error_code ec;
             co_await handler_timer_.async_wait(use_ec(ec));
         }
