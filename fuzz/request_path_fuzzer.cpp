@@ -108,6 +108,7 @@ struct Service {
     api::OperationsHandler operations;
     api::Api api;
     transport::ServerLimits limits;
+    transport::TrustedProxies proxies;
 };
 
 // Forwards to the service's observer and records each answered request's method, in order, so
@@ -201,8 +202,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto keep_running = net::make_work_guard(io);  // the store answers from its own thread
     MethodRecorder recorder(service.observability);
     auto connection = std::make_shared<Connection<beast::test::stream>>(
-        std::move(server_side), nullptr, worker, service.api, service.limits, draining,
-        open_connections, recorder);
+        std::move(server_side), nullptr, worker, service.api, service.limits, service.proxies,
+        draining, open_connections, recorder);
     net::co_spawn(io, Connection<beast::test::stream>::run(std::move(connection)),
                   [&](const std::exception_ptr&) {
                       finished = true;

@@ -339,28 +339,41 @@ http::Response Api::refuse_method(const http::RequestHead& head, const Route& ro
 }
 
 std::variant<http::Response, Caller> Api::authenticate(const http::RequestHead& head) const {
+    if (head.repeated_authorization) {
+        return refuse_credentials(
+            head, challenge(400, "send exactly one Authorization header", "invalid_request"),
+            false);
+    }
+    const auto credentials = auth::parse_bearer_credentials(head.authorization);
+    using Kind = auth::BearerCredentials::Kind;
+    if (credentials.kind == Kind::missing) {
+        return refuse_credentials(
+            head, challenge(401, "authentication required: send Authorization: Bearer <token>", {}),
+            false);
+    }
+    if (credentials.kind == Kind::malformed) {
+        return refuse_credentials(head, challenge(400, credentials.problem, "invalid_request"),
+                                  false);
+    }
+    Caller caller = tokens_.authenticate(credentials.token);
+    if (!caller) {
+        return refuse_credentials(
+            head, challenge(401, "the bearer token is unknown or revoked", "invalid_token"), true);
+    }
+    return caller;
+}
+
+http::Response Api::refuse_credentials(const http::RequestHead& head, http::Response refusal,
+                                       bool guessed) const {
+    // The failed-authentication limit meets only requests that fail authentication: a valid
+    // token is never refused because of other requests from the same address (a NAT, a proxy).
     const auto now = auth::RateLimiter::Clock::now();
     if (const double wait = auth_failures_.wait_time(head.peer_address, now); wait > 0) {
         return retry_later(429, "too many failed authentications from this address; retry later",
                            wait);
     }
-    if (head.repeated_authorization) {
-        return challenge(400, "send exactly one Authorization header", "invalid_request");
-    }
-    const auto credentials = auth::parse_bearer_credentials(head.authorization);
-    using Kind = auth::BearerCredentials::Kind;
-    if (credentials.kind == Kind::missing) {
-        return challenge(401, "authentication required: send Authorization: Bearer <token>", {});
-    }
-    if (credentials.kind == Kind::malformed) {
-        return challenge(400, credentials.problem, "invalid_request");
-    }
-    Caller caller = tokens_.authenticate(credentials.token);
-    if (!caller) {
-        auth_failures_.take(head.peer_address, now);  // guessing tokens gets slow
-        return challenge(401, "the bearer token is unknown or revoked", "invalid_token");
-    }
-    return caller;
+    if (guessed) auth_failures_.take(head.peer_address, now);  // guessing tokens gets slow
+    return refusal;
 }
 
 std::optional<http::Response> Api::check_scope_and_rate(const Caller& caller,

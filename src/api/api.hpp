@@ -1,8 +1,8 @@
 // API layer: what each request means. Implements the HTTP layer's Handler for the Plant Store
-// API: one route table (api/routes.hpp), the order of checks (route, failed-authentication
-// limit, credentials, scope, token rate, parameters, media type, body), the mapping of store
-// outcomes to statuses, CORS and every Error response. Hands /healthz, /readyz and /metrics to an
-// OperationsHandler when one is mounted. May call the http (types), domain, auth and store
+// API: one route table (api/routes.hpp), the order of checks (route, credentials with the
+// failed-authentication limit, scope, token rate, parameters, media type, body), the mapping of
+// store outcomes to statuses, CORS and every Error response. Hands /healthz, /readyz and /metrics
+// to an OperationsHandler when one is mounted. May call the http (types), domain, auth and store
 // (interface only) layers; knows nothing of sockets or HTTP framing, which the transport does
 // before calling in.
 #pragma once
@@ -75,6 +75,10 @@ class Api final : public http::Handler {
     http::Response refuse_method(const http::RequestHead& head, const Route& route,
                                  std::string_view path) const;
     std::variant<http::Response, Caller> authenticate(const http::RequestHead& head) const;
+    /// `refusal`, or 429 when the client's address is over its failed-authentication limit;
+    /// `guessed`: an unknown token, which counts against that limit.
+    http::Response refuse_credentials(const http::RequestHead& head, http::Response refusal,
+                                      bool guessed) const;
     std::optional<http::Response> check_scope_and_rate(const Caller& caller,
                                                        const Endpoint& endpoint) const;
 

@@ -19,6 +19,7 @@
 #include "ops/log.hpp"
 #include "ops/observability.hpp"
 #include "store/open.hpp"
+#include "transport/client_address.hpp"
 #include "transport/http_server.hpp"
 
 #ifndef PLANTSTORE_VERSION
@@ -61,6 +62,7 @@ struct ServeConfig {
     std::string tls_cert;
     std::string tls_key;
     std::string metrics_listen;
+    std::vector<std::string> trusted_proxies;
 };
 
 struct TokenCreateConfig {
@@ -157,6 +159,11 @@ int serve(const ServeConfig& config) {
     const std::string base_path = normalized_base_path(config.base_path);
     const unsigned threads =
         config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+    try {
+        transport::TrustedProxies{config.trusted_proxies};
+    } catch (const std::invalid_argument& error) {
+        throw CLI::ValidationError("--trusted-proxy", error.what());
+    }
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
@@ -194,6 +201,7 @@ int serve(const ServeConfig& config) {
     options.threads = threads;
     options.tls_cert_file = config.tls_cert;
     options.tls_key_file = config.tls_key;
+    options.trusted_proxies = config.trusted_proxies;
     options.limits = server_limits(config);
     transport::HttpServer server(options, api, observability);
 
@@ -405,7 +413,7 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Requests a token may make at once above its rate");
     option("--auth-failure-limit", config.auth_failure_limit, "PLANTSTORE_AUTH_FAILURE_LIMIT",
            "Failed authentications per second one client address may make (0: unlimited); "
-           "past its burst, its requests get 429");
+           "past its burst, its requests that fail authentication get 429 (valid ones never)");
     option("--metrics-listen", config.metrics_listen, "PLANTSTORE_METRICS_LISTEN",
            "HOST:PORT of a separate listener for /metrics, /healthz and /readyz (empty: "
            "/metrics is on the main listener)");
@@ -415,6 +423,13 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     option("--tls-key", config.tls_key, "PLANTSTORE_TLS_KEY", "PEM private key for --tls-cert");
     option("--auth-failure-burst", config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
            "Failed authentications one address may make at once");
+    command
+        ->add_option("--trusted-proxy", config.trusted_proxies,
+                     "Network (CIDR, or one address) of a proxy or load balancer trusted to name "
+                     "the client in Forwarded or X-Forwarded-For (repeatable); none: those "
+                     "headers are ignored")
+        ->delimiter(',')
+        ->envname("PLANTSTORE_TRUSTED_PROXY");
 }
 
 // `--config FILE` (or PLANTSTORE_CONFIG) from the raw arguments: the file must be read before

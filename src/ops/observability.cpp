@@ -205,6 +205,8 @@ void Observability::on_exchange(unsigned worker, const transport::Exchange& exch
     append_json_string(out, exchange.caller);
     out += R"(,"peer":)";
     append_json_string(out, exchange.peer);
+    out += R"(,"client":)";
+    append_json_string(out, exchange.client);
     out += "}\n";
     if (out.size() >= kLogBufferBytes) on_tick(worker);
 }

@@ -20,6 +20,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/range/iterator_range.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -35,6 +36,7 @@
 
 #include "common/http_text.hpp"
 #include "http/handler.hpp"
+#include "transport/client_address.hpp"
 #include "transport/framing.hpp"
 #include "transport/http_server.hpp"
 
@@ -150,14 +152,15 @@ class Connection final : public ConnectionBase,
 
     Connection(Stream stream, std::shared_ptr<net::ssl::context> tls, Worker& worker,
                const plantstore::http::Handler& handler, const ServerLimits& limits,
-               const std::atomic<bool>& draining, ConnectionCount& open_connections,
-               ExchangeObserver& observer)
+               const TrustedProxies& proxies, const std::atomic<bool>& draining,
+               ConnectionCount& open_connections, ExchangeObserver& observer)
         : socket_(std::move(stream)),
           tls_(std::move(tls)),
           handler_timer_(socket_.get_executor()),
           worker_(worker),
           handler_(handler),
           limits_(limits),
+          proxies_(proxies),
           draining_(draining),
           open_connections_(open_connections),
           observer_(observer) {
@@ -237,7 +240,7 @@ class Connection final : public ConnectionBase,
         head.method = exchange_.method;
         head.target = exchange_.target;
         head.origin = exchange_.origin;
-        head.peer_address = peer_address_;
+        head.peer_address = exchange_.client.empty() ? peer_address_ : exchange_.client;
         return head;
     }
 
@@ -268,6 +271,7 @@ class Connection final : public ConnectionBase,
             exchange_.request_id = id;
         }
         exchange_.origin = request[http::field::origin];
+        if (!proxies_.empty()) exchange_.client = client_behind_proxies(request);
         if (const auto refusal = framing_refusal(request)) {
             co_return co_await send(malformed(*refusal), version, false);
         }
@@ -294,6 +298,21 @@ class Connection final : public ConnectionBase,
         plantstore::http::Response response =
             co_await run_handler(*decision.next, parser.get().body());
         co_return co_await send(std::move(response), version, parser.get().keep_alive());
+    }
+
+    // The client's address when the peer is a trusted proxy (Forwarded, X-Forwarded-For).
+    std::string client_behind_proxies(const http::request<http::string_body>& request) const {
+        std::vector<std::string_view> forwarded;
+        std::vector<std::string_view> forwarded_for;
+        for (const auto& field :
+             boost::make_iterator_range(request.equal_range(http::field::forwarded))) {
+            forwarded.push_back(field.value());
+        }
+        for (const auto& field :
+             boost::make_iterator_range(request.equal_range("X-Forwarded-For"))) {
+            forwarded_for.push_back(field.value());
+        }
+        return proxies_.client_address(peer_address_, forwarded, forwarded_for);
     }
 
     // Why a request's framing cannot be trusted, beyond what Beast's parser checks.
@@ -487,6 +506,8 @@ class Connection final : public ConnectionBase,
         exchange.route = response.route;
         exchange.caller = response.caller;
         exchange.peer = peer_;
+        exchange.client = exchange_.client.empty() ? std::string_view(peer_address_)
+                                                   : std::string_view(exchange_.client);
         exchange.status = response.status;
         exchange.body_bytes = exchange_.head_request ? 0 : response.body.size();
         exchange.duration = Clock::now() - exchange_.started;
@@ -526,6 +547,7 @@ class Connection final : public ConnectionBase,
     Worker& worker_;
     const plantstore::http::Handler& handler_;
     const ServerLimits& limits_;
+    const TrustedProxies& proxies_;
     const std::atomic<bool>& draining_;
     ConnectionCount& open_connections_;
     ExchangeObserver& observer_;
@@ -537,6 +559,7 @@ class Connection final : public ConnectionBase,
         std::string method;
         std::string target;
         std::string origin;
+        std::string client;  // behind a trusted proxy: the client's address; else empty
         Clock::time_point started{};
         bool counted = false;
         bool head_request = false;

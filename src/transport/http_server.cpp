@@ -65,7 +65,10 @@ class HttpServer::Impl {
   public:
     Impl(ServerOptions options, const plantstore::http::Handler& handler,
          ExchangeObserver& observer)
-        : options_(std::move(options)), handler_(handler), observer_(observer) {
+        : options_(std::move(options)),
+          handler_(handler),
+          observer_(observer),
+          proxies_(options_.trusted_proxies) {
         for (unsigned i = 0; i < std::max(1U, options_.threads); ++i)
             workers_.push_back(std::make_unique<Worker>(i));
         if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
@@ -179,8 +182,8 @@ class HttpServer::Impl {
     template <class Stream>
     void spawn(Worker& worker, Stream stream, std::shared_ptr<net::ssl::context> tls) {
         auto connection = std::make_shared<Connection<Stream>>(
-            std::move(stream), std::move(tls), worker, handler_, options_.limits, draining_,
-            open_connections_, observer_);
+            std::move(stream), std::move(tls), worker, handler_, options_.limits, proxies_,
+            draining_, open_connections_, observer_);
         net::co_spawn(worker.context, Connection<Stream>::run(std::move(connection)),
                       net::detached);
     }
@@ -188,6 +191,7 @@ class HttpServer::Impl {
     ServerOptions options_;
     const plantstore::http::Handler& handler_;
     ExchangeObserver& observer_;
+    const TrustedProxies proxies_;
     // Connections refer to these, and the workers' event loops destroy the connections still
     // open when they are destroyed: so these are declared (and outlive) the workers.
     std::atomic<bool> draining_{false};

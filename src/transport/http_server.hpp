@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace plantstore::http {
 class Handler;
@@ -44,7 +45,9 @@ struct Exchange {
     std::string_view target;
     std::string_view route;   ///< the handler's route label, e.g. "/plants/{id}"
     std::string_view caller;  ///< who called (a token's name); empty when not authenticated
-    std::string_view peer;    ///< "address:port"
+    std::string_view peer;    ///< "address:port" of the connection
+    /// The client's address: the peer's, or behind a trusted proxy the one it names.
+    std::string_view client;
     int status = 0;
     std::size_t body_bytes = 0;
     std::chrono::nanoseconds duration{};
@@ -81,6 +84,9 @@ struct ServerOptions {
     /// (TLS 1.2 and newer); reload_tls() rereads both.
     std::string tls_cert_file;
     std::string tls_key_file;
+    /// Networks whose connections may name the client (Forwarded, X-Forwarded-For); the
+    /// client's address is then the one limits, logs and handlers see.
+    std::vector<std::string> trusted_proxies;
     ServerLimits limits;
 };
 

@@ -241,6 +241,31 @@ TEST_F(ApiTest, CredentialProblemsInOrder) {
     EXPECT_EQ(final_response(twice).status, 400);
 }
 
+// Failed authentications from one address slow down guessing, and only guessing: past the limit
+// the failures are 429, while a valid token from the same address is still admitted.
+TEST_F(ApiTest, FailedAuthenticationLimitNeverRefusesAValidToken) {
+    ApiOptions options{"/v1", {}};
+    options.auth_failure_limit = 0.001;
+    options.auth_failure_burst = 2;
+    Api limited(options, tokens, store);
+    RequestHead guess = post("Bearer ps_guess");
+    guess.peer_address = "192.0.2.7";
+    EXPECT_EQ(limited.admit(guess).response.status, 401);
+    EXPECT_EQ(limited.admit(guess).response.status, 401);
+    const Response refused = limited.admit(guess).response;
+    EXPECT_EQ(refused.status, 429);
+    EXPECT_NE(header(refused, "Retry-After"), "<absent>");
+    RequestHead anonymous = post(std::nullopt);
+    anonymous.peer_address = "192.0.2.7";
+    EXPECT_EQ(limited.admit(anonymous).response.status, 429);
+    RequestHead valid = post();
+    valid.peer_address = "192.0.2.7";
+    EXPECT_NE(limited.admit(valid).next, nullptr);
+    RequestHead elsewhere = post("Bearer ps_guess");
+    elsewhere.peer_address = "192.0.2.8";
+    EXPECT_EQ(limited.admit(elsewhere).response.status, 401);  // per address
+}
+
 TEST_F(ApiTest, AuthenticationComesBeforeMediaType) {
     RequestHead head = post(std::nullopt);
     head.content_type = "text/plain";

@@ -1,4 +1,6 @@
 // The API contract over real HTTP against the real binary: every status and its Error shape.
+#include <signal.h>
+
 #include <fstream>
 #include <thread>
 
@@ -290,10 +292,52 @@ TEST_F(HttpApiOptions, RepeatedFailedAuthenticationsFromOneAddressGet429) {
     start({"--auth-failure-limit", "0.1", "--auth-failure-burst", "3"});
     for (int i = 0; i < 3; ++i)
         expect_error(post_plant(port(), "ps_guess" + std::to_string(i), "{}"), 401);
-    // Now even the right token is refused from this address until the bucket refills.
-    const auto limited = post(R"({"id":1,"name":"a"})");
+    // Further failures from this address are 429 until the bucket refills...
+    const auto limited = post_plant(port(), "ps_guess3", "{}");
     expect_error(limited, 429, "failed authentications");
     EXPECT_NE(limited.header("retry-after"), "<absent>");
+    HttpConnection anonymous(port());
+    expect_error(*anonymous.request("GET", "/plants", "", {}), 429);
+    // ...but a valid token from the same address is never refused for them (one client minting
+    // a token and using it too early must not lock out everyone behind the same NAT or proxy).
+    EXPECT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(post(R"({"id":1,"name":"a"})").status, 200);
+}
+
+// A GET /plants with `token` through a proxy that says the client is `forwarded_for`.
+int get_as_forwarded(unsigned short port, const std::string& token,
+                     const std::string& forwarded_for) {
+    HttpConnection connection(port);
+    const auto response =
+        connection.request("GET", "/plants", "",
+                           {"Authorization: Bearer " + token, "X-Forwarded-For: " + forwarded_for});
+    return response ? response->status : 0;
+}
+
+// Behind a trusted proxy, limits apply to the client the proxy names, and the access log shows
+// both; without --trusted-proxy the same headers are ignored (a client cannot pick an address).
+TEST_F(HttpApiOptions, TrustedProxiesNameTheClientForLimitsAndLogs) {
+    start({"--trusted-proxy", "127.0.0.0/8", "--auth-failure-limit", "0.001",
+           "--auth-failure-burst", "1"});
+    EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "203.0.113.1"), 401);
+    EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "203.0.113.1"), 429);
+    EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "203.0.113.2"), 401);  // another client
+    EXPECT_EQ(get_as_forwarded(port(), token, "203.0.113.1"), 200);
+    EXPECT_EQ(server->stop(SIGTERM), 0);
+    const std::string log = server->log();
+    EXPECT_NE(log.find(R"("client":"203.0.113.2")"), std::string::npos) << log;
+    EXPECT_NE(log.find(R"("peer":"127.0.0.1:)"), std::string::npos) << log;
+
+    start({"--auth-failure-limit", "0.001", "--auth-failure-burst", "1"});
+    EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "203.0.113.1"), 401);
+    EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "203.0.113.2"), 429);  // same peer
+}
+
+TEST_F(HttpApiOptions, AnInvalidTrustedProxyStopsTheStart) {
+    const auto result = run_plantstore({"serve", "--listen", "127.0.0.1:0", "--data-dir",
+                                        data_dir().string(), "--trusted-proxy", "10.0.0.0/33"});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("10.0.0.0/33"), std::string::npos) << result.err;
 }
 
 TEST_F(HttpApiOptions, EnvironmentVariablesConfigureToo) {
