@@ -31,22 +31,9 @@
 #include "auth/token_registry.hpp"
 #include "ops/observability.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
+#include "support/in_memory_stream.hpp"
 #include "support/temp_dir.hpp"
 #include "transport/connection.hpp"
-
-namespace plantstore::transport::internal {
-
-// The in-memory stream has no socket beneath it: no peer address, and closing it is all there
-// is to cancelling, closing or half-closing.
-template <>
-struct StreamControl<beast::test::stream> {
-    static std::optional<tcp::endpoint> peer(beast::test::stream&) { return std::nullopt; }
-    static void cancel(beast::test::stream& stream) { stream.close(); }
-    static void close(beast::test::stream& stream) { stream.close(); }
-    static void shutdown_send(beast::test::stream&) {}
-};
-
-}  // namespace plantstore::transport::internal
 
 namespace {
 

@@ -344,9 +344,12 @@ class Connection final : public ConnectionBase,
         const std::uint64_t call = ++handler_calls_;
         try {
             next.start(body, [self = this->shared_from_this(), call] {
-                // Ready at once, on this thread (a read): no need to post or to wait.
+                // On this connection's thread (a read answered at once, or an engine driven by
+                // this event loop): no post; wake the wait only if it has begun.
                 if (self->worker_.context.get_executor().running_in_this_thread()) {
-                    if (call == self->handler_calls_) self->handler_ready_ = true;
+                    if (call != self->handler_calls_) return;
+                    self->handler_ready_ = true;
+                    if (self->awaiting_handler_) self->handler_timer_.cancel();
                     return;
                 }
                 net::post(self->socket_.get_executor(), [self, call] {
@@ -362,8 +365,10 @@ class Connection final : public ConnectionBase,
         }
         if (!handler_ready_) {
             handler_timer_.expires_after(limits_.handler_timeout);
+            awaiting_handler_ = true;
             error_code ec;
             co_await handler_timer_.async_wait(use_ec(ec));
+            awaiting_handler_ = false;
         }
         if (!handler_ready_) {
             ++handler_calls_;  // whatever the handler says later is dropped
@@ -544,6 +549,7 @@ class Connection final : public ConnectionBase,
     net::steady_timer handler_timer_;  // bounds the wait for the handler
     std::uint64_t handler_calls_ = 0;  // identifies the call a readiness belongs to
     bool handler_ready_ = false;
+    bool awaiting_handler_ = false;  // the coroutine waits on handler_timer_
     Worker& worker_;
     const plantstore::http::Handler& handler_;
     const ServerLimits& limits_;
