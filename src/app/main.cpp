@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "api/api.hpp"
@@ -144,9 +145,14 @@ sigset_t service_signals() {
     return signals;
 }
 
+// The next of `signals`. sigwait fails only for an invalid set; then the service stops (drains)
+// rather than spin.
 int wait_for_signal(const sigset_t& signals) {
     int received = 0;
-    while (sigwait(&signals, &received) != 0) {
+    if (const int error = sigwait(&signals, &received); error != 0) {
+        ops::log_event(ops::LogLevel::error, "signal_wait_failed",
+                       {{"reason", std::error_code(error, std::generic_category()).message()}});
+        return SIGTERM;
     }
     return received;
 }
