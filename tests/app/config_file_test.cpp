@@ -21,8 +21,9 @@ std::filesystem::path write(const testing_support::TempDir& dir, const std::stri
 TEST(ConfigFile, ValuesBecomeCommandLineText) {
     testing_support::TempDir dir;
     const auto settings = read_config_file(
-        write(dir, "listen = \"0.0.0.0:8080\"\nthreads = 3\nrate-limit = 2.5\n"
-                   "access-log = false\ncors-origin = [\"https://a\", \"https://b\"]\n"));
+        write(dir,
+              "listen = \"0.0.0.0:8080\"\nthreads = 3\nrate-limit = 2.5\n"
+              "access-log = false\ncors-origin = [\"https://a\", \"https://b\"]\n"));
     std::map<std::string, std::string> by_key;
     for (const auto& setting : settings) by_key[setting.key] = setting.value;
     EXPECT_EQ(by_key.at("listen"), "0.0.0.0:8080");

@@ -27,12 +27,14 @@ TEST(Observability, CountsExchangesByTheHandlersRouteLabels) {
     observability.on_exchange(0, exchange("PATCH", "/plants", 405));
     const std::string metrics = observability.render_metrics();
     EXPECT_TRUE(contains(
-        metrics, R"(plantstore_http_requests_total{route="/plants/{id}",method="HEAD",status="200"} 1)"))
+        metrics,
+        R"(plantstore_http_requests_total{route="/plants/{id}",method="HEAD",status="200"} 1)"))
         << metrics;
     EXPECT_TRUE(contains(
         metrics, R"(plantstore_http_requests_total{route="other",method="GET",status="404"} 1)"));
     EXPECT_TRUE(contains(
-        metrics, R"(plantstore_http_requests_total{route="/plants",method="other",status="405"} 1)"));
+        metrics,
+        R"(plantstore_http_requests_total{route="/plants",method="other",status="405"} 1)"));
 }
 
 TEST(Observability, RouteLabelsAreBounded) {
