@@ -3,6 +3,7 @@
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
+#include <chrono>
 #include <limits>
 
 #include "api/media_type.hpp"
@@ -10,6 +11,7 @@
 #include "api/operations.hpp"
 #include "api/responses.hpp"
 #include "auth/bearer_credentials.hpp"
+#include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
 #include "domain/json_encoding.hpp"
 #include "domain/new_plant_decoder.hpp"
@@ -244,15 +246,17 @@ class PlantCall final : public http::Continuation, public std::enable_shared_fro
 }  // namespace
 
 Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
-         const OperationsHandler* operations)
+         const OperationsHandler* operations, const auth::JwtAuthenticator* jwt)
     : options_(std::move(options)),
       plants_path_(options_.base_path + "/plants"),
       tokens_(tokens),
+      jwt_(jwt),
       store_(store),
       operations_(operations),
       cors_(options_.cors_origins),
       routes_(plant_routes(options_.base_path)),
       per_token_(options_.rate_limit, options_.rate_burst),
+      per_subject_(options_.rate_limit, options_.rate_burst),
       auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst) {}
 
 http::Decision Api::admit(const http::RequestHead& head) const {
@@ -355,6 +359,16 @@ std::variant<http::Response, Caller> Api::authenticate(const http::RequestHead& 
         return refuse_credentials(head, challenge(400, credentials.problem, "invalid_request"),
                                   false);
     }
+    if (jwt_ != nullptr && auth::looks_like_jwt(credentials.token)) {
+        const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+            std::chrono::system_clock::now().time_since_epoch());
+        auto verified = jwt_->authenticate(credentials.token, now.count());
+        if (auto* rejection = std::get_if<auth::JwtRejection>(&verified)) {
+            return refuse_credentials(head, challenge(401, rejection->reason, "invalid_token"),
+                                      true);
+        }
+        return std::get<Caller>(std::move(verified));
+    }
     Caller caller = tokens_.authenticate(credentials.token);
     if (!caller) {
         return refuse_credentials(
@@ -384,7 +398,9 @@ std::optional<http::Response> Api::check_scope_and_rate(const Caller& caller,
                          "insufficient_scope", scope);
     }
     const auto now = auth::RateLimiter::Clock::now();
-    if (const double wait = per_token_.take(caller->name, now); wait > 0) {
+    auth::RateLimiter& limiter =
+        caller->kind == auth::Principal::Kind::jwt ? per_subject_ : per_token_;
+    if (const double wait = limiter.take(caller->name, now); wait > 0) {
         return retry_later(429, "this token's rate limit is exceeded; retry later", wait);
     }
     return std::nullopt;

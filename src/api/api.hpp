@@ -1,6 +1,7 @@
 // API layer: what each request means. Implements the HTTP layer's Handler for the Plant Store
 // API: one route table (api/routes.hpp), the order of checks (route, credentials with the
-// failed-authentication limit, scope, token rate, parameters, media type, body), the mapping of
+// failed-authentication limit, for `ps_` tokens and JWTs; scope, token rate, parameters, media
+// type, body), the mapping of
 // store outcomes to statuses, CORS and every Error response. Hands /healthz, /readyz and /metrics
 // to an OperationsHandler when one is mounted. May call the http (types), domain, auth and store
 // (interface only) layers; knows nothing of sockets or HTTP framing, which the transport does
@@ -22,8 +23,9 @@
 #include "store/plant_store.hpp"
 
 namespace plantstore::auth {
+class JwtAuthenticator;
 class TokenRegistry;
-}
+}  // namespace plantstore::auth
 
 namespace plantstore::api {
 
@@ -43,14 +45,15 @@ struct ApiOptions {
     double auth_failure_burst = 20;
 };
 
-/// An authenticated caller: the token's record (its tenant, scopes and name).
-using Caller = std::shared_ptr<const auth::TokenRecord>;
+/// An authenticated caller: its tenant, scopes and name, from a `ps_` token or a JWT.
+using Caller = std::shared_ptr<const auth::Principal>;
 
 class Api final : public http::Handler {
   public:
-    /// `operations`, when not null, answers its own paths (it must outlive the Api).
+    /// `operations`, when not null, answers its own paths; `jwt`, when not null, accepts JWTs
+    /// beside `ps_` tokens. Both must outlive the Api.
     Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
-        const OperationsHandler* operations = nullptr);
+        const OperationsHandler* operations = nullptr, const auth::JwtAuthenticator* jwt = nullptr);
 
     /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400,
     /// and 429 after too many failures from one address), the scope (403), the token's rate
@@ -85,11 +88,13 @@ class Api final : public http::Handler {
     ApiOptions options_;
     std::string plants_path_;
     const auth::TokenRegistry& tokens_;
+    const auth::JwtAuthenticator* jwt_;
     store::PlantStore& store_;
     const OperationsHandler* operations_;
     CorsPolicy cors_;
     RouteTable routes_;
     mutable auth::RateLimiter per_token_;
+    mutable auth::RateLimiter per_subject_;  // JWT callers, by `sub`: a namespace of their own
     mutable auth::RateLimiter auth_failures_;
 };
 

@@ -14,7 +14,10 @@
 #include "api/api.hpp"
 #include "api/operations.hpp"
 #include "app/config_file.hpp"
+#include "app/jwks_refresher.hpp"
 #include "app/token_refresher.hpp"
+#include "auth/jwt.hpp"
+#include "auth/jwt_authenticator.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
 #include "ops/log.hpp"
@@ -64,6 +67,18 @@ struct ServeConfig {
     std::string tls_key;
     std::string metrics_listen;
     std::vector<std::string> trusted_proxies;
+    std::string jwt_issuer;
+    std::string jwt_audience;
+    std::string jwt_jwks_file;
+    std::string jwt_jwks_url;
+    std::string jwt_ca_file;
+    long jwt_leeway_seconds = 30;
+    std::string jwt_tenant_claim = "tenant";
+    std::string jwt_default_tenant;
+    std::size_t jwt_cache_size = 10000;
+    long jwt_jwks_refresh_seconds = 300;
+    long jwt_jwks_min_refresh_seconds = 10;
+    long jwt_jwks_timeout_ms = 5000;
 };
 
 struct TokenCreateConfig {
@@ -115,13 +130,6 @@ std::string format_utc(std::int64_t unix_seconds) {
     return text;
 }
 
-bool valid_token_name(const std::string& name) {
-    return !name.empty() && name.size() <= 64 &&
-           name.find_first_not_of(
-               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-               std::string::npos;
-}
-
 transport::ServerLimits server_limits(const ServeConfig& config) {
     transport::ServerLimits limits;
     limits.max_body_bytes = config.max_body_bytes;
@@ -157,6 +165,54 @@ int wait_for_signal(const sigset_t& signals) {
     return received;
 }
 
+// The JWT settings, checked: JWT is off (nullopt) unless an issuer is set; then the audience and
+// at least one key source are required. @throws CLI::ValidationError naming the option
+std::optional<auth::JwtPolicy> jwt_policy(const ServeConfig& config) {
+    if (config.jwt_issuer.empty()) {
+        const std::pair<const char*, bool> dependent[] = {
+            {"--jwt-audience", !config.jwt_audience.empty()},
+            {"--jwt-jwks-file", !config.jwt_jwks_file.empty()},
+            {"--jwt-jwks-url", !config.jwt_jwks_url.empty()},
+            {"--jwt-default-tenant", !config.jwt_default_tenant.empty()}};
+        for (const auto& [flag, set] : dependent) {
+            if (set) throw CLI::ValidationError(flag, "needs --jwt-issuer (JWT is off without it)");
+        }
+        return std::nullopt;
+    }
+    if (config.jwt_audience.empty()) {
+        throw CLI::ValidationError("--jwt-audience",
+                                   "is required with --jwt-issuer (the aud tokens must carry)");
+    }
+    if (config.jwt_jwks_file.empty() && config.jwt_jwks_url.empty()) {
+        throw CLI::ValidationError("--jwt-jwks-url",
+                                   "--jwt-issuer needs the issuer's keys: --jwt-jwks-url or "
+                                   "--jwt-jwks-file");
+    }
+    if (!config.jwt_jwks_url.empty() && !config.jwt_jwks_url.starts_with("https://")) {
+        throw CLI::ValidationError("--jwt-jwks-url", "must be an https:// URL");
+    }
+    if (!config.jwt_default_tenant.empty() && !auth::valid_name(config.jwt_default_tenant)) {
+        throw CLI::ValidationError("--jwt-default-tenant", "must be 1 to 64 of A-Z a-z 0-9 . _ -");
+    }
+    if (config.jwt_tenant_claim.empty()) {
+        throw CLI::ValidationError("--jwt-tenant-claim", "must name a claim");
+    }
+    if (config.jwt_leeway_seconds < 0 || config.jwt_leeway_seconds > 600) {
+        throw CLI::ValidationError("--jwt-leeway-seconds", "must be 0 to 600");
+    }
+    if (config.jwt_jwks_min_refresh_seconds < 1 ||
+        config.jwt_jwks_refresh_seconds < config.jwt_jwks_min_refresh_seconds) {
+        throw CLI::ValidationError("--jwt-jwks-refresh-seconds",
+                                   "must be at least --jwt-jwks-min-refresh-seconds, itself at "
+                                   "least 1");
+    }
+    if (config.jwt_jwks_timeout_ms < 1) {
+        throw CLI::ValidationError("--jwt-jwks-timeout-ms", "must be at least 1");
+    }
+    return auth::JwtPolicy{config.jwt_issuer, config.jwt_audience, config.jwt_leeway_seconds,
+                           config.jwt_tenant_claim, config.jwt_default_tenant};
+}
+
 int serve(const ServeConfig& config) {
     const auto [host, port] = split_listen_address(config.listen);
     const auto level = ops::parse_log_level(config.log_level);
@@ -170,6 +226,7 @@ int serve(const ServeConfig& config) {
     } catch (const std::invalid_argument& error) {
         throw CLI::ValidationError("--trusted-proxy", error.what());
     }
+    const std::optional<auth::JwtPolicy> policy = jwt_policy(config);
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
@@ -185,6 +242,24 @@ int serve(const ServeConfig& config) {
     auth::TokenRegistry tokens;
     TokenRefresher refresher([&store_config] { return store::open_token_repository(store_config); },
                              tokens, kTokenPollInterval);
+    // JWTs from an identity provider, when configured: the key set is loaded before serving
+    // (a bad key file stops the start), and refreshed in the background.
+    std::unique_ptr<JwksRefresher> jwks;
+    std::unique_ptr<auth::JwtAuthenticator> jwt;
+    if (policy) {
+        JwksRefresher::Options jwks_options;
+        jwks_options.file = config.jwt_jwks_file;
+        jwks_options.url = config.jwt_jwks_url;
+        jwks_options.fetch.ca_file = config.jwt_ca_file;
+        jwks_options.fetch.timeout = milliseconds(config.jwt_jwks_timeout_ms);
+        jwks_options.interval = std::chrono::seconds(config.jwt_jwks_refresh_seconds);
+        jwks_options.min_interval = std::chrono::seconds(config.jwt_jwks_min_refresh_seconds);
+        jwks = std::make_unique<JwksRefresher>(std::move(jwks_options));
+        jwt = std::make_unique<auth::JwtAuthenticator>(
+            *policy, config.jwt_cache_size,
+            [refresher = jwks.get()] { refresher->request_refresh(); });
+        jwks->start(*jwt);
+    }
     const std::function<std::string()> render_metrics = [&observability] {
         return observability.render_metrics();
     };
@@ -198,7 +273,7 @@ int serve(const ServeConfig& config) {
                   config.rate_burst,
                   config.auth_failure_limit,
                   config.auth_failure_burst},
-                 tokens, *store, &operations);
+                 tokens, *store, &operations, jwt.get());
     observability.set_routes(api.route_labels());
 
     transport::ServerOptions options;
@@ -251,6 +326,7 @@ int serve(const ServeConfig& config) {
          {"metrics", config.metrics ? "on" : "off"},
          {"cors_origins", std::to_string(config.cors_origins.size())},
          {"tls", config.tls_cert.empty() ? "off" : "on"},
+         {"jwt_issuer", config.jwt_issuer.empty() ? "off" : config.jwt_issuer},
          {"metrics_listen", metrics_server ? metrics_server->local_address() : "main listener"}});
     server.start();
     if (metrics_server) metrics_server->start();
@@ -299,11 +375,11 @@ int serve(const ServeConfig& config) {
 }
 
 int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig& config) {
-    if (!valid_token_name(config.name)) {
+    if (!auth::valid_name(config.name)) {
         std::cerr << "plantstore: --name must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
         return 2;
     }
-    if (!valid_token_name(config.tenant)) {
+    if (!auth::valid_name(config.tenant)) {
         std::cerr << "plantstore: --tenant must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
         return 2;
     }
@@ -436,6 +512,32 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
                      "headers are ignored")
         ->delimiter(',')
         ->envname("PLANTSTORE_TRUSTED_PROXY");
+    option("--jwt-issuer", config.jwt_issuer, "PLANTSTORE_JWT_ISSUER",
+           "Accept JWT access tokens whose iss is exactly this (empty: JWTs are not accepted)");
+    option("--jwt-audience", config.jwt_audience, "PLANTSTORE_JWT_AUDIENCE",
+           "Required with --jwt-issuer: the value a JWT's aud must contain");
+    option("--jwt-jwks-file", config.jwt_jwks_file, "PLANTSTORE_JWT_JWKS_FILE",
+           "JWKS document (JSON) with the issuer's public keys; reread at each refresh");
+    option("--jwt-jwks-url", config.jwt_jwks_url, "PLANTSTORE_JWT_JWKS_URL",
+           "https:// URL of the issuer's JWKS; fetched at start, refreshed periodically and "
+           "when a token names an unknown kid; the last good keys stay when a fetch fails");
+    option("--jwt-ca-file", config.jwt_ca_file, "PLANTSTORE_JWT_CA_FILE",
+           "PEM certificate authorities for --jwt-jwks-url (empty: the system's)");
+    option("--jwt-leeway-seconds", config.jwt_leeway_seconds, "PLANTSTORE_JWT_LEEWAY_SECONDS",
+           "Clock skew allowed on a JWT's exp, nbf and iat (0 to 600)");
+    option("--jwt-tenant-claim", config.jwt_tenant_claim, "PLANTSTORE_JWT_TENANT_CLAIM",
+           "The JWT claim that names the caller's tenant");
+    option("--jwt-default-tenant", config.jwt_default_tenant, "PLANTSTORE_JWT_DEFAULT_TENANT",
+           "Tenant of JWTs without the tenant claim (empty: such tokens are refused)");
+    option("--jwt-cache-size", config.jwt_cache_size, "PLANTSTORE_JWT_CACHE_SIZE",
+           "Verified JWTs remembered until they expire, so each is verified once (0: none)");
+    option("--jwt-jwks-refresh-seconds", config.jwt_jwks_refresh_seconds,
+           "PLANTSTORE_JWT_JWKS_REFRESH_SECONDS", "Time between two regular JWKS refreshes");
+    option("--jwt-jwks-min-refresh-seconds", config.jwt_jwks_min_refresh_seconds,
+           "PLANTSTORE_JWT_JWKS_MIN_REFRESH_SECONDS",
+           "Least time between two JWKS fetches (unknown kids and failures ask for more)");
+    option("--jwt-jwks-timeout-ms", config.jwt_jwks_timeout_ms, "PLANTSTORE_JWT_JWKS_TIMEOUT_MS",
+           "Time one JWKS fetch may take (its body may be at most 1 MiB)");
 }
 
 // `--config FILE` (or PLANTSTORE_CONFIG) from the raw arguments: the file must be read before

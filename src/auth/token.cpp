@@ -6,8 +6,11 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <stdexcept>
+
+#include "auth/base64url.hpp"
 
 namespace plantstore::auth {
 
@@ -16,16 +19,8 @@ std::string mint_token() {
     if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
         throw std::runtime_error("the OpenSSL random generator failed");
     }
-    // EVP_EncodeBlock writes standard base64; base64url swaps two characters and drops padding.
-    std::array<unsigned char, 4 * ((random.size() + 2) / 3) + 1> encoded{};
-    const int length = EVP_EncodeBlock(encoded.data(), random.data(), random.size());
-    std::string token = "ps_";
-    for (int i = 0; i < length; ++i) {
-        const char c = static_cast<char>(encoded[static_cast<std::size_t>(i)]);
-        if (c == '=') break;
-        token += c == '+' ? '-' : c == '/' ? '_' : c;
-    }
-    return token;
+    return "ps_" + base64url_encode(std::string_view(reinterpret_cast<const char*>(random.data()),
+                                                     random.size()));
 }
 
 TokenDigest digest_token(std::string_view token) {
@@ -75,8 +70,21 @@ std::string format_scopes(ScopeSet set) {
     return names;
 }
 
+bool valid_name(std::string_view name) {
+    return !name.empty() && name.size() <= 64 &&
+           name.find_first_not_of(
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+               std::string_view::npos;
+}
+
 bool digests_equal(const TokenDigest& a, const TokenDigest& b) {
     return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::size_t TokenDigestHash::operator()(const TokenDigest& digest) const {
+    std::size_t prefix = 0;
+    std::memcpy(&prefix, digest.data(), sizeof prefix);
+    return prefix;
 }
 
 }  // namespace plantstore::auth

@@ -12,6 +12,9 @@ namespace plantstore::auth {
 /// SHA-256 of a token: the only form in which a token is ever stored or compared.
 using TokenDigest = std::array<std::uint8_t, 32>;
 
+/// Whether `name` can name a token or a tenant: 1 to 64 of A-Z a-z 0-9 . _ -. Pure.
+bool valid_name(std::string_view name);
+
 /// What a token may do. Stored and shown as space-separated names ("plants:read ...").
 enum class Scope : unsigned {
     read = 1U << 0,    ///< plants:read: list and read plants
@@ -40,6 +43,15 @@ struct TokenRecord {
     ScopeSet scopes = kAllScopes;
 };
 
+/// Who is calling, once authenticated: all the API needs, whichever credential was shown.
+struct Principal {
+    enum class Kind { token, jwt };
+    Kind kind = Kind::token;
+    std::string name;    ///< the token's name, or a JWT's `sub`: shown in the access log
+    std::string tenant;  ///< the only tenant whose plants the caller can see
+    ScopeSet scopes = 0;
+};
+
 /// A new token: "ps_" followed by 32 bytes (256 bits) from OpenSSL's CSPRNG, base64url without
 /// padding. @throws std::runtime_error if the CSPRNG fails.
 std::string mint_token();
@@ -50,5 +62,16 @@ TokenDigest digest_token(std::string_view token);
 
 /// Compares digests in time that does not depend on where they differ (CRYPTO_memcmp).
 bool digests_equal(const TokenDigest& a, const TokenDigest& b);
+
+/// For hash maps keyed by digest: a SHA-256 prefix is uniform, and keys compare in constant
+/// time.
+struct TokenDigestHash {
+    std::size_t operator()(const TokenDigest& digest) const;
+};
+struct TokenDigestEqual {
+    bool operator()(const TokenDigest& a, const TokenDigest& b) const {
+        return digests_equal(a, b);
+    }
+};
 
 }  // namespace plantstore::auth

@@ -1,31 +1,12 @@
 #include "auth/token_registry.hpp"
 
-#include <cstring>
 #include <unordered_map>
 #include <utility>
 
 namespace plantstore::auth {
 
-namespace {
-
-struct DigestPrefixHash {
-    std::size_t operator()(const TokenDigest& digest) const {
-        std::size_t prefix = 0;
-        std::memcpy(&prefix, digest.data(), sizeof prefix);  // a SHA-256 prefix is uniform
-        return prefix;
-    }
-};
-
-struct ConstantTimeEqual {
-    bool operator()(const TokenDigest& a, const TokenDigest& b) const {
-        return digests_equal(a, b);
-    }
-};
-
-}  // namespace
-
 struct TokenRegistry::Snapshot {
-    std::unordered_map<TokenDigest, TokenRecord, DigestPrefixHash, ConstantTimeEqual> by_digest;
+    std::unordered_map<TokenDigest, Principal, TokenDigestHash, TokenDigestEqual> by_digest;
 };
 
 TokenRegistry::TokenRegistry() : snapshot_(std::make_shared<const Snapshot>()) {}
@@ -33,8 +14,9 @@ TokenRegistry::TokenRegistry() : snapshot_(std::make_shared<const Snapshot>()) {
 void TokenRegistry::replace(std::vector<TokenRecord> records) {
     auto next = std::make_shared<Snapshot>();
     for (auto& record : records) {
-        const TokenDigest digest = record.digest;
-        next->by_digest.emplace(digest, std::move(record));
+        next->by_digest.emplace(record.digest,
+                                Principal{Principal::Kind::token, std::move(record.name),
+                                          std::move(record.tenant), record.scopes});
     }
     std::shared_ptr<const Snapshot> previous;  // destroyed outside the lock
     {
@@ -43,7 +25,7 @@ void TokenRegistry::replace(std::vector<TokenRecord> records) {
     }
 }
 
-std::shared_ptr<const TokenRecord> TokenRegistry::authenticate(std::string_view token) const {
+std::shared_ptr<const Principal> TokenRegistry::authenticate(std::string_view token) const {
     std::shared_ptr<const Snapshot> snapshot;
     {
         std::lock_guard lock(mutex_);

@@ -23,9 +23,9 @@ class TokenRegistry {
     /// Replaces the accepted tokens. Safe to call while other threads authenticate.
     void replace(std::vector<TokenRecord> records);
 
-    /// The record of `token`, or null when it is unknown or revoked. The digest comparison is
+    /// Who holds `token`, or null when it is unknown or revoked. The digest comparison is
     /// constant-time; the returned pointer keeps its snapshot alive.
-    std::shared_ptr<const TokenRecord> authenticate(std::string_view token) const;
+    std::shared_ptr<const Principal> authenticate(std::string_view token) const;
 
   private:
     struct Snapshot;

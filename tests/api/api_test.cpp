@@ -5,9 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "api/operations.hpp"
+#include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
 #include "store/plant_store.hpp"
+#include "support/jwt_signer.hpp"
 
 namespace plantstore::api {
 namespace {
@@ -314,6 +318,51 @@ TEST_F(ApiTest, TransportRefusalsAreErrorShapedAndLabelled) {
     const Response late = api.refuse({"GET", "/v1/plants/1"}, 503, "the store did not answer");
     EXPECT_EQ(header(late, "Retry-After"), "1");
     EXPECT_EQ(api.refuse({}, 400, "malformed").route, "other");
+}
+
+// JWTs beside ps_ tokens: the tenant and scopes come from the claims, refusals are 401
+// invalid_token, a missing scope is 403 as for ps_ tokens, and the caller is the token's sub.
+TEST_F(ApiTest, JwtsAreAcceptedBesidePsTokens) {
+    const testing_support::SigningKey key(testing_support::SigningKey::Kind::ec_p256);
+    auth::JwtAuthenticator jwt({"https://idp.test", "plantstore", 30, "tenant", ""}, 100);
+    jwt.replace_keys(std::make_shared<const auth::KeySet>(
+        auth::KeySet::parse(testing_support::jwks_document(key.jwk("k")))));
+    Api with_jwt({"/v1", {}}, tokens, store, nullptr, &jwt);
+    const auto exp = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count() +
+                     300;
+    const auto bearer = [&](const std::string& scope) {
+        return "Bearer " + testing_support::signed_jwt(
+                               key, "ES256", testing_support::jwt_header("ES256", "k"),
+                               R"({"iss":"https://idp.test","aud":"plantstore","sub":"svc-7",)"
+                               R"("tenant":"acme","scope":")" +
+                                   scope + R"(","exp":)" + std::to_string(exp) + "}");
+    };
+    const std::string writer = bearer("openid plants:write");
+    auto decision = with_jwt.admit(post(writer));
+    ASSERT_NE(decision.next, nullptr) << decision.response.body;
+    decision.next->start(R"({"id":5,"name":"Fern"})", [] {});
+    const Response created = decision.next->finish();
+    EXPECT_EQ(created.status, 200);
+    EXPECT_EQ(created.caller, "svc-7");
+    EXPECT_EQ(store.received.back().first, "acme");
+
+    const Response forbidden = with_jwt.admit(get("/v1/plants", bearer("plants:write"))).response;
+    EXPECT_EQ(forbidden.status, 403);
+    EXPECT_EQ(header(forbidden, "WWW-Authenticate"),
+              R"(Bearer realm="plantstore", error="insufficient_scope", scope="plants:read")");
+
+    const std::string forged = writer.substr(0, writer.size() - 4) + "AAAA";
+    const Response refused = with_jwt.admit(post(forged)).response;
+    EXPECT_EQ(refused.status, 401);
+    EXPECT_EQ(header(refused, "WWW-Authenticate"),
+              R"(Bearer realm="plantstore", error="invalid_token")");
+    EXPECT_NE(refused.body.find("signature"), std::string::npos) << refused.body;
+
+    EXPECT_NE(with_jwt.admit(post()).next, nullptr);  // ps_ tokens keep working
+    // Without a JWT authenticator, a JWT is just an unknown token.
+    EXPECT_EQ(api.admit(post(writer)).response.status, 401);
 }
 
 TEST(ApiOperations, OperationsPathsGoToTheOperationsHandler) {

@@ -1,0 +1,160 @@
+#include "app/jwks_refresher.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "auth/jwt.hpp"
+#include "auth/jwt_authenticator.hpp"
+#include "ops/log.hpp"
+
+namespace plantstore::app {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& items) {
+    std::string text;
+    for (const auto& item : items) {
+        if (!text.empty()) text += ' ';
+        text += item;
+    }
+    return text;
+}
+
+// The keys in `text` from `source`, with what was left out logged.
+std::shared_ptr<const auth::KeySet> parse_keys(const std::string& text, const std::string& source) {
+    std::vector<std::string> skipped;
+    auto keys = std::make_shared<const auth::KeySet>(auth::KeySet::parse(text, &skipped));
+    for (const auto& reason : skipped) {
+        ops::log_event(ops::LogLevel::warn, "jwks_key_skipped",
+                       {{"source", source}, {"reason", reason}});
+    }
+    if (keys->size() == 0) throw std::invalid_argument("no usable key");
+    return keys;
+}
+
+}  // namespace
+
+JwksRefresher::JwksRefresher(Options options) : options_(std::move(options)) {
+    if (!options_.file.empty()) {
+        std::ifstream in(options_.file, std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        if (!in) throw std::runtime_error("--jwt-jwks-file " + options_.file + ": cannot be read");
+        try {
+            file_keys_ = parse_keys(text.str(), options_.file);
+        } catch (const std::exception& error) {
+            throw std::runtime_error("--jwt-jwks-file " + options_.file + ": " + error.what());
+        }
+        file_text_ = text.str();
+    }
+    load();
+}
+
+JwksRefresher::~JwksRefresher() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+}
+
+void JwksRefresher::start(auth::JwtAuthenticator& authenticator) {
+    authenticator_ = &authenticator;
+    authenticator_->replace_keys(published_);
+    thread_ = std::thread([this] { run(); });
+}
+
+void JwksRefresher::request_refresh() {
+    {
+        std::lock_guard lock(mutex_);
+        if (refresh_requested_) return;
+        refresh_requested_ = true;
+    }
+    wake_.notify_one();
+}
+
+bool JwksRefresher::load() {
+    bool complete = true;
+    bool changed = false;
+    if (!options_.file.empty()) {
+        std::ifstream in(options_.file, std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        if (!in) {
+            complete = false;
+            ops::log_event(ops::LogLevel::error, "jwks_load_failed",
+                           {{"source", options_.file}, {"reason", "cannot be read"}});
+        } else if (text.str() != file_text_) {
+            try {
+                file_keys_ = parse_keys(text.str(), options_.file);
+                file_text_ = text.str();
+                changed = true;
+            } catch (const std::exception& error) {
+                complete = false;
+                ops::log_event(ops::LogLevel::error, "jwks_load_failed",
+                               {{"source", options_.file}, {"reason", error.what()}});
+            }
+        }
+    }
+    if (!options_.url.empty()) {
+        const auto fetched = outbound::fetch_https(options_.url, options_.fetch);
+        std::string problem = fetched.error;
+        if (problem.empty() && fetched.status != 200) {
+            problem = "answered HTTP " + std::to_string(fetched.status);
+        }
+        if (problem.empty() && fetched.body != url_body_) {
+            try {
+                url_keys_ = parse_keys(fetched.body, options_.url);
+                url_body_ = fetched.body;
+                changed = true;
+            } catch (const std::exception& error) {
+                problem = error.what();
+            }
+        }
+        if (!problem.empty()) {
+            complete = false;
+            ops::log_event(ops::LogLevel::error, "jwks_load_failed",
+                           {{"source", options_.url}, {"reason", problem}});
+        }
+    }
+    if (changed || !published_) {
+        // Keys from the URL win over the file's under the same kid.
+        published_ = std::make_shared<const auth::KeySet>(auth::KeySet::merge(
+            file_keys_ ? *file_keys_ : auth::KeySet(), url_keys_ ? *url_keys_ : auth::KeySet()));
+        ops::log_event(
+            ops::LogLevel::info, "jwks_updated",
+            {{"keys", std::to_string(published_->size())}, {"kids", joined(published_->ids())}});
+        if (authenticator_ != nullptr) authenticator_->replace_keys(published_);
+    }
+    return complete;
+}
+
+void JwksRefresher::run() {
+    using Clock = std::chrono::steady_clock;
+    auto last = Clock::now();
+    std::chrono::seconds wait = options_.interval;
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+        const auto deadline =
+            refresh_requested_ ? last + std::min(wait, options_.min_interval) : last + wait;
+        if (Clock::now() < deadline) {
+            wake_.wait_until(lock, deadline);  // woken early by a request or by stopping
+            continue;
+        }
+        refresh_requested_ = false;
+        lock.unlock();
+        const bool complete = load();
+        lock.lock();
+        last = Clock::now();
+        // After a failure, retry sooner: min_interval, doubling up to the regular interval.
+        wait = complete ? options_.interval
+                        : std::min(options_.interval,
+                                   wait == options_.interval ? options_.min_interval : wait * 2);
+    }
+}
+
+}  // namespace plantstore::app
