@@ -1,0 +1,49 @@
+// Integration test support: a certificate authority made for one test, and a small HTTPS server
+// on 127.0.0.1 that answers every request with what the test tells it to (a JWKS document, an
+// error), so that the real binary's outbound HTTPS is tested against real TLS. Bounded waits.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace plantstore::testing_support {
+
+/// Writes a CA certificate (`ca_cert`) and a server certificate it signs for the IP address
+/// 127.0.0.1 (`server_cert`, with its key `server_key`), all PEM, valid for an hour.
+void write_test_pki(const std::filesystem::path& ca_cert, const std::filesystem::path& server_cert,
+                    const std::filesystem::path& server_key);
+
+class HttpsTestServer {
+  public:
+    /// Listens on 127.0.0.1 (a free port) with this certificate and key.
+    HttpsTestServer(const std::filesystem::path& cert, const std::filesystem::path& key);
+    ~HttpsTestServer();
+    HttpsTestServer(const HttpsTestServer&) = delete;
+    HttpsTestServer& operator=(const HttpsTestServer&) = delete;
+
+    unsigned short port() const { return port_; }
+    std::string url(const std::string& path = "/certs") const;
+
+    /// What every request gets from now on.
+    void respond(int status, std::string body);
+    /// Requests answered so far.
+    int requests() const { return requests_; }
+
+  private:
+    void serve();
+
+    int listener_ = -1;
+    unsigned short port_ = 0;
+    void* context_ = nullptr;  // SSL_CTX*
+    std::mutex mutex_;
+    int status_ = 200;  // guarded by mutex_
+    std::string body_;  // guarded by mutex_
+    std::atomic<int> requests_{0};
+    std::atomic<bool> stopping_{false};
+    std::thread thread_;
+};
+
+}  // namespace plantstore::testing_support
