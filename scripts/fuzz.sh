@@ -9,10 +9,10 @@ seconds="${1:-20}"
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target new_plant_decoder_fuzzer bearer_credentials_fuzzer \
-    request_path_fuzzer
+    request_path_fuzzer jwt_fuzzer
 rm -f build/fuzz/crash-* build/fuzz/leak-* build/fuzz/timeout-* build/fuzz/oom-*
 for target in new_plant_decoder:new_plant:json bearer_credentials:bearer:bearer \
-    request_path:request_path:request_path; do
+    request_path:request_path:request_path jwt:jwt:jwt; do
     IFS=: read -r name corpus dict <<<"$target"
     scratch=$(mktemp -d)
     echo "== fuzz: ${name} for ${seconds} s" >&2
