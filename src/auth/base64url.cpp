@@ -10,11 +10,13 @@ namespace {
 constexpr std::string_view kAlphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-constexpr std::array<std::int8_t, 256> decoding_table() {
-    std::array<std::int8_t, 256> table{};
-    for (auto& entry : table) entry = -1;
+constexpr std::uint8_t kNotInAlphabet = 0xFF;
+
+constexpr std::array<std::uint8_t, 256> decoding_table() {
+    std::array<std::uint8_t, 256> table{};
+    for (auto& entry : table) entry = kNotInAlphabet;
     for (std::size_t i = 0; i < kAlphabet.size(); ++i) {
-        table[static_cast<unsigned char>(kAlphabet[i])] = static_cast<std::int8_t>(i);
+        table[static_cast<unsigned char>(kAlphabet[i])] = static_cast<std::uint8_t>(i);
     }
     return table;
 }
@@ -47,9 +49,9 @@ std::optional<std::string> base64url_decode(std::string_view text) {
     std::uint32_t bits = 0;
     int pending = 0;
     for (const char c : text) {
-        const int value = kDecoding[static_cast<unsigned char>(c)];
-        if (value < 0) return std::nullopt;
-        bits = (bits << 6) | static_cast<std::uint32_t>(value);
+        const std::uint8_t value = kDecoding[static_cast<unsigned char>(c)];
+        if (value == kNotInAlphabet) return std::nullopt;
+        bits = (bits << 6) | value;
         pending += 6;
         if (pending >= 8) {
             pending -= 8;

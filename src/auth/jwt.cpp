@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "auth/base64url.hpp"
+#include "common/http_text.hpp"
 
 namespace plantstore::auth {
 
@@ -263,19 +264,25 @@ bool signature_valid(const KeySet::Key& key, std::string_view alg, std::string_v
 }
 
 // A NumericDate (RFC 7519 §2): a JSON number of seconds, fractions allowed (rounded down).
+// Beyond about 31 million years either way it is refused, so that adding a leeway cannot
+// overflow.
 std::optional<std::int64_t> numeric_date(const json::value& value) {
-    if (value.is_int64()) return value.get_int64();
-    if (value.is_uint64()) {
-        return value.get_uint64() > static_cast<std::uint64_t>(INT64_MAX / 2)
-                   ? std::nullopt
-                   : std::optional<std::int64_t>(static_cast<std::int64_t>(value.get_uint64()));
+    constexpr std::int64_t kLimit = 1'000'000'000'000'000;
+    std::optional<std::int64_t> seconds;
+    if (value.is_int64()) {
+        seconds = value.get_int64();
+    } else if (value.is_uint64()) {
+        if (value.get_uint64() <= static_cast<std::uint64_t>(kLimit)) {
+            seconds = static_cast<std::int64_t>(value.get_uint64());
+        }
+    } else if (value.is_double()) {
+        const double whole = std::floor(value.get_double());
+        if (std::isfinite(whole) && std::fabs(whole) <= static_cast<double>(kLimit)) {
+            seconds = static_cast<std::int64_t>(whole);
+        }
     }
-    if (value.is_double()) {
-        const double seconds = std::floor(value.get_double());
-        if (!std::isfinite(seconds) || std::fabs(seconds) > 1e15) return std::nullopt;
-        return static_cast<std::int64_t>(seconds);
-    }
-    return std::nullopt;
+    if (seconds && (*seconds > kLimit || *seconds < -kLimit)) return std::nullopt;
+    return seconds;
 }
 
 JwtRejection reject(std::string reason) { return {std::move(reason), false}; }

@@ -100,7 +100,7 @@ FetchResult fetch_https(const std::string& url, const FetchOptions& options) {
         net::io_context io;
         std::exception_ptr failure;
         net::co_spawn(io, exchange(tls, target, options, result),
-                      [&failure](std::exception_ptr error) { failure = error; });
+                      [&failure](std::exception_ptr error) { failure = std::move(error); });
         io.run();
         if (failure) std::rethrow_exception(failure);
     } catch (const boost::system::system_error& error) {

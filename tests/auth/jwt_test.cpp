@@ -91,6 +91,8 @@ TEST_F(Jwt, AcceptsRfc9068TypesAndArrayAudiences) {
     std::string text = claims();
     text.replace(text.find(R"("aud":"plantstore")"), 18, R"("aud":["account","plantstore"])");
     EXPECT_EQ(refusal(signed_jwt(*rsa, "RS256", header, text)), "ACCEPTED");
+    const std::string upper = R"({"alg":"RS256","typ":"AT+JWT","kid":"rsa-1"})";
+    EXPECT_EQ(refusal(signed_jwt(*rsa, "RS256", upper, claims())), "ACCEPTED");
     const std::string no_typ = R"({"alg":"RS256","kid":"rsa-1"})";
     EXPECT_EQ(refusal(signed_jwt(*rsa, "RS256", no_typ, claims())), "ACCEPTED");
 }
@@ -112,6 +114,12 @@ TEST_F(Jwt, TimeClaimsAreHonouredWithTheLeeway) {
               "the token is issued in the future (iat)");
     EXPECT_EQ(refusal(token(kNow + 300, R"("exp":"tomorrow")")),
               "the token has no valid expiry (exp)");  // the last exp wins, and is not a number
+    EXPECT_EQ(refusal(token(kNow + 300, R"("exp":9223372036854775807)")),
+              "the token has no valid expiry (exp)");  // no overflow when the leeway is added
+    EXPECT_EQ(refusal(token(kNow + 300, R"("exp":1.0e300)")),
+              "the token has no valid expiry (exp)");
+    EXPECT_EQ(refusal(token(kNow + 300, R"("exp":)" + std::to_string(kNow + 60) + ".75")),
+              "ACCEPTED");  // fractions are allowed
     const std::string no_exp = R"({"iss":"https://idp.test/realms/plants","aud":"plantstore",)"
                                R"("sub":"u","tenant":"acme"})";
     EXPECT_EQ(refusal(signed_jwt(*ed, "EdDSA", jwt_header("EdDSA", "ed-1"), no_exp)),
