@@ -475,8 +475,10 @@ std::variant<VerifiedJwt, JwtRejection> verify_jwt(std::string_view token, const
             "not implement");
     }
     const auto typ = string_member(fields, "typ");
-    if (!typ ||
-        !(typ->empty() || *typ == "JWT" || *typ == "at+jwt" || *typ == "application/at+jwt")) {
+    // Media type names compare without regard to case (RFC 7515 §4.1.9).
+    if (!typ || !(typ->empty() || common::iequals_ascii(*typ, "JWT") ||
+                  common::iequals_ascii(*typ, "at+jwt") ||
+                  common::iequals_ascii(*typ, "application/at+jwt"))) {
         return reject("the token's typ is not JWT or at+jwt");
     }
     const auto kid = string_member(fields, "kid");
