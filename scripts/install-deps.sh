@@ -6,10 +6,10 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
           libboost-url1.81-dev libsqlite3-dev libssl-dev
-          libcli11-dev libtomlplusplus-dev)
+          libcli11-dev libtomlplusplus-dev libsystemd-dev pkg-config)
 case "${1:-}" in
     --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
-                        clang-tidy) ;;
+                        clang-tidy debhelper help2man lintian fakeroot dpkg-dev) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev) ;;
 esac
 

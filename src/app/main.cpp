@@ -15,6 +15,7 @@
 #include "api/operations.hpp"
 #include "app/config_file.hpp"
 #include "app/jwks_refresher.hpp"
+#include "app/service_manager.hpp"
 #include "app/token_refresher.hpp"
 #include "auth/jwt.hpp"
 #include "auth/jwt_authenticator.hpp"
@@ -35,6 +36,9 @@ namespace plantstore::app {
 namespace {
 
 using std::chrono::milliseconds;
+
+// Read when neither --config nor PLANTSTORE_CONFIG names a file (the Debian package installs it).
+constexpr const char* kDefaultConfigFile = "/etc/plantstore/plantstore.toml";
 
 // How often a running server looks for tokens created or revoked by `plantstore token`.
 constexpr milliseconds kTokenPollInterval{250};
@@ -330,22 +334,29 @@ int serve(const ServeConfig& config) {
          {"metrics_listen", metrics_server ? metrics_server->local_address() : "main listener"}});
     server.start();
     if (metrics_server) metrics_server->start();
+    notify_ready("listening on " + address);
     std::cout << "plantstore listening on " << (config.tls_cert.empty() ? "http" : "https") << "://"
               << address << std::endl;
 
     // Until SIGTERM or SIGINT: SIGHUP rereads the TLS certificate and key.
     for (int signal = wait_for_signal(signals); signal == SIGHUP;
          signal = wait_for_signal(signals)) {
-        if (config.tls_cert.empty()) continue;
-        try {
-            server.reload_tls();
-            ops::log_event(ops::LogLevel::info, "tls_reloaded", {{"certificate", config.tls_cert}});
-        } catch (const std::exception& error) {
-            ops::log_event(ops::LogLevel::error, "tls_reload_failed", {{"reason", error.what()}});
+        notify_reloading();
+        if (!config.tls_cert.empty()) {
+            try {
+                server.reload_tls();
+                ops::log_event(ops::LogLevel::info, "tls_reloaded",
+                               {{"certificate", config.tls_cert}});
+            } catch (const std::exception& error) {
+                ops::log_event(ops::LogLevel::error, "tls_reload_failed",
+                               {{"reason", error.what()}});
+            }
         }
+        notify_ready("listening on " + address);
     }
 
     // Drain: /readyz turns 503, no new connections, requests in flight finish (bounded).
+    notify_stopping();
     operations.begin_draining();
     if (metrics_operations) metrics_operations->begin_draining();
     ops::log_event(ops::LogLevel::info, "draining");
@@ -429,12 +440,35 @@ int token_revoke(const std::filesystem::path& data_dir, const std::string& name)
     return 0;
 }
 
+int backup(const std::filesystem::path& data_dir, const std::filesystem::path& target) {
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        store::backup_store({data_dir}, target);
+    } catch (const std::exception& error) {
+        std::cerr << "plantstore: " << error.what() << '\n';
+        return 1;
+    }
+    const auto elapsed =
+        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+    std::cout << "backup of " << data_dir.string() << " written to " << target.string() << " ("
+              << std::filesystem::file_size(target) << " bytes, " << elapsed.count() << " ms)\n";
+    return 0;
+}
+
+int check(const std::filesystem::path& data_dir) {
+    const auto result = store::check_store({data_dir});
+    (result.ok ? std::cout : std::cerr)
+        << (result.ok ? "" : "plantstore: ") << data_dir.string() << ": " << result.message << '\n';
+    return result.ok ? 0 : 1;
+}
+
 // The options of `serve` (and of `config`, which prints what `serve` would use).
 void add_serve_options(CLI::App* command, ServeConfig& config) {
     command
         ->add_option("--config", config.config_file,
                      "TOML file of settings, keyed by these flags without '--'; environment "
-                     "variables and flags override it")
+                     "variables and flags override it (default: /etc/plantstore/plantstore.toml "
+                     "when it exists; PLANTSTORE_CONFIG set but empty: no file)")
         ->envname("PLANTSTORE_CONFIG");
     auto option = [&](const char* flag, auto& value, const char* env, const char* help) {
         command->add_option(flag, value, help)->envname(env)->capture_default_str();
@@ -549,7 +583,12 @@ std::optional<std::string> find_config_file(int argc, char** argv) {
         if (arg.starts_with("--config=")) return std::string(arg.substr(9));
     }
     // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread exists; nothing sets variables
-    if (const char* from_env = std::getenv("PLANTSTORE_CONFIG")) return from_env;
+    if (const char* from_env = std::getenv("PLANTSTORE_CONFIG")) {
+        if (*from_env == '\0') return std::nullopt;  // set but empty: no file at all
+        return from_env;
+    }
+    std::error_code ignored;  // unreadable or absent: no default file
+    if (std::filesystem::is_regular_file(kDefaultConfigFile, ignored)) return kDefaultConfigFile;
     return std::nullopt;
 }
 
@@ -618,6 +657,18 @@ int run(int argc, char** argv) {
     revoke_command->add_option("NAME", revoke_name, "Name of the token")->required();
     revoke_command->add_option("--data-dir", token_data_dir, "Directory of the database");
 
+    std::filesystem::path maintenance_data_dir = "data";
+    std::filesystem::path backup_target;
+    auto* backup_command = cli.add_subcommand(
+        "backup", "Write a consistent copy of the store to a new file, while it serves");
+    backup_command->add_option("--to", backup_target, "File to write (must not exist)")->required();
+    backup_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
+        ->capture_default_str();
+    auto* check_command = cli.add_subcommand(
+        "check", "Check a data directory's integrity (exit 0 when sound, 1 otherwise)");
+    check_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
+        ->capture_default_str();
+
     auto* version_command = cli.add_subcommand("version", "Print the version");
 
     try {
@@ -636,12 +687,14 @@ int run(int argc, char** argv) {
     try {
         if (*serve_command) return serve(serve_config);
         if (*config_command) {
-            std::cout << config_command->config_to_str(true, false);
+            std::cout << config_command->config_to_str(true, true);
             return 0;
         }
         if (*create_command) return token_create(token_data_dir, create_config);
         if (*list_command) return token_list(token_data_dir);
         if (*revoke_command) return token_revoke(token_data_dir, revoke_name);
+        if (*backup_command) return backup(maintenance_data_dir, backup_target);
+        if (*check_command) return check(maintenance_data_dir);
         if (*version_command) {
             std::cout << "plantstore " << PLANTSTORE_VERSION << '\n';
             return 0;

@@ -1,5 +1,6 @@
 #include "store/open.hpp"
 
+#include "store/sqlite/maintenance.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
 #include "store/sqlite/sqlite_token_repository.hpp"
 
@@ -15,6 +16,15 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
 
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config) {
     return std::make_unique<sqlite::SqliteTokenRepository>(config.data_dir);
+}
+
+void backup_store(const StoreConfig& config, const std::filesystem::path& target) {
+    sqlite::backup_database(config.data_dir, target);
+}
+
+StoreCheck check_store(const StoreConfig& config) {
+    auto result = sqlite::check_database(config.data_dir);
+    return {result.ok, std::move(result.message)};
 }
 
 }  // namespace plantstore::store

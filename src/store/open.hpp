@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "store/plant_store.hpp"
 #include "store/token_repository.hpp"
@@ -27,5 +28,17 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config);
 /// Opens the token records of the store `config` names (applying migrations first).
 /// @throws std::exception naming what could not be opened and why
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config);
+
+/// Writes a consistent backup of the store `config` names to `target` while it may be serving.
+/// @throws std::exception naming what failed; `target` then does not exist
+void backup_store(const StoreConfig& config, const std::filesystem::path& target);
+
+struct StoreCheck {
+    bool ok = false;
+    std::string message;
+};
+
+/// Checks the integrity of the store `config` names; never creates one.
+StoreCheck check_store(const StoreConfig& config);
 
 }  // namespace plantstore::store

@@ -47,16 +47,6 @@ constexpr std::array<std::string_view, 2> kMigrations = {
     )sql",
 };
 
-// A directory entry is durable only once its parent directory is synced.
-// @throws std::filesystem::filesystem_error when it cannot be
-void sync_directory(const std::filesystem::path& directory) {
-    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const int rc = fd < 0 ? -1 : ::fsync(fd);
-    const std::error_code error(errno, std::generic_category());
-    if (fd >= 0) ::close(fd);
-    if (rc != 0) throw std::filesystem::filesystem_error("cannot sync directory", directory, error);
-}
-
 void apply_migrations(Database& db) {
     db.exec("BEGIN IMMEDIATE");
     try {
@@ -80,6 +70,14 @@ void apply_migrations(Database& db) {
 }
 
 }  // namespace
+
+void sync_directory(const std::filesystem::path& directory) {
+    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int rc = fd < 0 ? -1 : ::fsync(fd);
+    const std::error_code error(errno, std::generic_category());
+    if (fd >= 0) ::close(fd);
+    if (rc != 0) throw std::filesystem::filesystem_error("cannot sync directory", directory, error);
+}
 
 int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
 

@@ -8,6 +8,10 @@
 
 namespace plantstore::store::sqlite {
 
+/// Makes `directory`'s entries durable (a new or renamed file survives power loss only once its
+/// parent directory is synced). @throws std::filesystem::filesystem_error when it cannot be
+void sync_directory(const std::filesystem::path& directory);
+
 /// The newest schema version this build knows; PRAGMA user_version records the applied one.
 int latest_schema_version();
 
