@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian 12 packages plantstore needs that are not installed yet.
-# Usage: scripts/install-deps.sh [--tests | --bench]   (what the test suite or the benchmark
-# needs besides the build)
+# Usage: scripts/install-deps.sh [--tests | --bench | --package]   (what the test suite, the
+# benchmark or the Debian package needs besides the build)
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
@@ -9,7 +9,8 @@ packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
           libcli11-dev libtomlplusplus-dev libsystemd-dev pkg-config)
 case "${1:-}" in
     --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
-                        clang-tidy debhelper help2man lintian fakeroot dpkg-dev) ;;
+                        clang-tidy debhelper help2man lintian dpkg-dev systemd curl) ;;
+    --package) packages+=(debhelper help2man lintian dpkg-dev) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev) ;;
 esac
 

@@ -6,7 +6,9 @@
 # It runs each libFuzzer target for 20 s (clang, ASan+UBSan) on its checked-in corpus. It lints the
 # served OpenAPI document with a real linter (Redocly CLI, via npm), runs clang-tidy on the
 # sources changed in the last 20 commits (scripts/tidy.sh; --all for every source), and builds
-# the Release binary that ./scripts/start.sh runs, so that build cannot break unnoticed.
+# the Release binary that ./scripts/start.sh runs, so that build cannot break unnoticed. Last,
+# it builds the Debian package and tests it end to end (tests/package/package_test.sh: lintian,
+# file list, install, service user, unit analysis, a create, remove and purge).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,4 +38,6 @@ scripts/lint-openapi.sh
 echo "== release: build (what ./scripts/start.sh runs)" >&2
 cmake --preset release >/dev/null
 cmake --build --preset release
+echo "== package: build, lintian, install, serve, purge (tests/package/package_test.sh)" >&2
+tests/package/package_test.sh
 echo "== all tests passed" >&2

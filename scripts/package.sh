@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the Debian package plantstore_<version>_<arch>.deb into build/package/ with debhelper
+# (debian/), from the tracked files of this tree (uncommitted changes to them included), then
+# runs lintian on it. Usage: scripts/package.sh
+# Installs the build dependencies it lacks (scripts/install-deps.sh --package).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --package
+
+version=$(sed -n 's/^project(plantstore VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+changelog_version=$(dpkg-parsechangelog -S Version)
+if [[ "$version" != "$changelog_version" ]]; then
+    echo "package: CMakeLists.txt says $version, debian/changelog $changelog_version" >&2
+    exit 1
+fi
+
+out="$PWD/build/package"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out" "$work/plantstore-$version"
+# The tracked files as they are now: a stash commit when there are changes, HEAD otherwise.
+snapshot=$(git stash create)
+git archive "${snapshot:-HEAD}" | tar -x -C "$work/plantstore-$version"
+
+echo "== package: dpkg-buildpackage (Release build, man page, configuration)" >&2
+(cd "$work/plantstore-$version" && dpkg-buildpackage -us -uc -b -j2 >"$work/build.log" 2>&1) || {
+    tail -40 "$work/build.log" >&2
+    exit 1
+}
+arch=$(dpkg --print-architecture)
+deb="plantstore_${version}_${arch}.deb"
+cp "$work/$deb" "$out/$deb"
+
+echo "== package: lintian" >&2
+# Errors fail the build; every warning left is explained in the README ("Install as a service").
+lintian --fail-on error --tag-display-limit 0 "$out/$deb" | tee "$out/lintian.txt" >&2 || {
+    echo "package: lintian reports errors (above)" >&2
+    exit 1
+}
+echo "package: $out/$deb ($(wc -l <"$out/lintian.txt") lintian lines)" >&2
+echo "$out/$deb"
