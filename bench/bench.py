@@ -148,16 +148,39 @@ class IdRanges:
         return first
 
 
+def store_counters(server):
+    """plantstore's commit counters from its /metrics (no credentials needed); {} for nginx."""
+    if server.name == "nginx":
+        return {}
+    import urllib.request
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    wanted = {"plantstore_store_commit_duration_seconds_sum": "commit_seconds",
+              "plantstore_store_commit_duration_seconds_count": "commits",
+              "plantstore_store_batch_size_sum": "rows"}
+    counters = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in wanted:
+            counters[wanted[name]] = float(value)
+    return counters
+
+
 def run_wrk(server, connections, duration, token, first_id, workload="POST", mode="post",
             count=1):
     env = dict(os.environ, PLANTSTORE_TOKEN=token)
     pids = server.pids()
+    counters_before = store_counters(server)
     ticks_before = cpu_ticks(pids)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", LUA,
          f"http://127.0.0.1:{server.port}", "--", mode, str(first_id), str(count)],
         capture_output=True, text=True, env=env, timeout=duration + 60).stdout
     ticks = cpu_ticks(pids) - ticks_before
+    counters = {k: v - counters_before.get(k, 0) for k, v in store_counters(server).items()}
     match = re.search(r"^RESULT (\{.*\})$", out, re.M)
     if not match:
         sys.exit(f"wrk printed no result against {server.name}:\n{out}")
@@ -175,14 +198,23 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
         "non200": r["non200"],
         "socket_errors": r["socket_errors"],
         "cpu_us_per_request": ticks / CLK_TCK * 1e6 / requests,
+        # Cores the server kept busy on average: its CPU time over the run's wall time.
+        "cores_busy": ticks / CLK_TCK / max(r["duration_us"] / 1e6, 1e-9),
         "rss_mib": memory_kib(pids, "VmRSS") / 1024,
         "peak_rss_mib": memory_kib(pids, "VmHWM") / 1024,
+        # Group commit, from plantstore's own metrics: rows per commit, commits per second, and
+        # the share of the run the writer spent committing (near 1: the writer is the limit).
+        "commits": counters.get("commits", 0),
+        "rows_per_commit": counters.get("rows", 0) / max(counters.get("commits", 0), 1),
+        "commits_per_s": counters.get("commits", 0) / (r["duration_us"] / 1e6),
+        "writer_busy": counters.get("commit_seconds", 0) / (r["duration_us"] / 1e6),
     }
 
 
 def markdown_table(rows):
     lines = ["| workload | conns | server | req/s | p50 ms | p99 ms | non-200 | CPU µs/req | "
-             "RSS MiB (peak) | plantstore/nginx |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "cores busy | RSS MiB (peak) | plantstore/nginx |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     by_conns = {}
     for row in rows:
         by_conns.setdefault((row["workload"], row["connections"]), {})[row["server"]] = row
@@ -195,12 +227,42 @@ def markdown_table(rows):
             if name == "plantstore" and "nginx" in pair:
                 n = pair["nginx"]
                 ratio = (f"{row['requests_per_s'] / n['requests_per_s']:.0%} req/s, "
-                         f"{row['p99_ms'] / max(n['p99_ms'], 1e-9):.2f}× p99")
+                         f"{row['p99_ms'] / max(n['p99_ms'], 1e-9):.2f}× p99, "
+                         f"{row['cpu_us_per_request'] / max(n['cpu_us_per_request'], 1e-9):.2f}× "
+                         "CPU/req")
             lines.append(
                 f"| {workload} | {conns} | {name} | {row['requests_per_s']:,.0f} | {row['p50_ms']:.2f} | "
                 f"{row['p99_ms']:.2f} | {row['non200'] + row['socket_errors']} | "
-                f"{row['cpu_us_per_request']:.1f} | {row['rss_mib']:.1f} "
+                f"{row['cpu_us_per_request']:.1f} | {row.get('cores_busy', 0):.2f} | "
+                f"{row['rss_mib']:.1f} "
                 f"({row['peak_rss_mib']:.1f}) | {ratio} |")
+    return "\n".join(lines)
+
+
+def commit_table(rows):
+    """Group commit per POST row of plantstore, and a least-squares fit of its CPU time per
+    request as a per-request part plus a per-commit part (cpu/req = a + b / rows_per_commit)."""
+    posts = [r for r in rows if r["server"] == "plantstore" and r["workload"] == "POST"
+             and r.get("commits", 0) > 0]
+    if not posts:
+        return ""
+    lines = ["| conns | rows/commit | commits/s | writer busy | CPU µs/req |", "|---|---|---|---|---|"]
+    for r in posts:
+        lines.append(f"| {r['connections']} | {r['rows_per_commit']:.1f} | "
+                     f"{r['commits_per_s']:,.0f} | {r['writer_busy']:.0%} | "
+                     f"{r['cpu_us_per_request']:.1f} |")
+    points = [(1 / r["rows_per_commit"], r["cpu_us_per_request"]) for r in posts]
+    if len(points) >= 2:
+        n = len(points)
+        mx = sum(x for x, _ in points) / n
+        my = sum(y for _, y in points) / n
+        sxx = sum((x - mx) ** 2 for x, _ in points)
+        if sxx > 0:
+            b = sum((x - mx) * (y - my) for x, y in points) / sxx
+            a = my - b * mx
+            lines.append("")
+            lines.append(f"Fit over these rows: about {a:.1f} µs per request plus {b:.0f} µs "
+                         "per commit.")
     return "\n".join(lines)
 
 
@@ -361,6 +423,10 @@ def main():
     print(f"\nMachine: {machine}; wrk -t1, {args.duration} s per row, POST /plants with unique "
           "bodies; plantstore durable (WAL, fsync before 200).\n")
     print(markdown_table(rows))
+    commits = commit_table(rows)
+    if commits:
+        print("\nGroup commit (plantstore's /metrics during each POST row):\n")
+        print(commits)
     if "access_log_cost" in extra:
         print(f"\nAccess logging (64 connections, three rounds each, logs to a file): on "
               f"{extra['access_log_on_requests_per_s']:,.0f} req/s, off "
