@@ -17,6 +17,7 @@
 #include "app/jwks_refresher.hpp"
 #include "app/service_manager.hpp"
 #include "app/token_refresher.hpp"
+#include "app/transfer.hpp"
 #include "auth/jwt.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token.hpp"
@@ -462,6 +463,35 @@ int check(const std::filesystem::path& data_dir) {
     return result.ok ? 0 : 1;
 }
 
+int export_plants(const std::filesystem::path& data_dir, bool tokens) {
+    const auto archive = store::open_plant_archive({data_dir});
+    const auto repository = tokens ? store::open_token_repository({data_dir}) : nullptr;
+    const auto counts = export_store(*archive, repository.get(), std::cout);
+    std::cerr << "plantstore: exported " << counts.plants << " plants"
+              << (tokens ? " and " + std::to_string(counts.tokens) + " tokens" : std::string())
+              << " from " << data_dir.string() << '\n';
+    return 0;
+}
+
+int import_plants(const std::filesystem::path& data_dir, const domain::FieldLimits& limits) {
+    const auto archive = store::open_plant_archive({data_dir});
+    const auto repository = store::open_token_repository({data_dir});
+    ImportCounts counts;
+    try {
+        counts = import_store(std::cin, *archive, *repository, limits, std::cerr);
+    } catch (const ImportError& error) {
+        std::cerr << "plantstore: import stopped at " << error.what()
+                  << " (the lines before it are imported; importing again is harmless)\n";
+        return 2;
+    }
+    std::cerr << "plantstore: imported " << counts.inserted << " plants into " << data_dir.string()
+              << " (" << counts.identical << " already there, " << counts.conflicts
+              << " conflicting, kept); tokens: " << counts.tokens_added << " added, "
+              << counts.tokens_present << " already there, " << counts.token_conflicts
+              << " conflicting\n";
+    return counts.conflicts + counts.token_conflicts == 0 ? 0 : 1;
+}
+
 // The options of `serve` (and of `config`, which prints what `serve` would use).
 void add_serve_options(CLI::App* command, ServeConfig& config) {
     command
@@ -669,6 +699,23 @@ int run(int argc, char** argv) {
     check_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
         ->capture_default_str();
 
+    bool export_tokens = false;
+    auto* export_command = cli.add_subcommand(
+        "export", "Write every plant of every tenant as NDJSON on stdout (see the README)");
+    export_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
+        ->capture_default_str();
+    export_command->add_flag("--tokens", export_tokens,
+                             "Also write the token records (names, tenants, scopes, digests)");
+    std::size_t import_max_text = 1024;
+    auto* import_command = cli.add_subcommand(
+        "import", "Add the plants (and tokens) of an export read from stdin; never overwrites");
+    import_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
+        ->capture_default_str();
+    import_command
+        ->add_option("--max-text-length", import_max_text,
+                     "Longest name or tag accepted, as serve's option")
+        ->capture_default_str();
+
     auto* version_command = cli.add_subcommand("version", "Print the version");
 
     try {
@@ -695,6 +742,8 @@ int run(int argc, char** argv) {
         if (*revoke_command) return token_revoke(token_data_dir, revoke_name);
         if (*backup_command) return backup(maintenance_data_dir, backup_target);
         if (*check_command) return check(maintenance_data_dir);
+        if (*export_command) return export_plants(maintenance_data_dir, export_tokens);
+        if (*import_command) return import_plants(maintenance_data_dir, {import_max_text});
         if (*version_command) {
             std::cout << "plantstore " << PLANTSTORE_VERSION << '\n';
             return 0;

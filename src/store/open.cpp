@@ -1,6 +1,7 @@
 #include "store/open.hpp"
 
 #include "store/sqlite/maintenance.hpp"
+#include "store/sqlite/sqlite_plant_archive.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
 #include "store/sqlite/sqlite_token_repository.hpp"
 
@@ -16,6 +17,10 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
 
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config) {
     return std::make_unique<sqlite::SqliteTokenRepository>(config.data_dir);
+}
+
+std::unique_ptr<PlantArchive> open_plant_archive(const StoreConfig& config) {
+    return std::make_unique<sqlite::SqlitePlantArchive>(config.data_dir);
 }
 
 void backup_store(const StoreConfig& config, const std::filesystem::path& target) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "store/plant_archive.hpp"
 #include "store/plant_store.hpp"
 #include "store/token_repository.hpp"
 
@@ -28,6 +29,10 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config);
 /// Opens the token records of the store `config` names (applying migrations first).
 /// @throws std::exception naming what could not be opened and why
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config);
+
+/// Opens every plant of the store `config` names, for export and import (applying migrations
+/// first). @throws std::exception naming what could not be opened and why
+std::unique_ptr<PlantArchive> open_plant_archive(const StoreConfig& config);
 
 /// Writes a consistent backup of the store `config` names to `target` while it may be serving.
 /// @throws std::exception naming what failed; `target` then does not exist

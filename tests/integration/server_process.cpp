@@ -89,7 +89,8 @@ int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 
 }  // namespace
 
 CommandResult run_plantstore(const std::vector<std::string>& args,
-                             const std::vector<std::string>& environment) {
+                             const std::vector<std::string>& environment,
+                             const std::filesystem::path& stdin_file) {
     int out_pipe[2];
     int err_pipe[2];
     if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -99,6 +100,9 @@ CommandResult run_plantstore(const std::vector<std::string>& args,
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+    if (!stdin_file.empty()) {
+        posix_spawn_file_actions_addopen(&actions, 0, stdin_file.c_str(), O_RDONLY, 0);
+    }
     auto full = with_binary(args);
     auto argv = argv_of(full);
     auto variables = environment_with(environment);

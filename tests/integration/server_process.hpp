@@ -20,9 +20,11 @@ struct CommandResult {
 };
 
 /// Runs `plantstore <args>` to completion (bounded) and returns what it printed.
-/// `environment` ("NAME=value") adds to or overrides this process's environment.
+/// `environment` ("NAME=value") adds to or overrides this process's environment; `stdin_file`,
+/// when given, is its standard input.
 CommandResult run_plantstore(const std::vector<std::string>& args,
-                             const std::vector<std::string>& environment = {});
+                             const std::vector<std::string>& environment = {},
+                             const std::filesystem::path& stdin_file = {});
 
 /// Mints a token named `name` in `data_dir` through the CLI and returns it.
 std::string create_token(const std::filesystem::path& data_dir, const std::string& name,

@@ -224,6 +224,43 @@ TEST_P(PlantStoreContract, ExtremeIdsAndUnicodeRoundTrip) {
     EXPECT_EQ(all[1], (domain::PlantRecord{INT64_MAX, {"max \U0001F331", ""}}));
 }
 
+// The archive behind export and import: what the store holds comes out by tenant and id with
+// its creation time; importing adds what is missing, reports identical plants, and never
+// overwrites a different one; what it adds is served like any created plant.
+TEST_P(PlantStoreContract, ArchiveExportsEverythingAndImportsWithoutOverwriting) {
+    {
+        auto store = open();
+        ASSERT_EQ(create_and_wait(*store, "b", plant(2, "Two", "t")).outcome, Outcome::created);
+        ASSERT_EQ(create_and_wait(*store, "a", plant(5, "Five")).outcome, Outcome::created);
+        store->close();
+    }
+    auto archive = open_plant_archive(config());
+    std::vector<StoredPlant> seen;
+    archive->for_each_plant([&](const StoredPlant& stored) { seen.push_back(stored); });
+    ASSERT_EQ(seen.size(), 2U);
+    EXPECT_EQ(seen[0].tenant, "a");
+    EXPECT_EQ(seen[0].id, 5);
+    EXPECT_EQ(seen[1].plant, (domain::Plant{"Two", "t"}));
+    EXPECT_GT(seen[1].created_at_ms, 1'700'000'000'000);
+
+    using Result = PlantArchive::Outcome;
+    const auto outcomes = archive->import_plants({{"a", 5, {"Five", std::nullopt}, 1},
+                                                  {"b", 2, {"Changed", "t"}, 1},
+                                                  {"c", 2, {"New", std::nullopt}, 1234}});
+    EXPECT_EQ(outcomes,
+              (std::vector<Result>{Result::identical, Result::conflict, Result::inserted}));
+    archive.reset();
+    auto store = open();
+    EXPECT_EQ(list_all(*store, "b").front().plant.name, "Two");  // kept
+    EXPECT_EQ(create_and_wait(*store, "c", plant(2, "New")).outcome, Outcome::replayed);
+    store->close();
+    archive = open_plant_archive(config());
+    seen.clear();
+    archive->for_each_plant([&](const StoredPlant& stored) { seen.push_back(stored); });
+    ASSERT_EQ(seen.size(), 3U);
+    EXPECT_EQ(seen[2].created_at_ms, 1234);  // the imported creation time is kept
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, PlantStoreContract, testing::Values("sqlite"),
                          [](const testing::TestParamInfo<const char*>& engine) {
                              return std::string(engine.param);
