@@ -249,8 +249,10 @@ int serve(const ServeConfig& config) {
                              tokens, kTokenPollInterval);
     // JWTs from an identity provider, when configured: the key set is loaded before serving
     // (a bad key file stops the start), and refreshed in the background.
-    std::unique_ptr<JwksRefresher> jwks;
+    // Declared in this order so that the refresher (and its thread, which hands keys to the
+    // authenticator) is destroyed first; it is built first, because it loads the keys.
     std::unique_ptr<auth::JwtAuthenticator> jwt;
+    std::unique_ptr<JwksRefresher> jwks;
     if (policy) {
         JwksRefresher::Options jwks_options;
         jwks_options.file = config.jwt_jwks_file;
@@ -464,6 +466,10 @@ int check(const std::filesystem::path& data_dir) {
 }
 
 int export_plants(const std::filesystem::path& data_dir, bool tokens) {
+    if (!store::store_exists({data_dir})) {  // a mistyped directory must not export nothing
+        std::cerr << "plantstore: no plantstore store in " << data_dir.string() << '\n';
+        return 1;
+    }
     const auto archive = store::open_plant_archive({data_dir});
     const auto repository = tokens ? store::open_token_repository({data_dir}) : nullptr;
     const auto counts = export_store(*archive, repository.get(), std::cout);

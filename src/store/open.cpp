@@ -1,6 +1,7 @@
 #include "store/open.hpp"
 
 #include "store/sqlite/maintenance.hpp"
+#include "store/sqlite/schema.hpp"
 #include "store/sqlite/sqlite_plant_archive.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
 #include "store/sqlite/sqlite_token_repository.hpp"
@@ -17,6 +18,11 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
 
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config) {
     return std::make_unique<sqlite::SqliteTokenRepository>(config.data_dir);
+}
+
+bool store_exists(const StoreConfig& config) {
+    std::error_code error;  // unreadable counts as absent; opening it would say why
+    return std::filesystem::is_regular_file(sqlite::database_path(config.data_dir), error);
 }
 
 std::unique_ptr<PlantArchive> open_plant_archive(const StoreConfig& config) {

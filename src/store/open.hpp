@@ -30,6 +30,9 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config);
 /// @throws std::exception naming what could not be opened and why
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config);
 
+/// Whether the store `config` names exists (has been created by serve, token or import).
+bool store_exists(const StoreConfig& config);
+
 /// Opens every plant of the store `config` names, for export and import (applying migrations
 /// first). @throws std::exception naming what could not be opened and why
 std::unique_ptr<PlantArchive> open_plant_archive(const StoreConfig& config);

@@ -50,6 +50,10 @@ TEST_F(Transfer, AStoreMovesExactlyAndImportingTwiceChangesNothing) {
     EXPECT_NE(again.err.find("imported 0 plants into " + target.string() + " (5 already there"),
               std::string::npos)
         << again.err;
+    const auto missing = run_plantstore({"export", "--data-dir", (dir.path() / "typo").string()});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("no plantstore store"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "typo"));
     const auto round_trip = run_plantstore({"export", "--tokens", "--data-dir", target.string()});
     EXPECT_EQ(round_trip.out, exported.out);  // byte for byte, creation times included
 

@@ -14,13 +14,9 @@ namespace plantstore::store::sqlite {
 
 namespace {
 
-std::filesystem::path database_file(const std::filesystem::path& data_dir) {
-    return data_dir / "plantstore.db";
-}
-
 void require_store(const std::filesystem::path& data_dir) {
     std::error_code error;
-    if (!std::filesystem::is_regular_file(database_file(data_dir), error)) {
+    if (!std::filesystem::is_regular_file(database_path(data_dir), error)) {
         throw std::runtime_error("no plantstore store in " + data_dir.string() +
                                  " (no plantstore.db)");
     }

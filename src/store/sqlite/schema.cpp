@@ -79,6 +79,10 @@ void sync_directory(const std::filesystem::path& directory) {
     if (rc != 0) throw std::filesystem::filesystem_error("cannot sync directory", directory, error);
 }
 
+std::filesystem::path database_path(const std::filesystem::path& data_dir) {
+    return data_dir / "plantstore.db";
+}
+
 int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
 
 std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_dir) {
@@ -87,7 +91,7 @@ std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_
         std::filesystem::permissions(data_dir, std::filesystem::perms::owner_all);
         sync_directory(std::filesystem::absolute(data_dir).parent_path());
     }
-    const auto path = data_dir / "plantstore.db";
+    const auto path = database_path(data_dir);
     auto db = std::make_unique<Database>(path);
     std::filesystem::permissions(
         path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
@@ -101,7 +105,7 @@ std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_
 }
 
 std::unique_ptr<Database> open_existing_database(const std::filesystem::path& data_dir) {
-    return std::make_unique<Database>(data_dir / "plantstore.db");
+    return std::make_unique<Database>(database_path(data_dir));
 }
 
 }  // namespace plantstore::store::sqlite

@@ -8,6 +8,9 @@
 
 namespace plantstore::store::sqlite {
 
+/// The database file of a data directory.
+std::filesystem::path database_path(const std::filesystem::path& data_dir);
+
 /// Makes `directory`'s entries durable (a new or renamed file survives power loss only once its
 /// parent directory is synced). @throws std::filesystem::filesystem_error when it cannot be
 void sync_directory(const std::filesystem::path& directory);
