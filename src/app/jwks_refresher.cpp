@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "auth/jwt.hpp"
@@ -38,17 +39,8 @@ std::shared_ptr<const auth::KeySet> parse_keys(const std::string& text, const st
 }  // namespace
 
 JwksRefresher::JwksRefresher(Options options) : options_(std::move(options)) {
-    if (!options_.file.empty()) {
-        std::ifstream in(options_.file, std::ios::binary);
-        std::stringstream text;
-        text << in.rdbuf();
-        if (!in) throw std::runtime_error("--jwt-jwks-file " + options_.file + ": cannot be read");
-        try {
-            file_keys_ = parse_keys(text.str(), options_.file);
-        } catch (const std::exception& error) {
-            throw std::runtime_error("--jwt-jwks-file " + options_.file + ": " + error.what());
-        }
-        file_text_ = text.str();
+    if (const std::string problem = reload_file(); !problem.empty()) {
+        throw std::runtime_error("--jwt-jwks-file " + options_.file + ": " + problem);
     }
     load();
 }
@@ -77,29 +69,31 @@ void JwksRefresher::request_refresh() {
     wake_.notify_one();
 }
 
+std::string JwksRefresher::reload_file() {
+    if (options_.file.empty()) return {};
+    std::ifstream in(options_.file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) return "cannot be read";
+    if (text.str() == file_text_) return {};
+    try {
+        file_keys_ = parse_keys(text.str(), options_.file);
+    } catch (const std::exception& error) {
+        return error.what();
+    }
+    file_text_ = text.str();
+    file_changed_ = true;
+    return {};
+}
+
 bool JwksRefresher::load() {
     bool complete = true;
-    bool changed = false;
-    if (!options_.file.empty()) {
-        std::ifstream in(options_.file, std::ios::binary);
-        std::stringstream text;
-        text << in.rdbuf();
-        if (!in) {
-            complete = false;
-            ops::log_event(ops::LogLevel::error, "jwks_load_failed",
-                           {{"source", options_.file}, {"reason", "cannot be read"}});
-        } else if (text.str() != file_text_) {
-            try {
-                file_keys_ = parse_keys(text.str(), options_.file);
-                file_text_ = text.str();
-                changed = true;
-            } catch (const std::exception& error) {
-                complete = false;
-                ops::log_event(ops::LogLevel::error, "jwks_load_failed",
-                               {{"source", options_.file}, {"reason", error.what()}});
-            }
-        }
+    if (const std::string problem = reload_file(); !problem.empty()) {
+        complete = false;
+        ops::log_event(ops::LogLevel::error, "jwks_load_failed",
+                       {{"source", options_.file}, {"reason", problem}});
     }
+    bool changed = std::exchange(file_changed_, false);
     if (!options_.url.empty()) {
         const auto fetched = outbound::fetch_https(options_.url, options_.fetch);
         std::string problem = fetched.error;

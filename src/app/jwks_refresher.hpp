@@ -46,14 +46,19 @@ class JwksRefresher {
     void request_refresh();
 
   private:
-    /// One round: the file, then the URL. Returns whether everything configured was loaded.
+    /// One round: the file, then the URL; publishes the keys when they changed. Returns whether
+    /// everything configured was loaded.
     bool load();
+    /// Rereads the key file (when one is configured); what is wrong with it, or "" when it was
+    /// read (or is unchanged).
+    std::string reload_file();
     void run();
 
     const Options options_;
     std::shared_ptr<const auth::KeySet> file_keys_;  // last good; only load() touches them
     std::shared_ptr<const auth::KeySet> url_keys_;
     std::string file_text_;
+    bool file_changed_ = false;  // reload_file() took new keys not yet published
     std::string url_body_;
     std::shared_ptr<const auth::KeySet> published_;
 

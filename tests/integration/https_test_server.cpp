@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "server_process.hpp"
+
 namespace plantstore::testing_support {
 
 namespace {
@@ -47,13 +49,31 @@ void write_pem(const std::filesystem::path& path, X509* cert, EVP_PKEY* key) {
     std::fclose(out);
 }
 
+// Shared by both helpers below, so serials stay unique across certificates of one test binary.
+long next_serial() {
+    static long serial = 1;
+    return serial++;
+}
+
 }  // namespace
+
+void write_self_signed_certificate(const std::filesystem::path& cert_file,
+                                   const std::filesystem::path& key_file,
+                                   const std::string& common_name) {
+    EVP_PKEY* key = EVP_EC_gen("P-256");
+    X509* cert = new_certificate(key, common_name.c_str(), next_serial());
+    X509_set_issuer_name(cert, X509_get_subject_name(cert));
+    X509_sign(cert, key, EVP_sha256());
+    write_pem(cert_file, cert, nullptr);
+    write_pem(key_file, nullptr, key);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+}
 
 void write_test_pki(const std::filesystem::path& ca_cert, const std::filesystem::path& server_cert,
                     const std::filesystem::path& server_key) {
-    static long serial = 1000;
     EVP_PKEY* ca_key = EVP_EC_gen("P-256");
-    X509* ca = new_certificate(ca_key, "plantstore test CA", serial++);
+    X509* ca = new_certificate(ca_key, "plantstore test CA", next_serial());
     X509_set_issuer_name(ca, X509_get_subject_name(ca));
     add_extension(ca, ca, NID_basic_constraints, "critical,CA:TRUE");
     add_extension(ca, ca, NID_key_usage, "critical,keyCertSign,cRLSign");
@@ -61,7 +81,7 @@ void write_test_pki(const std::filesystem::path& ca_cert, const std::filesystem:
     X509_sign(ca, ca_key, EVP_sha256());
 
     EVP_PKEY* key = EVP_EC_gen("P-256");
-    X509* leaf = new_certificate(key, "127.0.0.1", serial++);
+    X509* leaf = new_certificate(key, "127.0.0.1", next_serial());
     X509_set_issuer_name(leaf, X509_get_subject_name(ca));
     add_extension(leaf, ca, NID_basic_constraints, "critical,CA:FALSE");
     add_extension(leaf, ca, NID_subject_alt_name, "IP:127.0.0.1");

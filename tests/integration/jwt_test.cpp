@@ -147,6 +147,25 @@ TEST_F(JwtAuth, EveryBadTokenIs401InvalidTokenAndNever500) {
     EXPECT_EQ(call(port(), "GET", "/plants", good).status, 200);  // and still serving
 }
 
+TEST_F(JwtAuth, TheKeyFileIsRereadAtEachRefresh) {
+    auto args = jwt_args();
+    args.insert(args.end(),
+                {"--jwt-jwks-file", write_jwks(jwks_document(key.jwk("k1"))).string(),
+                 "--jwt-jwks-refresh-seconds", "1", "--jwt-jwks-min-refresh-seconds", "1"});
+    start(args);
+    const SigningKey next(SigningKey::Kind::rsa);
+    const std::string rotated =
+        signed_jwt(next, "PS256", jwt_header("PS256", "k2"), claims("s", "acme", "plants:read"));
+    EXPECT_EQ(call(port(), "GET", "/plants", rotated).status, 401);
+    write_jwks(jwks_document(next.jwk("k2")));
+    int status = 0;
+    for (int attempt = 0; attempt < 75 && status != 200; ++attempt) {  // at most 15 s
+        std::this_thread::sleep_for(200ms);
+        status = call(port(), "GET", "/plants", rotated).status;
+    }
+    EXPECT_EQ(status, 200);
+}
+
 TEST_F(JwtAuth, IncompleteConfigurationRefusesToStartWithAClearMessage) {
     const auto issuer_only = run_plantstore({"serve", "--data-dir", data_dir().string(), "--listen",
                                              "127.0.0.1:0", "--jwt-issuer", kIssuer});

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <poll.h>
@@ -278,34 +277,6 @@ std::vector<std::string> fault_injection_environment(const std::filesystem::path
 std::string HttpResponse::header(const std::string& lower_name) const {
     const auto found = headers.find(lower_name);
     return found == headers.end() ? std::string("<absent>") : found->second;
-}
-
-void write_self_signed_certificate(const std::filesystem::path& cert_file,
-                                   const std::filesystem::path& key_file,
-                                   const std::string& common_name) {
-    static long serial = 1;
-    EVP_PKEY* key = EVP_EC_gen("P-256");
-    X509* cert = X509_new();
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), serial++);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
-                               0);
-    X509_set_issuer_name(cert, name);
-    X509_sign(cert, key, EVP_sha256());
-    FILE* cert_out = std::fopen(cert_file.c_str(), "w");
-    FILE* key_out = std::fopen(key_file.c_str(), "w");
-    if (cert_out == nullptr || key_out == nullptr) throw std::runtime_error("cannot write PEM");
-    PEM_write_X509(cert_out, cert);
-    PEM_write_PrivateKey(key_out, key, nullptr, nullptr, 0, nullptr, nullptr);
-    std::fclose(cert_out);
-    std::fclose(key_out);
-    X509_free(cert);
-    EVP_PKEY_free(key);
 }
 
 HttpConnection::HttpConnection(unsigned short port, std::chrono::milliseconds read_timeout,

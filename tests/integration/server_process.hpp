@@ -75,7 +75,7 @@ struct HttpResponse {
 };
 
 /// Writes a fresh self-signed certificate (EC P-256, CN=`common_name`, valid one hour) and its
-/// key as PEM files.
+/// key as PEM files. (Defined with the test CA helpers, in https_test_server.cpp.)
 void write_self_signed_certificate(const std::filesystem::path& cert_file,
                                    const std::filesystem::path& key_file,
                                    const std::string& common_name);
