@@ -48,6 +48,8 @@ struct ServeConfig {
     std::string config_file;
     std::string listen = "127.0.0.1:8080";
     std::filesystem::path data_dir = "data";
+    std::string database_url;
+    std::size_t database_read_connections = 2;
     std::string base_path;
     unsigned threads = 0;
     std::size_t max_body_bytes = std::size_t{64} * 1024;
@@ -232,6 +234,16 @@ int serve(const ServeConfig& config) {
         throw CLI::ValidationError("--trusted-proxy", error.what());
     }
     const std::optional<auth::JwtPolicy> policy = jwt_policy(config);
+    if (!config.database_url.empty()) {
+        try {
+            store::validate_database_url(config.database_url);
+        } catch (const std::invalid_argument& error) {
+            throw CLI::ValidationError("--database-url", error.what());
+        }
+    }
+    if (config.database_read_connections < 1 || config.database_read_connections > 64) {
+        throw CLI::ValidationError("--database-read-connections", "must be 1 to 64");
+    }
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
@@ -240,6 +252,8 @@ int serve(const ServeConfig& config) {
     ops::Observability observability({threads, config.access_log, PLANTSTORE_VERSION});
     store::StoreConfig store_config;
     store_config.data_dir = config.data_dir;
+    store_config.database_url = config.database_url;
+    store_config.read_connections = config.database_read_connections;
     store_config.max_pending_writes = config.max_pending_writes;
     store_config.observer = &observability;
     const std::unique_ptr<store::PlantStore> store = store::open_plant_store(store_config);
@@ -318,7 +332,7 @@ int serve(const ServeConfig& config) {
         ops::LogLevel::info, "started",
         {{"version", PLANTSTORE_VERSION},
          {"listen", address},
-         {"data_dir", std::filesystem::absolute(config.data_dir).string()},
+         {"store", store::describe_store(store_config)},
          {"base_path", base_path},
          {"threads", std::to_string(options.threads)},
          {"max_body_bytes", std::to_string(config.max_body_bytes)},
@@ -388,7 +402,12 @@ int serve(const ServeConfig& config) {
     return 0;
 }
 
-int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig& config) {
+// The store a command works on, as messages name it (never with a password).
+std::string store_name(const store::StoreConfig& where) {
+    return where.database_url.empty() ? where.data_dir.string() : store::describe_store(where);
+}
+
+int token_create(const store::StoreConfig& where, const TokenCreateConfig& config) {
     if (!auth::valid_name(config.name)) {
         std::cerr << "plantstore: --name must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
         return 2;
@@ -407,7 +426,7 @@ int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig&
         }
         scopes |= *parsed;
     }
-    const auto repository = store::open_token_repository({data_dir});
+    const auto repository = store::open_token_repository(where);
     const std::string token = auth::mint_token();
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     const auth::TokenRecord record{config.name, auth::digest_token(token), config.tenant,
@@ -422,8 +441,8 @@ int token_create(const std::filesystem::path& data_dir, const TokenCreateConfig&
     return 0;
 }
 
-int token_list(const std::filesystem::path& data_dir) {
-    const auto repository = store::open_token_repository({data_dir});
+int token_list(const store::StoreConfig& where) {
+    const auto repository = store::open_token_repository(where);
     std::cout << "NAME\tTENANT\tCREATED\tSCOPES\n";
     for (const auto& record : repository->list()) {
         std::cout << record.name << '\t' << record.tenant << '\t'
@@ -433,8 +452,8 @@ int token_list(const std::filesystem::path& data_dir) {
     return 0;
 }
 
-int token_revoke(const std::filesystem::path& data_dir, const std::string& name) {
-    const auto repository = store::open_token_repository({data_dir});
+int token_revoke(const store::StoreConfig& where, const std::string& name) {
+    const auto repository = store::open_token_repository(where);
     if (!repository->remove(name)) {
         std::cerr << "plantstore: no token named '" << name << "'\n";
         return 1;
@@ -443,45 +462,45 @@ int token_revoke(const std::filesystem::path& data_dir, const std::string& name)
     return 0;
 }
 
-int backup(const std::filesystem::path& data_dir, const std::filesystem::path& target) {
+int backup(const store::StoreConfig& where, const std::filesystem::path& target) {
     const auto started = std::chrono::steady_clock::now();
     try {
-        store::backup_store({data_dir}, target);
+        store::backup_store(where, target);
     } catch (const std::exception& error) {
         std::cerr << "plantstore: " << error.what() << '\n';
         return 1;
     }
     const auto elapsed =
         std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
-    std::cout << "backup of " << data_dir.string() << " written to " << target.string() << " ("
+    std::cout << "backup of " << store_name(where) << " written to " << target.string() << " ("
               << std::filesystem::file_size(target) << " bytes, " << elapsed.count() << " ms)\n";
     return 0;
 }
 
-int check(const std::filesystem::path& data_dir) {
-    const auto result = store::check_store({data_dir});
+int check(const store::StoreConfig& where) {
+    const auto result = store::check_store(where);
     (result.ok ? std::cout : std::cerr)
-        << (result.ok ? "" : "plantstore: ") << data_dir.string() << ": " << result.message << '\n';
+        << (result.ok ? "" : "plantstore: ") << store_name(where) << ": " << result.message << '\n';
     return result.ok ? 0 : 1;
 }
 
-int export_plants(const std::filesystem::path& data_dir, bool tokens) {
-    if (!store::store_exists({data_dir})) {  // a mistyped directory must not export nothing
-        std::cerr << "plantstore: no plantstore store in " << data_dir.string() << '\n';
+int export_plants(const store::StoreConfig& where, bool tokens) {
+    if (!store::store_exists(where)) {  // a mistyped directory must not export nothing
+        std::cerr << "plantstore: no plantstore store in " << store_name(where) << '\n';
         return 1;
     }
-    const auto archive = store::open_plant_archive({data_dir});
-    const auto repository = tokens ? store::open_token_repository({data_dir}) : nullptr;
+    const auto archive = store::open_plant_archive(where);
+    const auto repository = tokens ? store::open_token_repository(where) : nullptr;
     const auto counts = export_store(*archive, repository.get(), std::cout);
     std::cerr << "plantstore: exported " << counts.plants << " plants"
               << (tokens ? " and " + std::to_string(counts.tokens) + " tokens" : std::string())
-              << " from " << data_dir.string() << '\n';
+              << " from " << store_name(where) << '\n';
     return 0;
 }
 
-int import_plants(const std::filesystem::path& data_dir, const domain::FieldLimits& limits) {
-    const auto archive = store::open_plant_archive({data_dir});
-    const auto repository = store::open_token_repository({data_dir});
+int import_plants(const store::StoreConfig& where, const domain::FieldLimits& limits) {
+    const auto archive = store::open_plant_archive(where);
+    const auto repository = store::open_token_repository(where);
     ImportCounts counts;
     try {
         counts = import_store(std::cin, *archive, *repository, limits, std::cerr);
@@ -490,12 +509,57 @@ int import_plants(const std::filesystem::path& data_dir, const domain::FieldLimi
                   << " (the lines before it are imported; importing again is harmless)\n";
         return 2;
     }
-    std::cerr << "plantstore: imported " << counts.inserted << " plants into " << data_dir.string()
+    std::cerr << "plantstore: imported " << counts.inserted << " plants into " << store_name(where)
               << " (" << counts.identical << " already there, " << counts.conflicts
               << " conflicting, kept); tokens: " << counts.tokens_added << " added, "
               << counts.tokens_present << " already there, " << counts.token_conflicts
               << " conflicting\n";
     return counts.conflicts + counts.token_conflicts == 0 ? 0 : 1;
+}
+
+// `config`'s TOML with the database URL's password replaced by "***".
+std::string without_password(std::string toml, const std::string& database_url) {
+    if (database_url.empty()) return toml;
+    std::string quoted = "\"";
+    for (const char c : store::describe_store({"", database_url}).substr(12)) {  // "postgresql: "
+        if (c == '"' || c == '\\') quoted += '\\';
+        quoted += c;
+    }
+    quoted += '"';
+    std::string out;
+    std::size_t start = 0;
+    while (start < toml.size()) {
+        auto end = toml.find('\n', start);
+        if (end == std::string::npos) end = toml.size();
+        const std::string_view line(toml.data() + start, end - start);
+        const bool url = line.rfind("database-url=", 0) == 0 || line.rfind("database_url=", 0) == 0;
+        out += url ? std::string(line.substr(0, 13)) + quoted : std::string(line);
+        if (end < toml.size()) out += '\n';
+        start = end + 1;
+    }
+    return out;
+}
+
+// --data-dir and --database-url of the commands other than serve (with their environment
+// variables where `with_environment`; a subcommand repeating them leaves that to its parent).
+void add_store_options(CLI::App* command, store::StoreConfig& where, bool with_environment) {
+    auto* data_dir = command->add_option("--data-dir", where.data_dir,
+                                         "Directory of the embedded SQLite database");
+    auto* url = command->add_option(
+        "--database-url", where.database_url,
+        "PostgreSQL connection URI or key=value string (instead of --data-dir)");
+    if (with_environment) {
+        data_dir->envname("PLANTSTORE_DATA_DIR")->capture_default_str();
+        url->envname("PLANTSTORE_DATABASE_URL");
+    }
+    url->check([](const std::string& value) -> std::string {
+        try {
+            store::validate_database_url(value);
+            return {};
+        } catch (const std::invalid_argument& error) {
+            return error.what();
+        }
+    });
 }
 
 // The options of `serve` (and of `config`, which prints what `serve` would use).
@@ -512,7 +576,16 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     option("--listen", config.listen, "PLANTSTORE_LISTEN",
            "Address to listen on, HOST:PORT (port 0 picks a free one)");
     option("--data-dir", config.data_dir, "PLANTSTORE_DATA_DIR",
-           "Directory of the database (created if missing)");
+           "Directory of the embedded SQLite database (created if missing)");
+    command
+        ->add_option("--database-url", config.database_url,
+                     "PostgreSQL connection URI or libpq key=value string (multi-host allowed); "
+                     "set: plants and tokens live there instead of --data-dir. Its password is "
+                     "never printed")
+        ->envname("PLANTSTORE_DATABASE_URL");
+    option("--database-read-connections", config.database_read_connections,
+           "PLANTSTORE_DATABASE_READ_CONNECTIONS",
+           "PostgreSQL connections for reads, besides the one for writes (1 to 64)");
     option("--base-path", config.base_path, "PLANTSTORE_BASE_PATH",
            "Prefix of every API path, e.g. /v1 (empty: none)");
     option("--threads", config.threads, "PLANTSTORE_THREADS", "I/O threads (0: one per core)");
@@ -664,12 +737,10 @@ int run(int argc, char** argv) {
         "config", "Print the effective configuration of `serve` (same options) as TOML");
     add_serve_options(config_command, printed_config);
 
-    std::filesystem::path token_data_dir = "data";
+    store::StoreConfig token_store;
     auto* token_command = cli.add_subcommand("token", "Manage access tokens");
     token_command->require_subcommand(1);
-    token_command->add_option("--data-dir", token_data_dir, "Directory of the database")
-        ->envname("PLANTSTORE_DATA_DIR")
-        ->capture_default_str();
+    add_store_options(token_command, token_store, true);
     TokenCreateConfig create_config;
     auto* create_command = token_command->add_subcommand(
         "create", "Mint a token; print it (and only it) on stdout. Only its SHA-256 is stored");
@@ -683,40 +754,36 @@ int run(int argc, char** argv) {
         "--scope", create_config.scopes,
         "What it may do (repeatable): plants:read, plants:write, plants:delete; "
         "default: all three");
-    create_command->add_option("--data-dir", token_data_dir, "Directory of the database");
+    add_store_options(create_command, token_store, false);
     auto* list_command =
         token_command->add_subcommand("list", "Show token names and creation times");
-    list_command->add_option("--data-dir", token_data_dir, "Directory of the database");
+    add_store_options(list_command, token_store, false);
     std::string revoke_name;
     auto* revoke_command = token_command->add_subcommand(
         "revoke", "Remove a token; a running server refuses it within a second");
     revoke_command->add_option("NAME", revoke_name, "Name of the token")->required();
-    revoke_command->add_option("--data-dir", token_data_dir, "Directory of the database");
+    add_store_options(revoke_command, token_store, false);
 
-    std::filesystem::path maintenance_data_dir = "data";
+    store::StoreConfig maintenance_store;
     std::filesystem::path backup_target;
     auto* backup_command = cli.add_subcommand(
         "backup", "Write a consistent copy of the store to a new file, while it serves");
     backup_command->add_option("--to", backup_target, "File to write (must not exist)")->required();
-    backup_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
-        ->capture_default_str();
+    add_store_options(backup_command, maintenance_store, true);
     auto* check_command = cli.add_subcommand(
         "check", "Check a data directory's integrity (exit 0 when sound, 1 otherwise)");
-    check_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
-        ->capture_default_str();
+    add_store_options(check_command, maintenance_store, true);
 
     bool export_tokens = false;
     auto* export_command = cli.add_subcommand(
         "export", "Write every plant of every tenant as NDJSON on stdout (see the README)");
-    export_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
-        ->capture_default_str();
+    add_store_options(export_command, maintenance_store, true);
     export_command->add_flag("--tokens", export_tokens,
                              "Also write the token records (names, tenants, scopes, digests)");
     std::size_t import_max_text = 1024;
     auto* import_command = cli.add_subcommand(
         "import", "Add the plants (and tokens) of an export read from stdin; never overwrites");
-    import_command->add_option("--data-dir", maintenance_data_dir, "Directory of the database")
-        ->capture_default_str();
+    add_store_options(import_command, maintenance_store, true);
     import_command
         ->add_option("--max-text-length", import_max_text,
                      "Longest name or tag accepted, as serve's option")
@@ -740,16 +807,17 @@ int run(int argc, char** argv) {
     try {
         if (*serve_command) return serve(serve_config);
         if (*config_command) {
-            std::cout << config_command->config_to_str(true, true);
+            std::cout << without_password(config_command->config_to_str(true, true),
+                                          printed_config.database_url);
             return 0;
         }
-        if (*create_command) return token_create(token_data_dir, create_config);
-        if (*list_command) return token_list(token_data_dir);
-        if (*revoke_command) return token_revoke(token_data_dir, revoke_name);
-        if (*backup_command) return backup(maintenance_data_dir, backup_target);
-        if (*check_command) return check(maintenance_data_dir);
-        if (*export_command) return export_plants(maintenance_data_dir, export_tokens);
-        if (*import_command) return import_plants(maintenance_data_dir, {import_max_text});
+        if (*create_command) return token_create(token_store, create_config);
+        if (*list_command) return token_list(token_store);
+        if (*revoke_command) return token_revoke(token_store, revoke_name);
+        if (*backup_command) return backup(maintenance_store, backup_target);
+        if (*check_command) return check(maintenance_store);
+        if (*export_command) return export_plants(maintenance_store, export_tokens);
+        if (*import_command) return import_plants(maintenance_store, {import_max_text});
         if (*version_command) {
             std::cout << "plantstore " << PLANTSTORE_VERSION << '\n';
             return 0;

@@ -182,6 +182,11 @@ class NewPlantHandler {
             return fail(ec, std::string(field_name(current_)) + ": must be at most " +
                                 std::to_string(limits_.max_text_code_points) + " characters");
         }
+        // U+0000 is refused on every engine: PostgreSQL's text cannot hold it, and a name must
+        // read back the same whichever engine stores it.
+        if (std::string_view(part.data(), part.size()).find('\0') != std::string_view::npos) {
+            return fail(ec, std::string(field_name(current_)) + ": must not contain U+0000");
+        }
         target.append(part.data(), part.size());
         return true;
     }

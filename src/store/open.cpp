@@ -1,5 +1,10 @@
 #include "store/open.hpp"
 
+#include "store/postgres/pg_plant_archive.hpp"
+#include "store/postgres/pg_plant_store.hpp"
+#include "store/postgres/pg_token_repository.hpp"
+#include "store/postgres/pq.hpp"
+#include "store/postgres/schema.hpp"
 #include "store/sqlite/maintenance.hpp"
 #include "store/sqlite/schema.hpp"
 #include "store/sqlite/sqlite_plant_archive.hpp"
@@ -8,7 +13,30 @@
 
 namespace plantstore::store {
 
+namespace {
+
+bool on_postgres(const StoreConfig& config) { return !config.database_url.empty(); }
+
+}  // namespace
+
+void validate_database_url(const std::string& database_url) {
+    postgres::validate_conninfo(database_url);
+}
+
+std::string describe_store(const StoreConfig& config) {
+    if (on_postgres(config)) return "postgresql: " + postgres::redact_conninfo(config.database_url);
+    return "sqlite: " + std::filesystem::absolute(config.data_dir).string();
+}
+
 std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
+    if (on_postgres(config)) {
+        postgres::PgPlantStore::Options options;
+        options.conninfo = config.database_url;
+        options.read_connections = config.read_connections;
+        options.max_pending = config.max_pending_writes;
+        options.observer = config.observer;
+        return std::make_unique<postgres::PgPlantStore>(std::move(options));
+    }
     sqlite::SqlitePlantStore::Options options;
     options.data_dir = config.data_dir;
     options.max_pending = config.max_pending_writes;
@@ -17,23 +45,41 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
 }
 
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config) {
+    if (on_postgres(config)) {
+        return std::make_unique<postgres::PgTokenRepository>(config.database_url);
+    }
     return std::make_unique<sqlite::SqliteTokenRepository>(config.data_dir);
 }
 
 bool store_exists(const StoreConfig& config) {
+    if (on_postgres(config)) return postgres::schema_exists(postgres::with_defaults(config.database_url));
     std::error_code error;  // unreadable counts as absent; opening it would say why
     return std::filesystem::is_regular_file(sqlite::database_path(config.data_dir), error);
 }
 
 std::unique_ptr<PlantArchive> open_plant_archive(const StoreConfig& config) {
+    if (on_postgres(config)) return std::make_unique<postgres::PgPlantArchive>(config.database_url);
     return std::make_unique<sqlite::SqlitePlantArchive>(config.data_dir);
 }
 
 void backup_store(const StoreConfig& config, const std::filesystem::path& target) {
+    if (on_postgres(config)) {
+        throw std::runtime_error(
+            "plantstore backup copies the embedded SQLite store; back up PostgreSQL with its own "
+            "tools (pg_dump, pg_basebackup, or continuous archiving)");
+    }
     sqlite::backup_database(config.data_dir, target);
 }
 
 StoreCheck check_store(const StoreConfig& config) {
+    if (on_postgres(config)) {
+        try {
+            postgres::open_current_schema(postgres::with_defaults(config.database_url));
+            return {true, "reachable, schema current"};
+        } catch (const std::exception& error) {
+            return {false, error.what()};
+        }
+    }
     auto result = sqlite::check_database(config.data_dir);
     return {result.ok, std::move(result.message)};
 }

@@ -14,13 +14,24 @@
 namespace plantstore::store {
 
 struct StoreConfig {
-    /// The embedded SQLite engine's directory (created if missing).
+    /// The embedded SQLite engine's directory (created if missing); unused with database_url.
     std::filesystem::path data_dir = "data";
+    /// A PostgreSQL connection string or URI: empty for the embedded SQLite engine.
+    std::string database_url;
+    /// PostgreSQL: connections for reads, besides the one that writes.
+    std::size_t read_connections = 2;
     /// Writes waiting to be committed beyond which new ones are refused as unavailable.
     std::size_t max_pending_writes = 16384;
     /// Receives every transaction's outcome; may be null. Must outlive the store.
     StoreObserver* observer = nullptr;
 };
+
+/// Checks a database URL without connecting. @throws std::invalid_argument saying what is wrong
+void validate_database_url(const std::string& database_url);
+
+/// Where `config` keeps plants, fit for logs and printed configuration: the SQLite data
+/// directory, or the PostgreSQL connection string with its password replaced by "***".
+std::string describe_store(const StoreConfig& config);
 
 /// Opens the plant store `config` names (applying schema migrations first).
 /// @throws std::exception naming what could not be opened and why
@@ -38,7 +49,8 @@ bool store_exists(const StoreConfig& config);
 std::unique_ptr<PlantArchive> open_plant_archive(const StoreConfig& config);
 
 /// Writes a consistent backup of the store `config` names to `target` while it may be serving.
-/// @throws std::exception naming what failed; `target` then does not exist
+/// @throws std::exception naming what failed (PostgreSQL: use pg_dump); `target` then does not
+/// exist
 void backup_store(const StoreConfig& config, const std::filesystem::path& target);
 
 struct StoreCheck {
@@ -46,7 +58,8 @@ struct StoreCheck {
     std::string message;
 };
 
-/// Checks the integrity of the store `config` names; never creates one.
+/// Checks the integrity of the store `config` names; never creates one. PostgreSQL: that the
+/// database is reachable and its schema is one this build knows.
 StoreCheck check_store(const StoreConfig& config);
 
 }  // namespace plantstore::store

@@ -174,6 +174,14 @@ TEST(NewPlantDecoder, TextLengthCountsCodePoints) {
               "tag: must be at most 4 characters");
 }
 
+// U+0000 cannot be stored by PostgreSQL's text, so no engine takes it; other controls can.
+TEST(NewPlantDecoder, TextMustNotContainNul) {
+    EXPECT_EQ(rejection(R"({"id":1,"name":"a\u0000b"})"), "name: must not contain U+0000");
+    EXPECT_EQ(rejection(R"({"id":1,"name":"a","tag":"\u0000"})"), "tag: must not contain U+0000");
+    EXPECT_EQ(accepted(R"({"id":1,"name":"a\u0001\t"})").plant.name, "a\x01\t");
+    EXPECT_EQ(accepted(R"({"id":1,"name":"a","ignored":"\u0000"})").id, 1);
+}
+
 TEST(NewPlantDecoder, DefaultTextLimitIs1024) {
     const std::string at_limit(1024, 'x');
     EXPECT_EQ(accepted(R"({"id":1,"name":")" + at_limit + "\"}").plant.name.size(), 1024U);

@@ -1,0 +1,103 @@
+#include "store/postgres/pg_plant_archive.hpp"
+
+#include <set>
+
+#include "store/postgres/schema.hpp"
+#include "store/postgres/statements.hpp"
+
+namespace plantstore::store::postgres {
+
+namespace {
+
+// Plants read per round trip while exporting.
+constexpr int kFetchRows = 1000;
+// Times a plant racing with concurrent commits of its id is tried again.
+constexpr int kMaxAttempts = 5;
+
+}  // namespace
+
+PgPlantArchive::PgPlantArchive(const std::string& conninfo)
+    : connection_(open_current_schema(with_defaults(conninfo))) {}
+
+void PgPlantArchive::for_each_plant(const std::function<void(const StoredPlant&)>& each) {
+    PGconn* connection = connection_.get();
+    // One snapshot for the whole walk while instances keep writing; a cursor keeps memory flat.
+    exec(connection, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    try {
+        exec(connection,
+             "DECLARE every_plant NO SCROLL CURSOR FOR SELECT tenant, id, name, tag, created_at "
+             "FROM plants ORDER BY tenant COLLATE \"C\", id");
+        for (;;) {
+            const Result rows =
+                exec(connection, "FETCH " + std::to_string(kFetchRows) + " FROM every_plant");
+            const int count = PQntuples(rows.get());
+            for (int row = 0; row < count; ++row) {
+                const PGresult* r = rows.get();
+                each({std::string(text_at(r, row, 0)),
+                      int64_at(r, row, 1),
+                      {std::string(text_at(r, row, 2)), optional_text_at(r, row, 3)},
+                      int64_at(r, row, 4)});
+            }
+            if (count < kFetchRows) break;
+        }
+        exec(connection, "COMMIT");
+    } catch (...) {
+        PQclear(PQexec(connection, "ROLLBACK"));
+        throw;
+    }
+}
+
+std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
+    const std::vector<StoredPlant>& plants) {
+    PGconn* connection = connection_.get();
+    std::vector<Outcome> outcomes(plants.size(), Outcome::conflict);
+    exec(connection, "BEGIN");
+    try {
+        // Runs of plants with distinct (tenant, id) per statement (the statement's rule); a
+        // plant whose id another transaction committed meanwhile goes again in the next one,
+        // whose fresh snapshot sees it.
+        std::vector<std::size_t> todo(plants.size());
+        for (std::size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+        for (int round = 0; !todo.empty(); ++round) {
+            if (round == kMaxAttempts * static_cast<int>(plants.size() + 1)) {
+                throw PgError({}, "import kept racing with concurrent writes");
+            }
+            std::vector<std::size_t> run;
+            std::vector<std::size_t> later;
+            std::set<std::pair<std::string_view, std::int64_t>> keys;
+            for (const std::size_t i : todo) {
+                const bool fresh = later.empty() && keys.emplace(plants[i].tenant, plants[i].id).second;
+                (fresh ? run : later).push_back(i);
+            }
+            PlantArrays arrays;
+            for (const std::size_t i : run) {
+                const StoredPlant& stored = plants[i];
+                arrays.add_plant(stored.tenant, stored.id, stored.plant.name, stored.plant.tag,
+                                 stored.created_at_ms);
+            }
+            arrays.close();
+            const Result rows = exec(connection, kInsertPlants,
+                                     {arrays.tenants, arrays.ids, arrays.names, arrays.tags,
+                                      arrays.created_at});
+            std::vector<std::size_t> again;
+            for (int row = 0; row < PQntuples(rows.get()); ++row) {
+                const std::size_t i = run.at(static_cast<std::size_t>(row));
+                switch (text_at(rows.get(), row, 1).front()) {
+                    case 'c': outcomes[i] = Outcome::inserted; break;
+                    case 'p': outcomes[i] = Outcome::identical; break;
+                    case 'r': again.push_back(i); break;
+                    default: outcomes[i] = Outcome::conflict; break;
+                }
+            }
+            again.insert(again.end(), later.begin(), later.end());
+            todo = std::move(again);
+        }
+        exec(connection, "COMMIT");  // synchronous_commit decides durability; see the README
+    } catch (...) {
+        PQclear(PQexec(connection, "ROLLBACK"));
+        throw;
+    }
+    return outcomes;
+}
+
+}  // namespace plantstore::store::postgres

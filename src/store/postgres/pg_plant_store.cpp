@@ -1,0 +1,550 @@
+#include "store/postgres/pg_plant_store.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <thread>
+
+#include "store/postgres/pipelined_connection.hpp"
+#include "store/postgres/schema.hpp"
+#include "store/postgres/statements.hpp"
+
+namespace plantstore::store::postgres {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// A write that keeps failing for a reason worth retrying (a serialization failure, a deadlock
+// with another instance's batch, a concurrent commit of its id) is tried this often at most.
+constexpr int kMaxAttempts = 5;
+
+std::int64_t now_unix_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+WriteResult unavailable(std::string reason) {
+    return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
+}
+
+ReadResult read_unavailable(std::string reason) {
+    ReadResult result;
+    result.reason = std::move(reason);
+    return result;
+}
+
+const char* const kReadOne = "SELECT name, tag FROM plants WHERE tenant = $1 AND id = $2";
+const char* const kPage =
+    "SELECT id, name, tag FROM plants WHERE tenant = $1 AND id >= $2 ORDER BY id LIMIT $3";
+const char* const kTaggedPage =
+    "SELECT id, name, tag FROM plants WHERE tenant = $1 AND tag = $4 AND id >= $2 "
+    "ORDER BY id LIMIT $3";
+
+// The first statement result that is not what `expected` says, as an error; nullopt when all
+// are fine.
+std::optional<PgError> first_failure(const std::vector<Result>& results, std::size_t expected) {
+    if (results.size() != expected) {
+        return PgError({}, "PostgreSQL answered " + std::to_string(results.size()) +
+                               " results for " + std::to_string(expected) + " statements");
+    }
+    for (const Result& result : results) {
+        const auto status = PQresultStatus(result.get());
+        if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+            return result_error(result.get(), "batch");
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+class PgPlantStore::Engine {
+  public:
+    struct Pending {
+        std::string tenant;
+        domain::NewPlant plant;  ///< for a delete, only the id is used
+        bool is_delete = false;
+        WriteCallback done;
+        int attempts = 0;  ///< transactions it was part of without an answer
+    };
+
+    explicit Engine(Options options)
+        : options_(std::move(options)),
+          conninfo_(with_defaults(options_.conninfo)),
+          work_(io_.get_executor()),
+          close_timer_(io_) {
+        open_current_schema(conninfo_);  // migrations first, so that prepares find the tables
+        writer_ = std::make_unique<PipelinedConnection>(
+            io_, PipelinedConnection::Options{
+                     conninfo_,
+                     {{"insert_plants", kInsertPlants}, {"delete_plants", kDeletePlants}},
+                     std::chrono::milliseconds(5000),
+                     std::chrono::milliseconds(100),
+                     std::chrono::milliseconds(5000),
+                     [this](bool ready, const std::string& reason) {
+                         std::lock_guard lock(mutex_);
+                         writer_ready_ = ready;
+                         writer_error_ = reason;
+                         started_.notify_all();
+                     }});
+        for (std::size_t i = 0; i < std::max<std::size_t>(1, options_.read_connections); ++i) {
+            readers_.push_back(std::make_unique<PipelinedConnection>(
+                io_, PipelinedConnection::Options{conninfo_,
+                                                  {{"read_one", kReadOne},
+                                                   {"page", kPage},
+                                                   {"tagged_page", kTaggedPage}},
+                                                  std::chrono::milliseconds(5000),
+                                                  std::chrono::milliseconds(100),
+                                                  std::chrono::milliseconds(5000),
+                                                  {}}));
+        }
+        asio::post(io_, [this] {
+            writer_->start();
+            for (auto& reader : readers_) reader->start();
+        });
+        thread_ = std::thread([this] { run(); });
+        // Serve only once the writer is connected (or say why it cannot be).
+        std::unique_lock lock(mutex_);
+        const bool settled = started_.wait_for(lock, std::chrono::seconds(10), [this] {
+            return writer_ready_ || !writer_error_.empty();
+        });
+        if (!writer_ready_) {
+            const std::string reason =
+                settled ? writer_error_ : std::string("timed out connecting to PostgreSQL");
+            lock.unlock();
+            close();
+            throw PgError({}, reason);
+        }
+    }
+
+    ~Engine() { close(); }
+
+    void enqueue(Pending pending) {
+        const char* refusal = nullptr;
+        {
+            std::lock_guard lock(mutex_);
+            if (closing_) {
+                refusal = "the store is closing";
+            } else if (pending_.size() >= options_.max_pending) {
+                refusal = "the write queue is full";
+            } else {
+                pending_.push_back(std::move(pending));
+                if (!kick_posted_) {
+                    kick_posted_ = true;
+                    asio::post(io_, [this] {
+                        {
+                            std::lock_guard inner(mutex_);
+                            kick_posted_ = false;
+                        }
+                        start_batch();
+                    });
+                }
+                return;
+            }
+        }
+        pending.done(unavailable(refusal));
+    }
+
+    void read(std::string tenant, domain::PlantId id, ReadCallback done) {
+        submit_read(
+            {"read_one", {}, {std::move(tenant), std::to_string(id)}},
+            [id, done = std::move(done)](const PGresult* result) {
+                ReadResult read;
+                read.outcome = PQntuples(result) == 0 ? ReadResult::Outcome::not_found
+                                                      : ReadResult::Outcome::found;
+                if (PQntuples(result) > 0) {
+                    read.plants.push_back(
+                        {id, {std::string(text_at(result, 0, 0)), optional_text_at(result, 0, 1)}});
+                }
+                done(std::move(read));
+            },
+            done);
+    }
+
+    void list(std::string tenant, const ListQuery& query, ReadCallback done) {
+        if (query.after == std::numeric_limits<domain::PlantId>::max()) {
+            ReadResult empty;
+            empty.outcome = ReadResult::Outcome::found;  // nothing can come after the largest
+            done(std::move(empty));
+            return;
+        }
+        Statement statement{query.tag ? "tagged_page" : "page",
+                            {},
+                            {std::move(tenant),
+                             std::to_string(query.after ? *query.after + 1
+                                                        : std::numeric_limits<domain::PlantId>::min()),
+                             std::to_string(static_cast<std::int64_t>(query.limit) + 1)}};
+        if (query.tag) statement.parameters.emplace_back(*query.tag);
+        const auto limit = static_cast<std::size_t>(query.limit);
+        submit_read(
+            std::move(statement),
+            [limit, done = std::move(done)](const PGresult* result) {
+                ReadResult page;
+                page.outcome = ReadResult::Outcome::found;
+                const int rows = PQntuples(result);
+                for (int row = 0; row < rows; ++row) {
+                    page.plants.push_back({int64_at(result, row, 0),
+                                           {std::string(text_at(result, row, 1)),
+                                            optional_text_at(result, row, 2)}});
+                }
+                page.more = page.plants.size() > limit;
+                if (page.more) page.plants.pop_back();
+                done(std::move(page));
+            },
+            done);
+    }
+
+    Health health() const {
+        std::lock_guard lock(mutex_);
+        Health health;
+        health.pending_writes = pending_.size();
+        if (closing_) {
+            health.ready = false;
+            health.reason = "the store is closing";
+        } else if (!writer_ready_) {
+            health.ready = false;
+            health.reason = "PostgreSQL is unreachable: " + writer_error_;
+        } else if (pending_.size() >= options_.max_pending) {
+            health.ready = false;
+            health.reason = "the write queue is full";
+        }
+        return health;
+    }
+
+    void close() {
+        {
+            std::lock_guard lock(mutex_);
+            if (closing_) return;
+            closing_ = true;
+        }
+        asio::post(io_, [this] {
+            // Writes already accepted get until the time-out to commit; then whatever is still
+            // in flight is answered unavailable.
+            close_timer_.expires_after(options_.close_timeout);
+            close_timer_.async_wait([this](const boost::system::error_code& error) {
+                if (!error) finish();
+            });
+            finish_if_drained();
+        });
+        if (thread_.joinable()) thread_.join();
+    }
+
+  private:
+    void run() {
+        io_.run();
+        // Reads posted before closing began run now, against closed connections: each is
+        // answered unavailable instead of being dropped.
+        io_.restart();
+        io_.poll();
+    }
+
+    // Takes the next batch: pending writes in arrival order, stopping before the first one
+    // whose (tenant, id) is already in the batch, so that writes to one plant keep their order.
+    std::vector<Pending> take_batch() {
+        std::vector<Pending> batch;
+        std::set<std::pair<std::string_view, domain::PlantId>> keys;
+        std::lock_guard lock(mutex_);
+        while (!pending_.empty() && batch.size() < options_.max_batch) {
+            Pending& next = pending_.front();
+            if (!keys.emplace(next.tenant, next.plant.id).second) break;
+            batch.push_back(std::move(next));
+            pending_.pop_front();
+        }
+        return batch;
+    }
+
+    void start_batch() {
+        if (batch_in_flight_) return;  // its completion starts the next one
+        std::vector<Pending> batch = take_batch();
+        if (batch.empty()) {
+            finish_if_drained();
+            return;
+        }
+        if (!writer_->ready()) {
+            const std::string reason = "PostgreSQL is unreachable: " + writer_->last_error();
+            for (Pending& pending : batch) pending.done(unavailable(reason));
+            asio::post(io_, [this] { start_batch(); });
+            return;
+        }
+        batch_in_flight_ = true;
+        // Creates and deletes in (tenant, id) order: concurrent batches of several instances
+        // then take row locks in one order, which avoids most deadlocks between them.
+        std::vector<std::size_t> creates;
+        std::vector<std::size_t> deletes;
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            (batch[i].is_delete ? deletes : creates).push_back(i);
+        }
+        const auto by_key = [&batch](std::size_t a, std::size_t b) {
+            return std::tie(batch[a].tenant, batch[a].plant.id) <
+                   std::tie(batch[b].tenant, batch[b].plant.id);
+        };
+        std::sort(creates.begin(), creates.end(), by_key);
+        std::sort(deletes.begin(), deletes.end(), by_key);
+        std::vector<Statement> statements;
+        statements.push_back({{}, "BEGIN", {}});
+        if (!creates.empty()) {
+            PlantArrays arrays;
+            const std::int64_t created_at = now_unix_ms();
+            for (const std::size_t i : creates) {
+                const auto& plant = batch[i].plant;
+                arrays.add_plant(batch[i].tenant, plant.id, plant.plant.name, plant.plant.tag,
+                                 created_at);
+            }
+            arrays.close();
+            statements.push_back({"insert_plants",
+                                  {},
+                                  {std::move(arrays.tenants), std::move(arrays.ids),
+                                   std::move(arrays.names), std::move(arrays.tags),
+                                   std::move(arrays.created_at)}});
+        }
+        if (!deletes.empty()) {
+            PlantArrays arrays;
+            for (const std::size_t i : deletes) arrays.add_key(batch[i].tenant, batch[i].plant.id);
+            arrays.close();
+            statements.push_back(
+                {"delete_plants", {}, {std::move(arrays.tenants), std::move(arrays.ids)}});
+        }
+        statements.push_back({{}, "COMMIT", {}});
+        const auto started = std::chrono::steady_clock::now();
+        writer_->submit(std::move(statements),
+                        [this, batch = std::move(batch), creates = std::move(creates),
+                         deletes = std::move(deletes), started](SegmentOutcome outcome) mutable {
+                            complete_batch(batch, creates, deletes, std::move(outcome), started);
+                        });
+    }
+
+    void complete_batch(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
+                        const std::vector<std::size_t>& deletes, SegmentOutcome outcome,
+                        std::chrono::steady_clock::time_point started) {
+        batch_in_flight_ = false;
+        std::string failure;
+        std::vector<Pending> again;  // to run in a new transaction
+        const std::size_t expected = 2 + (creates.empty() ? 0 : 1) + (deletes.empty() ? 0 : 1);
+        if (outcome.lost) {
+            failure = "the connection to PostgreSQL was lost before the commit was confirmed "
+                      "(its outcome is unknown; an identical retry is safe): " +
+                      outcome.lost_reason;
+        } else if (auto error = first_failure(outcome.results, expected)) {
+            if (error->retryable()) {
+                again = std::move(batch);
+                batch.clear();
+            } else {
+                failure = error->what();
+            }
+        } else if (std::string_view(PQcmdStatus(outcome.results.back().get())) != "COMMIT") {
+            failure = "COMMIT did not commit";
+        }
+        if (!failure.empty()) {
+            for (Pending& pending : batch) pending.done(unavailable(failure));
+        } else if (!batch.empty()) {
+            try {
+                complete_rows(batch, creates, deletes, outcome.results, again);
+            } catch (const PgError& error) {  // a malformed answer: nothing can be promised
+                failure = error.what();
+                for (Pending& pending : batch) {
+                    if (pending.done) pending.done(unavailable(failure));
+                }
+            }
+        }
+        if (options_.observer != nullptr) {
+            options_.observer->on_batch(batch.size() + again.size(),
+                                        std::chrono::steady_clock::now() - started, failure);
+        }
+        requeue(std::move(again));
+        start_batch();
+    }
+
+    // Answers each row of a committed batch; puts the rows to run again into `again`.
+    void complete_rows(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
+                       const std::vector<std::size_t>& deletes, const std::vector<Result>& results,
+                       std::vector<Pending>& again) {
+        std::size_t next_result = 1;
+        if (!creates.empty()) {
+            const PGresult* rows = results[next_result++].get();
+            if (PQntuples(rows) != static_cast<int>(creates.size())) {
+                throw PgError({}, "the insert answered a row count unlike its input's");
+            }
+            for (int row = 0; row < PQntuples(rows); ++row) {
+                Pending& pending = batch[creates[static_cast<std::size_t>(row)]];
+                const char code = text_at(rows, row, 1).front();
+                if (code == 'r') {
+                    again.push_back(std::move(pending));
+                    pending.done = nullptr;
+                    continue;
+                }
+                const auto result =
+                    code == 'c'   ? WriteResult{WriteResult::Outcome::created, pending.plant.plant, {}}
+                    : code == 'p' ? WriteResult{WriteResult::Outcome::replayed, pending.plant.plant, {}}
+                                  : WriteResult{WriteResult::Outcome::id_taken, {}, {}};
+                std::exchange(pending.done, nullptr)(result);
+            }
+        }
+        if (!deletes.empty()) {
+            const PGresult* rows = results[next_result].get();
+            if (PQntuples(rows) != static_cast<int>(deletes.size())) {
+                throw PgError({}, "the delete answered a row count unlike its input's");
+            }
+            for (int row = 0; row < PQntuples(rows); ++row) {
+                Pending& pending = batch[deletes[static_cast<std::size_t>(row)]];
+                std::exchange(pending.done, nullptr)(
+                    {text_at(rows, row, 1) == "t" ? WriteResult::Outcome::deleted
+                                                  : WriteResult::Outcome::not_found,
+                     {},
+                     {}});
+            }
+        }
+    }
+
+    // Puts writes back at the front of the queue (before anything that arrived after them), or
+    // answers them unavailable once they have been tried kMaxAttempts times.
+    void requeue(std::vector<Pending> again) {
+        std::vector<Pending> exhausted;
+        {
+            std::lock_guard lock(mutex_);
+            for (auto it = again.rbegin(); it != again.rend(); ++it) {
+                if (++it->attempts >= kMaxAttempts) {
+                    exhausted.push_back(std::move(*it));
+                } else {
+                    pending_.push_front(std::move(*it));
+                }
+            }
+        }
+        for (Pending& pending : exhausted) {
+            pending.done(unavailable("conflicting concurrent writes; tried " +
+                                     std::to_string(kMaxAttempts) + " times"));
+        }
+    }
+
+    template <typename Parse>
+    void submit_read(Statement statement, Parse parse, const ReadCallback& fail_with) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!closing_) {
+                asio::post(io_, [this, statement = std::move(statement),
+                                 parse = std::move(parse), fail_with]() mutable {
+                    PipelinedConnection* reader = pick_reader();
+                    if (reader == nullptr) {
+                        fail_with(read_unavailable("PostgreSQL is unreachable: " +
+                                                   readers_.front()->last_error()));
+                        return;
+                    }
+                    std::vector<Statement> statements;
+                    statements.push_back(std::move(statement));
+                    reader->submit(std::move(statements), [parse = std::move(parse),
+                                                           fail_with](SegmentOutcome outcome) {
+                        if (outcome.lost) {
+                            fail_with(read_unavailable(outcome.lost_reason));
+                            return;
+                        }
+                        const PGresult* result = outcome.results.front().get();
+                        if (PQresultStatus(result) != PGRES_TUPLES_OK) {
+                            fail_with(read_unavailable(result_error(result, "SELECT").what()));
+                            return;
+                        }
+                        try {
+                            parse(result);
+                        } catch (const PgError& error) {
+                            fail_with(read_unavailable(error.what()));
+                        }
+                    });
+                });
+                return;
+            }
+        }
+        fail_with(read_unavailable("the store is closing"));
+    }
+
+    // The ready reader with the fewest reads in flight.
+    PipelinedConnection* pick_reader() {
+        PipelinedConnection* best = nullptr;
+        for (auto& reader : readers_) {
+            if (reader->ready() && (best == nullptr || reader->in_flight() < best->in_flight())) {
+                best = reader.get();
+            }
+        }
+        return best;
+    }
+
+    void finish_if_drained() {
+        bool drained = false;
+        {
+            std::lock_guard lock(mutex_);
+            drained = closing_ && pending_.empty() && !batch_in_flight_;
+        }
+        if (drained) finish();
+    }
+
+    // Ends the event loop: connections close (what is in flight is answered unavailable), then
+    // whatever is still queued is answered unavailable too.
+    void finish() {
+        if (finished_) return;
+        finished_ = true;
+        close_timer_.cancel();
+        writer_->shut_down();
+        for (auto& reader : readers_) reader->shut_down();
+        std::deque<Pending> left;
+        {
+            std::lock_guard lock(mutex_);
+            left.swap(pending_);
+        }
+        for (Pending& pending : left) pending.done(unavailable("the store is closing"));
+        work_.reset();
+    }
+
+    Options options_;
+    std::string conninfo_;
+    asio::io_context io_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    asio::steady_timer close_timer_;
+    std::unique_ptr<PipelinedConnection> writer_;
+    std::vector<std::unique_ptr<PipelinedConnection>> readers_;
+    bool batch_in_flight_ = false;  // event loop only
+    bool finished_ = false;         // event loop only
+
+    mutable std::mutex mutex_;
+    std::condition_variable started_;
+    std::deque<Pending> pending_;  // guarded by mutex_
+    bool kick_posted_ = false;     // guarded by mutex_
+    bool closing_ = false;         // guarded by mutex_
+    bool writer_ready_ = false;    // guarded by mutex_
+    std::string writer_error_;     // guarded by mutex_
+    std::thread thread_;
+};
+
+PgPlantStore::PgPlantStore(Options options)
+    : engine_(std::make_unique<Engine>(std::move(options))) {}
+
+PgPlantStore::~PgPlantStore() = default;
+
+void PgPlantStore::create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
+    engine_->enqueue({std::move(tenant), std::move(plant), false, std::move(done), 0});
+}
+
+void PgPlantStore::remove(std::string tenant, domain::PlantId id, WriteCallback done) {
+    engine_->enqueue({std::move(tenant), {id, {}}, true, std::move(done), 0});
+}
+
+void PgPlantStore::read(std::string tenant, domain::PlantId id, ReadCallback done) {
+    engine_->read(std::move(tenant), id, std::move(done));
+}
+
+void PgPlantStore::list(std::string tenant, ListQuery query, ReadCallback done) {
+    engine_->list(std::move(tenant), query, std::move(done));
+}
+
+Health PgPlantStore::health() const { return engine_->health(); }
+
+void PgPlantStore::close() { engine_->close(); }
+
+}  // namespace plantstore::store::postgres

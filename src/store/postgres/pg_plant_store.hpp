@@ -1,0 +1,55 @@
+// Store layer, PostgreSQL engine (see store/plant_store.hpp): plants in a PostgreSQL database
+// shared by any number of plantstore instances, with group commit. May call the store
+// interface, domain and auth (records) layers, libpq and Asio (in its .cpp files only).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "store/plant_store.hpp"
+
+namespace plantstore::store::postgres {
+
+/// A PlantStore on PostgreSQL. Its own event loop thread drives non-blocking libpq connections
+/// in pipeline mode: one writer connection and a few reader connections, none checked out per
+/// request. Creates and deletes waiting at the same moment go to the database in one
+/// transaction of at most two statements over arrays (one round trip, one commit), and each
+/// request learns its own outcome; a 200 follows only the COMMIT's success. A lost connection
+/// answers what was in flight as unavailable (the outcome of a COMMIT in flight is unknown: an
+/// identical retry is answered created or replayed), and reconnects with backoff.
+class PgPlantStore final : public PlantStore {
+  public:
+    struct Options {
+        std::string conninfo;  ///< libpq connection string or URI
+        /// Connections for reads (gets and lists), besides the writer's.
+        std::size_t read_connections = 2;
+        /// Writes waiting for the writer beyond which new ones are refused as unavailable.
+        std::size_t max_pending = 16384;
+        /// Most writes in one transaction.
+        std::size_t max_batch = 4096;
+        /// Told about every transaction, on the event loop thread; may be null.
+        StoreObserver* observer = nullptr;
+        /// How long close() waits for writes in flight before answering them unavailable.
+        std::chrono::milliseconds close_timeout{10000};
+    };
+
+    /// Applies migrations, connects and starts the event loop.
+    /// @throws PgError when the database cannot be reached or its schema is unusable
+    explicit PgPlantStore(Options options);
+    ~PgPlantStore() override;
+
+    void create(std::string tenant, domain::NewPlant plant, WriteCallback done) override;
+    void remove(std::string tenant, domain::PlantId id, WriteCallback done) override;
+    void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
+    void list(std::string tenant, ListQuery query, ReadCallback done) override;
+    Health health() const override;
+    void close() override;
+
+  private:
+    class Engine;
+    std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace plantstore::store::postgres

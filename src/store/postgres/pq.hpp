@@ -1,0 +1,84 @@
+// Store layer, PostgreSQL engine (see store/plant_store.hpp): libpq's handles with owners, the
+// blocking calls that start-up, migrations and the command line use, and connection strings
+// made safe to show. May call libpq only.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace plantstore::store::postgres {
+
+/// A failure reported by PostgreSQL or libpq. `sqlstate` is empty for client-side failures
+/// (connection refused, connection lost). Messages never contain the password.
+class PgError : public std::runtime_error {
+  public:
+    PgError(std::string sqlstate, const std::string& message)
+        : std::runtime_error(message), sqlstate_(std::move(sqlstate)) {}
+    const std::string& sqlstate() const { return sqlstate_; }
+    /// A serialization failure or deadlock: the transaction was rolled back and may be retried.
+    bool retryable() const { return sqlstate_ == "40001" || sqlstate_ == "40P01"; }
+
+  private:
+    std::string sqlstate_;
+};
+
+struct ConnectionDeleter {
+    void operator()(PGconn* connection) const { PQfinish(connection); }
+};
+struct ResultDeleter {
+    void operator()(PGresult* result) const { PQclear(result); }
+};
+using Connection = std::unique_ptr<PGconn, ConnectionDeleter>;
+using Result = std::unique_ptr<PGresult, ResultDeleter>;
+
+/// Checks that `conninfo` is a connection string or URI libpq accepts (postgresql://,
+/// postgres:// or key=value).
+/// @throws std::invalid_argument saying what is wrong (without echoing the string)
+void validate_conninfo(const std::string& conninfo);
+
+/// `conninfo` with the password replaced by "***" (as key=value), for logs and
+/// `plantstore config`. An unparsable string is shown as "(invalid connection string)".
+std::string redact_conninfo(const std::string& conninfo);
+
+/// `conninfo` plus the settings plantstore relies on, unless the string sets them itself:
+/// a connection time-out, TCP keepalives (a dead server is noticed in seconds) and an
+/// application name.
+std::string with_defaults(const std::string& conninfo);
+
+/// Makes `connection` drop the server's notices (libpq prints them on stderr by default;
+/// plantstore's logs are JSON lines, and a notice is never something an operator must act on).
+void ignore_notices(PGconn* connection);
+
+/// Connects and waits. @throws PgError naming the reason
+Connection connect_blocking(const std::string& conninfo);
+
+/// Runs `sql` (one statement, or several without parameters) and waits.
+/// @throws PgError with the SQLSTATE when it fails
+Result exec(PGconn* connection, const std::string& sql);
+/// Runs `sql` with text parameters (std::nullopt is NULL) and waits. @throws PgError
+Result exec(PGconn* connection, const std::string& sql,
+            const std::vector<std::optional<std::string>>& parameters);
+
+/// The error a failed result carries (its SQLSTATE and message).
+PgError result_error(const PGresult* result, std::string_view context);
+
+/// Appends `value` as one element of a PostgreSQL array literal (quoted and escaped), or NULL.
+void append_array_element(std::string& literal, const std::optional<std::string_view>& value);
+
+/// Column `column` of row `row` as text (empty when NULL).
+inline std::string_view text_at(const PGresult* result, int row, int column) {
+    return {PQgetvalue(result, row, column),
+            static_cast<std::size_t>(PQgetlength(result, row, column))};
+}
+std::optional<std::string> optional_text_at(const PGresult* result, int row, int column);
+/// Column `column` of row `row`, a bigint in text form. @throws PgError when it is not one
+std::int64_t int64_at(const PGresult* result, int row, int column);
+
+}  // namespace plantstore::store::postgres

@@ -1,0 +1,103 @@
+#include "store/postgres/schema.hpp"
+
+#include <array>
+#include <string_view>
+#include <thread>
+
+namespace plantstore::store::postgres {
+
+namespace {
+
+// Append-only: a released migration never changes; a new one is added at the end. Keys include
+// the tenant (distributed engines such as Citus need the distribution column in every unique
+// key); times are milliseconds since the Unix epoch, as in the SQLite engine.
+constexpr std::array<std::string_view, 1> kMigrations = {
+    R"sql(
+    CREATE TABLE plants (
+        tenant     text   NOT NULL,
+        id         bigint NOT NULL,
+        name       text   NOT NULL,
+        tag        text,
+        created_at bigint NOT NULL,
+        PRIMARY KEY (tenant, id)
+    );
+    CREATE INDEX plants_by_tag ON plants (tenant, tag, id);
+    CREATE TABLE tokens (
+        name       text   PRIMARY KEY,
+        digest     bytea  NOT NULL UNIQUE,
+        tenant     text   NOT NULL,
+        scopes     text   NOT NULL,
+        created_at bigint NOT NULL
+    );
+    CREATE TABLE change_counters (name text PRIMARY KEY, value bigint NOT NULL);
+    INSERT INTO change_counters VALUES ('tokens', 0);
+    )sql",
+};
+
+// Creating the version table concurrently can fail with a duplicate in the catalog (two
+// sessions both passing IF NOT EXISTS); the loser tries again and finds it.
+void create_version_table(PGconn* connection) {
+    for (int attempt = 1;; ++attempt) {
+        try {
+            exec(connection,
+                 "CREATE TABLE IF NOT EXISTS plantstore_schema ("
+                 "singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), "
+                 "version integer NOT NULL)");
+            exec(connection,
+                 "INSERT INTO plantstore_schema VALUES (true, 0) ON CONFLICT DO NOTHING");
+            return;
+        } catch (const PgError& error) {
+            const bool race = error.sqlstate() == "23505" || error.sqlstate() == "42P07";
+            if (!race || attempt == 5) throw;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+        }
+    }
+}
+
+void migrate(PGconn* connection) {
+    exec(connection, "BEGIN");
+    try {
+        // The row lock makes concurrent starters wait here until the first one commits.
+        const Result row =
+            exec(connection, "SELECT version FROM plantstore_schema WHERE singleton FOR UPDATE");
+        const auto applied = static_cast<std::size_t>(int64_at(row.get(), 0, 0));
+        if (applied > kMigrations.size()) {
+            throw PgError({}, "the database has plantstore schema version " +
+                                  std::to_string(applied) + ", newer than this build's " +
+                                  std::to_string(kMigrations.size()));
+        }
+        for (std::size_t next = applied; next < kMigrations.size(); ++next) {
+            exec(connection, std::string(kMigrations[next]));
+        }
+        exec(connection, "UPDATE plantstore_schema SET version = $1",
+             {std::to_string(kMigrations.size())});
+        exec(connection, "COMMIT");
+    } catch (...) {
+        PQclear(PQexec(connection, "ROLLBACK"));  // a broken connection rolls back by itself
+        throw;
+    }
+}
+
+}  // namespace
+
+Connection open_current_schema(const std::string& conninfo) {
+    Connection connection = connect_blocking(conninfo);
+    for (int attempt = 1;; ++attempt) {
+        try {
+            create_version_table(connection.get());
+            migrate(connection.get());
+            return connection;
+        } catch (const PgError& error) {
+            if (!error.retryable() || attempt == 5) throw;
+        }
+    }
+}
+
+bool schema_exists(const std::string& conninfo) {
+    const Connection connection = connect_blocking(conninfo);
+    const Result found =
+        exec(connection.get(), "SELECT to_regclass('plantstore_schema') IS NOT NULL");
+    return text_at(found.get(), 0, 0) == "t";
+}
+
+}  // namespace plantstore::store::postgres

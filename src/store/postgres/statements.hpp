@@ -1,0 +1,80 @@
+// Store layer, PostgreSQL engine (see store/plant_store.hpp): the SQL that more than one part of
+// the engine runs, and the array parameters it takes. May call pq.hpp only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "store/postgres/pq.hpp"
+
+namespace plantstore::store::postgres {
+
+/// Inserts many plants in one statement without overwriting any, and says per input row what
+/// happened. Parameters: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[],
+/// $5 created_at bigint[] (milliseconds). One row per input, in input order: (ord, outcome)
+/// where outcome is 'c' (inserted), 'p' (the same plant was there: a replay), 'x' (a different
+/// plant has the id) or 'r': a concurrent transaction committed the id after this statement's
+/// snapshot, so it was neither inserted nor visible: run it again. Inputs must not repeat a
+/// (tenant, id); sorting them by (tenant, id) gives concurrent batches one lock order.
+inline constexpr const char* kInsertPlants = R"sql(
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[])
+        WITH ORDINALITY AS t(tenant, id, name, tag, created_at, ord)),
+inserted AS (
+    INSERT INTO plants (tenant, id, name, tag, created_at)
+    SELECT tenant, id, name, tag, created_at FROM input ORDER BY ord
+    ON CONFLICT (tenant, id) DO NOTHING
+    RETURNING tenant, id)
+SELECT i.ord,
+       CASE WHEN n.id IS NOT NULL THEN 'c'
+            WHEN p.id IS NULL THEN 'r'
+            WHEN p.name = i.name AND p.tag IS NOT DISTINCT FROM i.tag THEN 'p'
+            ELSE 'x' END
+FROM input i
+LEFT JOIN inserted n ON n.tenant = i.tenant AND n.id = i.id
+LEFT JOIN plants p ON n.id IS NULL AND p.tenant = i.tenant AND p.id = i.id
+ORDER BY i.ord)sql";
+
+/// Deletes many plants in one statement. Parameters: $1 tenants text[], $2 ids bigint[]. One
+/// row per input, in input order: (ord, deleted) with deleted 't' or 'f'.
+inline constexpr const char* kDeletePlants = R"sql(
+WITH input AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS t(tenant, id, ord)),
+deleted AS (
+    DELETE FROM plants p USING input i WHERE p.tenant = i.tenant AND p.id = i.id
+    RETURNING p.tenant, p.id)
+SELECT i.ord, d.id IS NOT NULL
+FROM input i LEFT JOIN deleted d ON d.tenant = i.tenant AND d.id = i.id
+ORDER BY i.ord)sql";
+
+/// Array literals for kInsertPlants (or, with only tenants and ids, kDeletePlants).
+struct PlantArrays {
+    std::string tenants = "{";
+    std::string ids = "{";
+    std::string names = "{";
+    std::string tags = "{";
+    std::string created_at = "{";
+    std::size_t size = 0;
+
+    void add_key(std::string_view tenant, std::int64_t id) {
+        append_array_element(tenants, tenant);
+        if (ids.size() > 1) ids += ',';
+        ids += std::to_string(id);
+        ++size;
+    }
+    void add_plant(std::string_view tenant, std::int64_t id, std::string_view name,
+                   const std::optional<std::string>& tag, std::int64_t created_at_ms) {
+        add_key(tenant, id);
+        append_array_element(names, name);
+        append_array_element(tags, tag ? std::optional<std::string_view>(*tag) : std::nullopt);
+        if (created_at.size() > 1) created_at += ',';
+        created_at += std::to_string(created_at_ms);
+    }
+    void close() {
+        for (std::string* literal : {&tenants, &ids, &names, &tags, &created_at}) *literal += '}';
+    }
+};
+
+}  // namespace plantstore::store::postgres
