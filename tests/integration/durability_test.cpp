@@ -134,7 +134,9 @@ TEST_F(Durability, EveryAcknowledgedCreateSurvivesKill9InEveryRound) {
             create_until_stopped(round, random, [this] { server->kill_hard(); });
         ASSERT_GE(acknowledged_now.size(), 20U);
         acknowledged.insert(acknowledged.end(), acknowledged_now.begin(), acknowledged_now.end());
-        ASSERT_EQ(store_integrity_check(data_dir()), "ok");
+        if (!testing_on_postgres()) {
+            ASSERT_EQ(store_integrity_check(data_dir()), "ok");
+        }
 
         start();
         const auto missing = lost(acknowledged);

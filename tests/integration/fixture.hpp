@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <cstdlib>
 #include <memory>
 
 #include "server_process.hpp"
+#include "support/postgres.hpp"
 #include "support/temp_dir.hpp"
 
 namespace plantstore::testing_support {
@@ -29,9 +31,20 @@ inline std::string varied_plant_body(std::int64_t id) {
     return body + '}';
 }
 
+/// A test with a token and, once start() is called, a running server. Run with
+/// PLANTSTORE_TEST_ENGINE=postgres (ctest's Postgres.* tests), the store is a fresh database in
+/// the throwaway cluster instead: PLANTSTORE_DATABASE_URL, set for the test's duration, points
+/// every plantstore command the test runs at it.
 class ServerTest : public testing::Test {
   protected:
-    void SetUp() override { token = create_token(data_dir(), "tests"); }
+    void SetUp() override {
+        if (testing_on_postgres()) {
+            database = std::make_unique<TestDatabase>();
+            ::setenv("PLANTSTORE_DATABASE_URL", database->url().c_str(), 1);
+        }
+        token = create_token(data_dir(), "tests");
+    }
+    void TearDown() override { ::unsetenv("PLANTSTORE_DATABASE_URL"); }
 
     void start(std::vector<std::string> extra_args = {}) {
         server = std::make_unique<ServerProcess>(data_dir(), std::move(extra_args));
@@ -44,6 +57,7 @@ class ServerTest : public testing::Test {
     }
 
     TempDir dir;
+    std::unique_ptr<TestDatabase> database;  ///< on PostgreSQL; dropped after the server stops
     std::string token;
     std::unique_ptr<ServerProcess> server;
 };

@@ -118,26 +118,37 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     }
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
-    // A failing store: reads fail (each read opens a fresh connection while none is pooled),
-    // then writes fail.
-    const auto fault_dir = dir.path() / "faults";
-    std::filesystem::create_directories(fault_dir);
-    server = std::make_unique<ServerProcess>(data_dir(), std::vector<std::string>{},
-                                             fault_injection_environment(fault_dir));
-    std::ofstream(fault_dir / "fail-read") << "on";
-    for (const auto& op : plant_operations) {
-        if (op.method == "GET") call_as(token, op.method, op.path_template, op.target);  // 503
-    }
-    std::filesystem::remove(fault_dir / "fail-read");
-    std::ofstream(fault_dir / "fail-write") << "on";
-    for (const auto& op : plant_operations) {
-        if (op.method != "GET") {
-            call_as(token, op.method, op.path_template, op.target,
-                    R"({"id":5,"name":"a"})");  // 503
+    if (testing_on_postgres()) {
+        // A failing store: with its table renamed away, every statement fails.
+        start();
+        database->query("ALTER TABLE plants RENAME TO plants_elsewhere");
+        for (const auto& op : plant_operations) {
+            call_as(token, op.method, op.path_template, op.target, R"({"id":5,"name":"a"})");
         }
+        database->query("ALTER TABLE plants_elsewhere RENAME TO plants");
+        ASSERT_EQ(server->stop(SIGTERM), 0);
+    } else {
+        // A failing store: reads fail (each read opens a fresh connection while none is pooled),
+        // then writes fail.
+        const auto fault_dir = dir.path() / "faults";
+        std::filesystem::create_directories(fault_dir);
+        server = std::make_unique<ServerProcess>(data_dir(), std::vector<std::string>{},
+                                                 fault_injection_environment(fault_dir));
+        std::ofstream(fault_dir / "fail-read") << "on";
+        for (const auto& op : plant_operations) {
+            if (op.method == "GET") call_as(token, op.method, op.path_template, op.target);  // 503
+        }
+        std::filesystem::remove(fault_dir / "fail-read");
+        std::ofstream(fault_dir / "fail-write") << "on";
+        for (const auto& op : plant_operations) {
+            if (op.method != "GET") {
+                call_as(token, op.method, op.path_template, op.target,
+                        R"({"id":5,"name":"a"})");  // 503
+            }
+        }
+        std::filesystem::remove(fault_dir / "fail-write");
+        ASSERT_EQ(server->stop(SIGTERM), 0);
     }
-    std::filesystem::remove(fault_dir / "fail-write");
-    ASSERT_EQ(server->stop(SIGTERM), 0);
 
     // Compare with the document.
     std::ifstream source(PLANTSTORE_SOURCE_DIR "/docs/openapi.json");

@@ -1,7 +1,7 @@
 // The contract every PlantStore engine keeps, run against each engine through the factory
 // (store::open_plant_store): create, replay, conflict, delete, read, list, tenants, close,
 // back-pressure, group commit and durability after reopening. A new engine joins by adding a
-// name to kEngines and a configuration to Engine::config().
+// name to the instantiation's values and its configuration to config().
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +10,7 @@
 
 #include "store/open.hpp"
 #include "store/store_calls.hpp"
+#include "support/postgres.hpp"
 #include "support/temp_dir.hpp"
 
 namespace plantstore::store {
@@ -31,9 +32,15 @@ struct BatchRecorder final : StoreObserver {
 
 class PlantStoreContract : public testing::TestWithParam<const char*> {
   protected:
+    void SetUp() override {
+        if (std::string(GetParam()) == "postgres") {
+            database_ = std::make_unique<testing_support::TestDatabase>();
+        }
+    }
     StoreConfig config(std::size_t max_pending = 16384) {
         StoreConfig result;
-        result.data_dir = dir_.path() / "data";  // GetParam() == "sqlite"
+        result.data_dir = dir_.path() / "data";  // sqlite
+        if (database_) result.database_url = database_->url();
         result.max_pending_writes = max_pending;
         result.observer = &recorder;
         return result;
@@ -46,6 +53,7 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
 
   private:
     testing_support::TempDir dir_;
+    std::unique_ptr<testing_support::TestDatabase> database_;  // postgres: a fresh database
 };
 
 // Every plant of `tenant`, page by page.
@@ -261,7 +269,7 @@ TEST_P(PlantStoreContract, ArchiveExportsEverythingAndImportsWithoutOverwriting)
     EXPECT_EQ(seen[2].created_at_ms, 1234);  // the imported creation time is kept
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, PlantStoreContract, testing::Values("sqlite"),
+INSTANTIATE_TEST_SUITE_P(Engines, PlantStoreContract, testing::Values("sqlite", "postgres"),
                          [](const testing::TestParamInfo<const char*>& engine) {
                              return std::string(engine.param);
                          });

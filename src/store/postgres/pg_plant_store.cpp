@@ -98,7 +98,9 @@ class PgPlantStore::Engine {
                          writer_error_ = reason;
                          started_.notify_all();
                      }});
-        for (std::size_t i = 0; i < std::max<std::size_t>(1, options_.read_connections); ++i) {
+        const std::size_t reader_count = std::max<std::size_t>(1, options_.read_connections);
+        reader_up_.assign(reader_count, false);
+        for (std::size_t i = 0; i < reader_count; ++i) {
             readers_.push_back(std::make_unique<PipelinedConnection>(
                 io_, PipelinedConnection::Options{conninfo_,
                                                   {{"read_one", kReadOne},
@@ -107,17 +109,23 @@ class PgPlantStore::Engine {
                                                   std::chrono::milliseconds(5000),
                                                   std::chrono::milliseconds(100),
                                                   std::chrono::milliseconds(5000),
-                                                  {}}));
+                                                  [this, i](bool ready, const std::string&) {
+                                                      std::lock_guard lock(mutex_);
+                                                      reader_up_[i] = ready;
+                                                      started_.notify_all();
+                                                  }}));
         }
         asio::post(io_, [this] {
             writer_->start();
             for (auto& reader : readers_) reader->start();
         });
         thread_ = std::thread([this] { run(); });
-        // Serve only once the writer is connected (or say why it cannot be).
+        // Serve only once every connection is up (or say why the writer cannot be).
         std::unique_lock lock(mutex_);
         const bool settled = started_.wait_for(lock, std::chrono::seconds(10), [this] {
-            return writer_ready_ || !writer_error_.empty();
+            const bool readers_up =
+                std::all_of(reader_up_.begin(), reader_up_.end(), [](bool up) { return up; });
+            return (writer_ready_ && readers_up) || !writer_error_.empty();
         });
         if (!writer_ready_) {
             const std::string reason =
@@ -157,19 +165,19 @@ class PgPlantStore::Engine {
     }
 
     void read(std::string tenant, domain::PlantId id, ReadCallback done) {
-        submit_read(
-            {"read_one", {}, {std::move(tenant), std::to_string(id)}},
-            [id, done = std::move(done)](const PGresult* result) {
-                ReadResult read;
-                read.outcome = PQntuples(result) == 0 ? ReadResult::Outcome::not_found
-                                                      : ReadResult::Outcome::found;
-                if (PQntuples(result) > 0) {
-                    read.plants.push_back(
-                        {id, {std::string(text_at(result, 0, 0)), optional_text_at(result, 0, 1)}});
-                }
-                done(std::move(read));
-            },
-            done);
+        submit_read({"read_one", {}, {std::move(tenant), std::to_string(id)}},
+                    [id](const PGresult* result) {
+                        ReadResult read;
+                        read.outcome = PQntuples(result) == 0 ? ReadResult::Outcome::not_found
+                                                              : ReadResult::Outcome::found;
+                        if (PQntuples(result) > 0) {
+                            read.plants.push_back({id,
+                                                   {std::string(text_at(result, 0, 0)),
+                                                    optional_text_at(result, 0, 1)}});
+                        }
+                        return read;
+                    },
+                    std::move(done));
     }
 
     void list(std::string tenant, const ListQuery& query, ReadCallback done) {
@@ -187,22 +195,21 @@ class PgPlantStore::Engine {
                              std::to_string(static_cast<std::int64_t>(query.limit) + 1)}};
         if (query.tag) statement.parameters.emplace_back(*query.tag);
         const auto limit = static_cast<std::size_t>(query.limit);
-        submit_read(
-            std::move(statement),
-            [limit, done = std::move(done)](const PGresult* result) {
-                ReadResult page;
-                page.outcome = ReadResult::Outcome::found;
-                const int rows = PQntuples(result);
-                for (int row = 0; row < rows; ++row) {
-                    page.plants.push_back({int64_at(result, row, 0),
-                                           {std::string(text_at(result, row, 1)),
-                                            optional_text_at(result, row, 2)}});
-                }
-                page.more = page.plants.size() > limit;
-                if (page.more) page.plants.pop_back();
-                done(std::move(page));
-            },
-            done);
+        submit_read(std::move(statement),
+                    [limit](const PGresult* result) {
+                        ReadResult page;
+                        page.outcome = ReadResult::Outcome::found;
+                        const int rows = PQntuples(result);
+                        for (int row = 0; row < rows; ++row) {
+                            page.plants.push_back({int64_at(result, row, 0),
+                                                   {std::string(text_at(result, row, 1)),
+                                                    optional_text_at(result, row, 2)}});
+                        }
+                        page.more = page.plants.size() > limit;
+                        if (page.more) page.plants.pop_back();
+                        return page;
+                    },
+                    std::move(done));
     }
 
     Health health() const {
@@ -229,13 +236,14 @@ class PgPlantStore::Engine {
             closing_ = true;
         }
         asio::post(io_, [this] {
+            finish_if_drained();  // the last batch may have ended before this ran
+            if (finished_) return;
             // Writes already accepted get until the time-out to commit; then whatever is still
             // in flight is answered unavailable.
             close_timer_.expires_after(options_.close_timeout);
             close_timer_.async_wait([this](const boost::system::error_code& error) {
                 if (!error) finish();
             });
-            finish_if_drained();
         });
         if (thread_.joinable()) thread_.join();
     }
@@ -253,7 +261,7 @@ class PgPlantStore::Engine {
     // whose (tenant, id) is already in the batch, so that writes to one plant keep their order.
     std::vector<Pending> take_batch() {
         std::vector<Pending> batch;
-        std::set<std::pair<std::string_view, domain::PlantId>> keys;
+        std::set<std::pair<std::string, domain::PlantId>> keys;  // copies: the writes move
         std::lock_guard lock(mutex_);
         while (!pending_.empty() && batch.size() < options_.max_batch) {
             Pending& next = pending_.front();
@@ -386,7 +394,10 @@ class PgPlantStore::Engine {
                 const auto result =
                     code == 'c'   ? WriteResult{WriteResult::Outcome::created, pending.plant.plant, {}}
                     : code == 'p' ? WriteResult{WriteResult::Outcome::replayed, pending.plant.plant, {}}
-                                  : WriteResult{WriteResult::Outcome::id_taken, {}, {}};
+                                  : WriteResult{WriteResult::Outcome::id_taken,
+                                                {std::string(text_at(rows, row, 2)),
+                                                 optional_text_at(rows, row, 3)},
+                                                {}};
                 std::exchange(pending.done, nullptr)(result);
             }
         }
@@ -426,43 +437,48 @@ class PgPlantStore::Engine {
         }
     }
 
+    // Runs `statement` on a reader and answers `done` with what `parse` makes of its rows, or
+    // unavailable (no reader connected, the connection lost, the statement failed).
     template <typename Parse>
-    void submit_read(Statement statement, Parse parse, const ReadCallback& fail_with) {
+    void submit_read(Statement statement, Parse parse, ReadCallback done) {
         {
             std::lock_guard lock(mutex_);
             if (!closing_) {
-                asio::post(io_, [this, statement = std::move(statement),
-                                 parse = std::move(parse), fail_with]() mutable {
+                asio::post(io_, [this, statement = std::move(statement), parse = std::move(parse),
+                                 done = std::move(done)]() mutable {
                     PipelinedConnection* reader = pick_reader();
                     if (reader == nullptr) {
-                        fail_with(read_unavailable("PostgreSQL is unreachable: " +
-                                                   readers_.front()->last_error()));
+                        done(read_unavailable("PostgreSQL is unreachable: " +
+                                              readers_.front()->last_error()));
                         return;
                     }
                     std::vector<Statement> statements;
                     statements.push_back(std::move(statement));
                     reader->submit(std::move(statements), [parse = std::move(parse),
-                                                           fail_with](SegmentOutcome outcome) {
+                                                           done = std::move(done)](
+                                                              SegmentOutcome outcome) {
                         if (outcome.lost) {
-                            fail_with(read_unavailable(outcome.lost_reason));
+                            done(read_unavailable(outcome.lost_reason));
                             return;
                         }
                         const PGresult* result = outcome.results.front().get();
                         if (PQresultStatus(result) != PGRES_TUPLES_OK) {
-                            fail_with(read_unavailable(result_error(result, "SELECT").what()));
+                            done(read_unavailable(result_error(result, "SELECT").what()));
                             return;
                         }
+                        ReadResult read;
                         try {
-                            parse(result);
+                            read = parse(result);
                         } catch (const PgError& error) {
-                            fail_with(read_unavailable(error.what()));
+                            read = read_unavailable(error.what());
                         }
+                        done(std::move(read));
                     });
                 });
                 return;
             }
         }
-        fail_with(read_unavailable("the store is closing"));
+        done(read_unavailable("the store is closing"));
     }
 
     // The ready reader with the fewest reads in flight.
@@ -519,6 +535,7 @@ class PgPlantStore::Engine {
     bool closing_ = false;         // guarded by mutex_
     bool writer_ready_ = false;    // guarded by mutex_
     std::string writer_error_;     // guarded by mutex_
+    std::vector<bool> reader_up_;  // guarded by mutex_
     std::thread thread_;
 };
 

@@ -13,8 +13,8 @@ namespace plantstore::store::postgres {
 
 /// Inserts many plants in one statement without overwriting any, and says per input row what
 /// happened. Parameters: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[],
-/// $5 created_at bigint[] (milliseconds). One row per input, in input order: (ord, outcome)
-/// where outcome is 'c' (inserted), 'p' (the same plant was there: a replay), 'x' (a different
+/// $5 created_at bigint[] (milliseconds). One row per input, in input order: (ord, outcome,
+/// stored name, stored tag), the stored plant being the one found for 'p' and 'x'; outcome is 'c' (inserted), 'p' (the same plant was there: a replay), 'x' (a different
 /// plant has the id) or 'r': a concurrent transaction committed the id after this statement's
 /// snapshot, so it was neither inserted nor visible: run it again. Inputs must not repeat a
 /// (tenant, id); sorting them by (tenant, id) gives concurrent batches one lock order.
@@ -31,7 +31,8 @@ SELECT i.ord,
        CASE WHEN n.id IS NOT NULL THEN 'c'
             WHEN p.id IS NULL THEN 'r'
             WHEN p.name = i.name AND p.tag IS NOT DISTINCT FROM i.tag THEN 'p'
-            ELSE 'x' END
+            ELSE 'x' END,
+       p.name, p.tag
 FROM input i
 LEFT JOIN inserted n ON n.tenant = i.tenant AND n.id = i.id
 LEFT JOIN plants p ON n.id IS NULL AND p.tenant = i.tenant AND p.id = i.id

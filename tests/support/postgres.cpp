@@ -1,0 +1,120 @@
+#include "support/postgres.hpp"
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <stdexcept>
+
+#ifndef PLANTSTORE_PG_CLUSTER_SCRIPT
+#error "PLANTSTORE_PG_CLUSTER_SCRIPT must name tests/support/pg_cluster.sh"
+#endif
+
+namespace plantstore::testing_support {
+
+namespace {
+
+struct ConnectionDeleter {
+    void operator()(PGconn* connection) const { PQfinish(connection); }
+};
+
+std::string run_sql(const std::string& url, const std::string& sql) {
+    const std::unique_ptr<PGconn, ConnectionDeleter> connection(PQconnectdb(url.c_str()));
+    if (PQstatus(connection.get()) != CONNECTION_OK) {
+        throw std::runtime_error("cannot connect to the test cluster: " +
+                                 std::string(PQerrorMessage(connection.get())));
+    }
+    PQsetNoticeProcessor(connection.get(), [](void*, const char*) {}, nullptr);
+    PGresult* result = PQexec(connection.get(), sql.c_str());
+    const auto status = PQresultStatus(result);
+    std::string value;
+    if (status == PGRES_TUPLES_OK && PQntuples(result) > 0) value = PQgetvalue(result, 0, 0);
+    const std::string error = PQresultErrorMessage(result);
+    PQclear(result);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+        throw std::runtime_error(sql + ": " + error);
+    }
+    return value;
+}
+
+// Runs the cluster script; returns its standard output. @throws std::runtime_error
+std::string cluster_script(const std::string& arguments) {
+    const std::string command = std::string(PLANTSTORE_PG_CLUSTER_SCRIPT) + " " + arguments;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) throw std::runtime_error("cannot run " + command);
+    std::string output;
+    char buffer[512];
+    std::size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, got);
+    if (::pclose(pipe) != 0) throw std::runtime_error(command + " failed");
+    while (!output.empty() && output.back() == '\n') output.pop_back();
+    return output;
+}
+
+}  // namespace
+
+bool testing_on_postgres() {
+    const char* engine = std::getenv("PLANTSTORE_TEST_ENGINE");
+    return engine != nullptr && std::string(engine) == "postgres";
+}
+
+std::string shared_cluster_url() {
+    const char* directory = std::getenv("PLANTSTORE_TEST_POSTGRES");
+    if (directory == nullptr || *directory == '\0') {
+        throw std::runtime_error(
+            "PLANTSTORE_TEST_POSTGRES is not set: run the tests through ctest, whose "
+            "PostgresCluster fixture starts a throwaway cluster");
+    }
+    std::ifstream file(std::filesystem::path(directory) / "url");
+    std::string url;
+    if (!std::getline(file, url) || url.empty()) {
+        throw std::runtime_error(std::string("no test cluster in ") + directory);
+    }
+    return url;
+}
+
+TestDatabase::TestDatabase(const std::string& cluster_url) : cluster_url_(cluster_url) {
+    static std::atomic<int> counter{0};
+    name_ = "test_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)) +
+            "_" + std::to_string(std::random_device{}() % 1000000);
+    run_sql(cluster_url_, "CREATE DATABASE " + name_);
+    url_ = cluster_url_ + " dbname=" + name_;
+}
+
+TestDatabase::~TestDatabase() {
+    try {
+        run_sql(cluster_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+    } catch (const std::exception&) {
+        // the cluster is gone already (a private one stopped by its test); nothing to free
+    }
+}
+
+std::string TestDatabase::query(const std::string& sql) const { return run_sql(url_, sql); }
+
+PrivateCluster::PrivateCluster(const std::filesystem::path& directory)
+    : directory_(directory), url_(cluster_script("start " + directory.string())), running_(true) {}
+
+PrivateCluster::~PrivateCluster() {
+    if (!running_) return;
+    try {
+        cluster_script("stop " + directory_.string() + " immediate");
+    } catch (const std::exception&) {
+        // nothing more to do: the directory is removed with the test's
+    }
+}
+
+void PrivateCluster::stop(const std::string& mode) {
+    cluster_script("stop " + directory_.string() + " " + mode);
+    running_ = false;
+}
+
+void PrivateCluster::start() {
+    cluster_script("start-again " + directory_.string());
+    running_ = true;
+}
+
+}  // namespace plantstore::testing_support
