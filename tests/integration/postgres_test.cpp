@@ -1,0 +1,353 @@
+// What only many instances on one PostgreSQL promise, against the real binary and a throwaway
+// cluster (ctest's PostgresCluster fixture, or a cluster of the test's own where PostgreSQL is
+// stopped): two instances agree on every id and every token; PostgreSQL stopping under load
+// means 503s and no hang, then recovery by itself with nothing acknowledged lost; the schema is
+// applied once when instances start together and a newer one is refused; moving from SQLite to
+// PostgreSQL keeps every plant; the database password never shows.
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <boost/json/serialize.hpp>
+
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> database_environment(const std::string& url) {
+    return {"PLANTSTORE_DATABASE_URL=" + url};
+}
+
+std::string trimmed(std::string text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    return text;
+}
+
+std::string mint(const std::string& url, const std::string& name,
+                 const std::string& tenant = "default") {
+    const auto result = run_plantstore({"token", "create", "--name", name, "--tenant", tenant},
+                                       database_environment(url));
+    if (result.exit_code != 0) throw std::runtime_error("token create failed: " + result.err);
+    return trimmed(result.out);
+}
+
+int get_status(unsigned short port, const std::string& token, const std::string& target) {
+    HttpConnection connection(port);
+    const auto response = connection.request("GET", target, "", {"Authorization: Bearer " + token});
+    return response ? response->status : 0;
+}
+
+// Every plant of the token's tenant through `port`, as the JSON text of each page's items.
+std::map<std::int64_t, std::string> list_all(unsigned short port, const std::string& token) {
+    std::map<std::int64_t, std::string> stored;
+    HttpConnection connection(port);
+    std::string after;
+    for (int page = 0; page < 1000; ++page) {
+        const auto response = connection.request("GET", "/plants?limit=1000" + after, "",
+                                                 {"Authorization: Bearer " + token});
+        if (!response || response->status != 200) throw std::runtime_error("list failed");
+        const auto plants = boost::json::parse(response->body).as_array();
+        for (const auto& plant : plants) {
+            stored[plant.at("id").as_int64()] = boost::json::serialize(plant);
+        }
+        if (plants.size() < 1000) break;
+        after = "&after=" + std::to_string(plants.back().at("id").as_int64());
+    }
+    return stored;
+}
+
+// Waits (at most `limit`) until GET /plants through `port` with `token` answers `status`;
+// returns how long that took, or nullopt.
+std::optional<Clock::duration> time_until_status(unsigned short port, const std::string& token,
+                                                 int status, Clock::duration limit) {
+    const auto started = Clock::now();
+    while (Clock::now() - started < limit) {
+        if (get_status(port, token, "/plants?limit=1") == status) return Clock::now() - started;
+        std::this_thread::sleep_for(20ms);
+    }
+    return std::nullopt;
+}
+
+TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
+    TempDir dir;
+    TestDatabase database;
+    const auto environment = database_environment(database.url());
+    const std::string token = mint(database.url(), "shared");
+    ServerProcess a(dir.path() / "a", {}, environment);
+    ServerProcess b(dir.path() / "b", {}, environment);
+
+    // Four clients, two per instance, create ids 0..299 at the same time: two send one body
+    // for each id (so one of them may replay the other's create), two send bodies of their own.
+    constexpr int kIds = 300;
+    struct Answer {
+        int status;
+        std::string body;
+    };
+    std::mutex mutex;
+    std::map<std::int64_t, std::vector<Answer>> answers;
+    std::vector<std::thread> clients;
+    for (int client = 0; client < 4; ++client) {
+        clients.emplace_back([&, client] {
+            HttpConnection connection(client % 2 == 0 ? a.port() : b.port());
+            for (int i = 0; i < kIds; ++i) {
+                const int id = client % 2 == 0 ? i : kIds - 1 - i;  // meet in the middle
+                const std::string name = client < 2 ? "shared" : "own-" + std::to_string(client);
+                const std::string body =
+                    R"({"id":)" + std::to_string(id) + R"(,"name":")" + name + R"("})";
+                connection.send_raw(plant_request(token, body));
+                const auto response = connection.read_response();
+                std::lock_guard lock(mutex);
+                answers[id].push_back({response ? response->status : 0, body});
+            }
+        });
+    }
+    for (auto& client : clients) client.join();
+
+    const auto through_a = list_all(a.port(), token);
+    EXPECT_EQ(through_a, list_all(b.port(), token)) << "the instances disagree";
+    ASSERT_EQ(through_a.size(), static_cast<std::size_t>(kIds));
+    for (const auto& [id, tries] : answers) {
+        const auto stored = boost::json::parse(through_a.at(id)).as_object();
+        for (const auto& answer : tries) {
+            const auto sent = boost::json::parse(answer.body).as_object();
+            // 200 exactly for the body that won (its create or an identical replay), 409 for
+            // every other: one winner per id, whichever instance each request went through.
+            const bool won = sent.at("name") == stored.at("name");
+            EXPECT_EQ(answer.status, won ? 200 : 409) << "id " << id << ": " << answer.body;
+        }
+    }
+
+    // Tokens minted or revoked with the CLI reach both instances within a second.
+    const std::string late = mint(database.url(), "late");
+    for (const ServerProcess* instance : {&a, &b}) {
+        const auto took = time_until_status(instance->port(), late, 200, 1s);
+        EXPECT_TRUE(took.has_value()) << "a new token was refused for over a second";
+    }
+    ASSERT_EQ(run_plantstore({"token", "revoke", "late"}, environment).exit_code, 0);
+    for (const ServerProcess* instance : {&a, &b}) {
+        const auto took = time_until_status(instance->port(), late, 401, 1s);
+        EXPECT_TRUE(took.has_value()) << "a revoked token was honoured for over a second";
+    }
+    EXPECT_EQ(get_status(a.port(), token, "/plants/1"), 200);
+}
+
+TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
+    TempDir dir;
+    TestDatabase database;
+    const auto environment = database_environment(database.url());
+    std::unique_ptr<ServerProcess> first;
+    std::unique_ptr<ServerProcess> second;
+    std::thread starter([&] {
+        first = std::make_unique<ServerProcess>(dir.path() / "1", std::vector<std::string>{},
+                                                environment);
+    });
+    second =
+        std::make_unique<ServerProcess>(dir.path() / "2", std::vector<std::string>{}, environment);
+    starter.join();
+    const std::string token = mint(database.url(), "t");
+    for (const auto* instance : {first.get(), second.get()}) {
+        ASSERT_TRUE(time_until_status(instance->port(), token, 200, 1s).has_value());
+    }
+    EXPECT_EQ(post_plant(first->port(), token, R"({"id":1,"name":"a"})").status, 200);
+    EXPECT_EQ(post_plant(second->port(), token, R"({"id":1,"name":"a"})").status, 200);
+    EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "1");
+}
+
+TEST(PostgresScaleOut, ASchemaNewerThanTheBuildIsRefused) {
+    TempDir dir;
+    TestDatabase database;
+    mint(database.url(), "t");  // applies the schema
+    database.query("UPDATE plantstore_schema SET version = 999");
+    const auto result =
+        run_plantstore({"serve", "--listen", "127.0.0.1:0"}, database_environment(database.url()));
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_NE(result.err.find("schema version 999, newer than this build's"), std::string::npos)
+        << result.err;
+}
+
+TEST(PostgresScaleOut, ThePasswordNeverShows) {
+    TempDir dir;
+    TestDatabase database;
+    const std::string password = "Sekr3t-Pa55";
+    // The throwaway cluster trusts local connections, so any password is accepted.
+    const std::string url = database.url() + " password=" + password;
+    const auto environment = database_environment(url);
+    const std::string token = mint(url, "t");
+    {
+        ServerProcess server(dir.path() / "data", {}, environment);
+        EXPECT_EQ(post_plant(server.port(), token, R"({"id":1,"name":"a"})").status, 200);
+        HttpConnection connection(server.port());
+        const auto metrics = connection.request("GET", "/metrics", "", {});
+        ASSERT_TRUE(metrics.has_value());
+        EXPECT_EQ(metrics->body.find(password), std::string::npos);
+        ASSERT_EQ(server.stop(SIGTERM), 0);
+        EXPECT_EQ(server.log().find(password), std::string::npos) << server.log();
+        EXPECT_NE(server.log().find("password='***'"), std::string::npos) << server.log();
+    }
+    const auto config = run_plantstore({"config"}, environment);
+    EXPECT_EQ(config.exit_code, 0);
+    EXPECT_EQ(config.out.find(password), std::string::npos) << config.out;
+    // Unreachable, as a URI and as key=value: the error names the problem, not the password.
+    for (const std::string& bad :
+         {"postgresql://postgres:" + password + "@/nothing?host=" + (dir.path() / "none").string(),
+          "host=" + (dir.path() / "none").string() + " password=" + password}) {
+        const auto serve =
+            run_plantstore({"serve", "--listen", "127.0.0.1:0"}, database_environment(bad));
+        EXPECT_EQ(serve.exit_code, 1);
+        EXPECT_NE(serve.err.find("cannot connect to PostgreSQL"), std::string::npos) << serve.err;
+        EXPECT_EQ(serve.err.find(password), std::string::npos) << serve.err;
+        const auto list = run_plantstore({"token", "list"}, database_environment(bad));
+        EXPECT_NE(list.exit_code, 0);
+        EXPECT_EQ(list.err.find(password), std::string::npos) << list.err;
+    }
+    const auto malformed = run_plantstore({"serve", "--database-url", "host='" + password});
+    EXPECT_EQ(malformed.exit_code, 2);
+    EXPECT_EQ(malformed.err.find(password), std::string::npos) << malformed.err;
+}
+
+TEST(PostgresScaleOut, ExportFromSqliteImportsIntoPostgresExactly) {
+    TempDir dir;
+    TestDatabase database;
+    const auto sqlite_dir = dir.path() / "sqlite";
+    const std::string token_a = create_token(sqlite_dir, "a", "tenant-a");
+    const std::string token_b = create_token(sqlite_dir, "b", "tenant-b");
+    {
+        ServerProcess server(sqlite_dir);
+        for (int id = 0; id < 200; ++id) {
+            ASSERT_EQ(
+                post_plant(server.port(), id % 2 == 0 ? token_a : token_b, varied_plant_body(id))
+                    .status,
+                200);
+        }
+        ASSERT_EQ(server.stop(SIGTERM), 0);
+    }
+    const auto exported = run_plantstore({"export", "--tokens", "--data-dir", sqlite_dir.string()});
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    const auto file = dir.path() / "plants.ndjson";
+    std::ofstream(file) << exported.out;
+
+    const auto imported = run_plantstore({"import", "--database-url", database.url()}, {}, file);
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+    const auto again = run_plantstore({"import", "--database-url", database.url()}, {}, file);
+    EXPECT_EQ(again.exit_code, 0) << again.err;  // idempotent
+    EXPECT_NE(again.err.find("imported 0 plants"), std::string::npos) << again.err;
+    const auto round_trip =
+        run_plantstore({"export", "--tokens", "--database-url", database.url()});
+    ASSERT_EQ(round_trip.exit_code, 0) << round_trip.err;
+    EXPECT_EQ(round_trip.out, exported.out);  // every plant and token, times included
+
+    ServerProcess server(dir.path() / "unused", {}, database_environment(database.url()));
+    HttpConnection connection(server.port());
+    const auto read =
+        connection.request("GET", "/plants/4", "", {"Authorization: Bearer " + token_a});
+    ASSERT_TRUE(read.has_value());
+    EXPECT_EQ(read->status, 200);  // the moved token works, and finds its tenant's plant
+    EXPECT_EQ(boost::json::parse(read->body), boost::json::parse(varied_plant_body(4)));
+}
+
+// PostgreSQL stopped under load (fast shutdown, then immediate: a crash), on a cluster of the
+// test's own: while it is down every request is answered (503 with Retry-After, /readyz 503
+// with the reason), nothing hangs; once it is back the instance recovers by itself; every
+// acknowledged plant is there, and retrying a create that got 503 (its commit's outcome may be
+// unknown) is answered 200.
+TEST(PostgresRestart, DownMeans503ThenRecoveryWithNothingAcknowledgedLost) {
+    TempDir dir;
+    PrivateCluster cluster(dir.path() / "cluster");
+    TestDatabase database(cluster.url());
+    const std::string token = mint(database.url(), "t");
+    ServerProcess server(dir.path() / "data", {"--store-timeout-ms", "3000"},
+                         database_environment(database.url()));
+    std::mutex mutex;
+    std::vector<std::int64_t> acknowledged;
+    std::vector<std::int64_t> refused;
+    std::atomic<int> other_statuses{0};
+    std::atomic<int> unanswered{0};
+    std::int64_t round_base = 0;
+    for (const std::string mode : {"fast", "immediate"}) {
+        SCOPED_TRACE(mode);
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> clients;
+        for (int client = 0; client < 4; ++client) {
+            clients.emplace_back([&, client] {
+                std::unique_ptr<HttpConnection> connection;
+                for (int i = 0; i < 100000 && !stop; ++i) {
+                    const std::int64_t id = round_base + client * 100000LL + i;
+                    if (!connection)
+                        connection = std::make_unique<HttpConnection>(server.port(), 20s);
+                    connection->send_raw(plant_request(token, varied_plant_body(id)));
+                    const auto response = connection->read_response();
+                    std::lock_guard lock(mutex);
+                    if (!response) {
+                        ++unanswered;  // no answer within 20 s: a hang
+                        connection.reset();
+                    } else if (response->status == 200) {
+                        acknowledged.push_back(id);
+                    } else if (response->status == 503 &&
+                               !response->header("retry-after").empty()) {
+                        refused.push_back(id);
+                        std::this_thread::sleep_for(10ms);
+                    } else {
+                        ++other_statuses;
+                    }
+                }
+            });
+        }
+        std::this_thread::sleep_for(500ms);
+        cluster.stop(mode);
+        // While it is down: readiness says why, and creates are refused, not left hanging.
+        std::optional<HttpResponse> ready;
+        for (int i = 0; i < 100; ++i) {
+            HttpConnection probe(server.port());
+            ready = probe.request("GET", "/readyz", "", {});
+            if (ready && ready->status == 503) break;
+            std::this_thread::sleep_for(50ms);
+        }
+        ASSERT_TRUE(ready.has_value());
+        EXPECT_EQ(ready->status, 503);
+        EXPECT_NE(ready->body.find("PostgreSQL"), std::string::npos) << ready->body;
+        std::this_thread::sleep_for(1s);
+        cluster.start();
+        // Back by itself (reconnecting with backoff of at most 5 s).
+        int status = 0;
+        for (int i = 0; i < 300 && status != 200; ++i) {
+            HttpConnection probe(server.port());
+            const auto response = probe.request("GET", "/readyz", "", {});
+            status = response ? response->status : 0;
+            if (status != 200) std::this_thread::sleep_for(50ms);
+        }
+        EXPECT_EQ(status, 200) << "no recovery within 15 s";
+        std::this_thread::sleep_for(300ms);
+        stop = true;
+        for (auto& client : clients) client.join();
+        round_base += 1'000'000;
+    }
+    EXPECT_EQ(unanswered.load(), 0);
+    EXPECT_EQ(other_statuses.load(), 0);
+    EXPECT_FALSE(refused.empty()) << "PostgreSQL was down, yet nothing was refused";
+    const auto stored = list_all(server.port(), token);
+    std::size_t lost = 0;
+    for (const std::int64_t id : acknowledged) {
+        const auto found = stored.find(id);
+        if (found == stored.end() ||
+            boost::json::parse(found->second) != boost::json::parse(varied_plant_body(id))) {
+            ++lost;
+        }
+    }
+    EXPECT_EQ(lost, 0U) << "of " << acknowledged.size() << " acknowledged";
+    for (const std::int64_t id : refused) {
+        EXPECT_EQ(post_plant(server.port(), token, varied_plant_body(id)).status, 200) << id;
+    }
+    std::cout << "acknowledged " << acknowledged.size() << ", refused and retried "
+              << refused.size() << "\n";
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support
