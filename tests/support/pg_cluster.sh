@@ -57,6 +57,9 @@ CONF
         ;;
     stop)
         mode="${3:-fast}"
+        # Stopping a cluster that is not running (or does not exist) is done already.
+        [[ -d $dir/data ]] && (cd / && as_owner "$bin/pg_ctl" -D "$dir/data" status) >/dev/null ||
+            exit 0
         (cd / && as_owner "$bin/pg_ctl" -D "$dir/data" -m "$mode" -w -t 60 stop) >/dev/null
         ;;
     *)
