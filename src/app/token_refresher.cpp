@@ -25,22 +25,38 @@ TokenRefresher::~TokenRefresher() {
 void TokenRefresher::poll() {
     std::unique_ptr<store::TokenRepository> repository;
     std::int64_t seen_changes = -1;
+    bool failing = false;
     std::unique_lock lock(mutex_);
-    while (!stop_requested_.wait_for(lock, interval_, [this] { return stopping_; })) {
+    while (!stopping_) {
+        bool waited = false;
         try {
-            if (!repository) {
-                repository = open_();
-            }
+            if (!repository) repository = open_();
             const std::int64_t changes = repository->change_count();
             if (changes != seen_changes) {
                 registry_.replace(repository->list());
                 seen_changes = changes;
             }
+            if (failing) {
+                ops::log_event(ops::LogLevel::info, "token_refresh_recovered", {});
+                failing = false;
+            }
+            // Where the store announces changes, wait for one (or the interval) there: a new or
+            // revoked token then takes effect at once instead of at the next poll.
+            lock.unlock();
+            waited = repository->wait_for_change(interval_);
+            lock.lock();
         } catch (const std::exception& error) {
-            // Keep serving with the last known tokens; try again on the next poll.
-            ops::log_event(ops::LogLevel::warn, "token_refresh_failed", {{"reason", error.what()}});
+            if (!lock.owns_lock()) lock.lock();
+            // Keep serving with the last known tokens and try again on the next poll; say so
+            // once, not at every poll while the store is away.
+            if (!failing) {
+                ops::log_event(ops::LogLevel::warn, "token_refresh_failed",
+                               {{"reason", error.what()}});
+                failing = true;
+            }
             repository.reset();
         }
+        if (!waited) stop_requested_.wait_for(lock, interval_, [this] { return stopping_; });
     }
 }
 

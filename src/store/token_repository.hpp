@@ -1,6 +1,7 @@
 // Store layer, interface (see plant_store.hpp): where token records are kept.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,12 @@ class TokenRepository {
     virtual std::vector<auth::TokenRecord> list() = 0;
     /// A number that changes whenever any token is added, changed or removed (by any process).
     virtual std::int64_t change_count() = 0;
+    /// Engines that can announce changes (PostgreSQL's LISTEN/NOTIFY) wait here up to `at_most`
+    /// for one, returning early when it arrives, and return true. Others return false at once
+    /// (the caller then waits by itself). Either way change_count() stays the authority: an
+    /// announcement can be lost (across a reconnect), a changed count cannot.
+    /// @throws std::runtime_error when the connection broke (reopen the repository)
+    virtual bool wait_for_change(std::chrono::milliseconds /*at_most*/) { return false; }
 };
 
 }  // namespace plantstore::store

@@ -145,13 +145,19 @@ TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
     const auto environment = database_environment(database.url());
     std::unique_ptr<ServerProcess> first;
     std::unique_ptr<ServerProcess> second;
+    std::string first_failure;
     std::thread starter([&] {
-        first = std::make_unique<ServerProcess>(dir.path() / "1", std::vector<std::string>{},
-                                                environment);
+        try {
+            first = std::make_unique<ServerProcess>(dir.path() / "1", std::vector<std::string>{},
+                                                    environment);
+        } catch (const std::exception& error) {
+            first_failure = error.what();
+        }
     });
-    second =
-        std::make_unique<ServerProcess>(dir.path() / "2", std::vector<std::string>{}, environment);
+    second = std::make_unique<ServerProcess>(dir.path() / "2", std::vector<std::string>{},
+                                             environment);
     starter.join();
+    ASSERT_TRUE(first) << first_failure;
     const std::string token = mint(database.url(), "t");
     for (const auto* instance : {first.get(), second.get()}) {
         ASSERT_TRUE(time_until_status(instance->port(), token, 200, 1s).has_value());

@@ -1,6 +1,9 @@
 #include "store/postgres/pg_token_repository.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "store/postgres/schema.hpp"
@@ -43,6 +46,37 @@ void parse_bytea(std::string_view text, auth::TokenDigest& digest) {
 PgTokenRepository::PgTokenRepository(const std::string& conninfo)
     : connection_(open_current_schema(with_defaults(conninfo))) {}
 
+bool PgTokenRepository::wait_for_change(std::chrono::milliseconds at_most) {
+    PGconn* connection = connection_.get();
+    if (!listening_) {
+        // Engines without LISTEN (CockroachDB) refuse it: the caller then polls the counter.
+        Result result(PQexec(connection, (std::string("LISTEN ") + kTokenChannel).c_str()));
+        if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+            if (PQstatus(connection) == CONNECTION_BAD) throw result_error(result.get(), "LISTEN");
+            return false;
+        }
+        listening_ = true;
+    }
+    // Notifications that came with the answers to earlier queries are already queued.
+    bool announced = false;
+    while (PGnotify* notification = PQnotifies(connection)) {
+        PQfreemem(notification);
+        announced = true;
+    }
+    if (announced) return true;
+    pollfd descriptor{PQsocket(connection), POLLIN, 0};
+    const int ready = ::poll(&descriptor, 1, static_cast<int>(at_most.count()));
+    if (ready < 0 && errno != EINTR) throw PgError({}, "poll failed on the token connection");
+    if (ready > 0) {
+        if (PQconsumeInput(connection) != 1) {
+            throw PgError({}, std::string("PostgreSQL connection lost: ") +
+                                  PQerrorMessage(connection));
+        }
+        while (PGnotify* notification = PQnotifies(connection)) PQfreemem(notification);
+    }
+    return true;
+}
+
 bool PgTokenRepository::change(const std::string& sql,
                                const std::vector<std::optional<std::string>>& parameters) {
     PGconn* connection = connection_.get();
@@ -52,6 +86,7 @@ bool PgTokenRepository::change(const std::string& sql,
         const bool any = std::string_view(PQcmdTuples(changed.get())) != "0";
         if (any) {
             exec(connection, "UPDATE change_counters SET value = value + 1 WHERE name = 'tokens'");
+            exec(connection, std::string("NOTIFY ") + kTokenChannel);
         }
         exec(connection, "COMMIT");
         return any;

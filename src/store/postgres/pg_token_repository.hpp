@@ -9,8 +9,10 @@
 
 namespace plantstore::store::postgres {
 
-/// Token records in PostgreSQL. Each change also bumps a counter in the same transaction, which
-/// every instance polls (one primary-key read) to notice tokens created or revoked anywhere.
+/// Token records in PostgreSQL. Each change also bumps a counter and sends a NOTIFY in the same
+/// transaction: instances listen for the notification (the fast path) and poll the counter (one
+/// primary-key read; notifications are lost across reconnects and absent from some
+/// PostgreSQL-wire engines) to notice tokens created or revoked anywhere.
 /// Not thread-safe; one per thread.
 class PgTokenRepository final : public TokenRepository {
   public:
@@ -21,12 +23,15 @@ class PgTokenRepository final : public TokenRepository {
     bool remove(std::string_view name) override;
     std::vector<auth::TokenRecord> list() override;
     std::int64_t change_count() override;
+    /// Waits for a NOTIFY on the token channel (sent by every change, at its commit).
+    bool wait_for_change(std::chrono::milliseconds at_most) override;
 
   private:
     /// Runs `change` and bumps the counter when it changed a row, in one transaction.
     bool change(const std::string& sql, const std::vector<std::optional<std::string>>& parameters);
 
     Connection connection_;
+    bool listening_ = false;
 };
 
 }  // namespace plantstore::store::postgres

@@ -47,7 +47,10 @@ void create_version_table(PGconn* connection) {
                  "INSERT INTO plantstore_schema VALUES (true, 0) ON CONFLICT DO NOTHING");
             return;
         } catch (const PgError& error) {
-            const bool race = error.sqlstate() == "23505" || error.sqlstate() == "42P07";
+            // unique_violation on the catalog, duplicate_table or duplicate_object ("type ...
+            // already exists"), depending on where the two sessions crossed.
+            const bool race = error.sqlstate() == "23505" || error.sqlstate() == "42P07" ||
+                              error.sqlstate() == "42710";
             if (!race || attempt == 5) throw;
             std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
         }
