@@ -57,6 +57,7 @@ struct ServeConfig {
     std::size_t max_text_length = 1024;
     std::size_t max_connections = 10000;
     std::size_t max_pending_writes = 16384;
+    std::size_t max_batch_writes = 4096;
     long request_timeout_ms = 10'000;
     long idle_timeout_ms = 60'000;
     long write_timeout_ms = 10'000;
@@ -241,6 +242,9 @@ int serve(const ServeConfig& config) {
             throw CLI::ValidationError("--database-url", error.what());
         }
     }
+    if (config.max_batch_writes < 1) {
+        throw CLI::ValidationError("--max-batch-writes", "must be at least 1");
+    }
     if (config.database_read_connections < 1 || config.database_read_connections > 64) {
         throw CLI::ValidationError("--database-read-connections", "must be 1 to 64");
     }
@@ -255,6 +259,7 @@ int serve(const ServeConfig& config) {
     store_config.database_url = config.database_url;
     store_config.read_connections = config.database_read_connections;
     store_config.max_pending_writes = config.max_pending_writes;
+    store_config.max_batch_writes = config.max_batch_writes;
     store_config.observer = &observability;
     const std::unique_ptr<store::PlantStore> store = store::open_plant_store(store_config);
     observability.watch_store(*store);
@@ -597,6 +602,8 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Longest name or tag in Unicode code points; longer gets 400");
     option("--max-connections", config.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
            "Open connections at most; more are closed at once");
+    option("--max-batch-writes", config.max_batch_writes, "PLANTSTORE_MAX_BATCH_WRITES",
+           "Creates and deletes committed in one transaction at most (1: one per request)");
     option("--max-pending-writes", config.max_pending_writes, "PLANTSTORE_MAX_PENDING_WRITES",
            "Creates waiting for the disk at most; more get 503");
     option("--request-timeout-ms", config.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",

@@ -34,12 +34,14 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
         options.conninfo = config.database_url;
         options.read_connections = config.read_connections;
         options.max_pending = config.max_pending_writes;
+        options.max_batch = config.max_batch_writes;
         options.observer = config.observer;
         return std::make_unique<postgres::PgPlantStore>(std::move(options));
     }
     sqlite::SqlitePlantStore::Options options;
     options.data_dir = config.data_dir;
     options.max_pending = config.max_pending_writes;
+    options.max_batch = config.max_batch_writes;
     options.observer = config.observer;
     return std::make_unique<sqlite::SqlitePlantStore>(std::move(options));
 }

@@ -20,6 +20,8 @@ struct StoreConfig {
     std::string database_url;
     /// PostgreSQL: connections for reads, besides the one that writes.
     std::size_t read_connections = 2;
+    /// Most writes committed in one transaction (group commit); 1 commits each alone.
+    std::size_t max_batch_writes = 4096;
     /// Writes waiting to be committed beyond which new ones are refused as unavailable.
     std::size_t max_pending_writes = 16384;
     /// Receives every transaction's outcome; may be null. Must outlive the store.

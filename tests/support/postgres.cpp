@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #ifndef PLANTSTORE_PG_CLUSTER_SCRIPT
-#error "PLANTSTORE_PG_CLUSTER_SCRIPT must name tests/support/pg_cluster.sh"
+#error "PLANTSTORE_PG_CLUSTER_SCRIPT must name scripts/pg-cluster.sh"
 #endif
 
 namespace plantstore::testing_support {

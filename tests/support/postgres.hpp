@@ -1,4 +1,4 @@
-// Test support: throwaway PostgreSQL clusters and databases (tests/support/pg_cluster.sh, on a
+// Test support: throwaway PostgreSQL clusters and databases (scripts/pg-cluster.sh, on a
 // Unix socket in a temporary directory; never a system cluster).
 #pragma once
 

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL 15 cluster for the tests, never a system one:
-#   pg_cluster.sh start DIR            initdb in DIR/data (once), start it listening only on a
+# A throwaway PostgreSQL 15 cluster for the tests, the benchmark or a try of the README's
+# "Scaling out", never a system one:
+#   pg-cluster.sh start DIR            initdb in DIR/data (once), start it listening only on a
 #                                      Unix socket in DIR; prints and writes DIR/url
-#   pg_cluster.sh stop DIR [MODE]      pg_ctl stop (MODE: smart, fast (default) or immediate)
-#   pg_cluster.sh start-again DIR      start a stopped cluster again
+#   pg-cluster.sh stop DIR [MODE]      pg_ctl stop (MODE: smart, fast (default) or immediate)
+#   pg-cluster.sh start-again DIR      start a stopped cluster again
 # Run as root, the server runs as the unprivileged user nobody (PostgreSQL refuses root).
 # Binaries from Debian's postgresql-15 (/usr/lib/postgresql/15/bin).
 set -euo pipefail
-action="${1:?usage: pg_cluster.sh start|stop|start-again DIR [MODE]}"
-dir="${2:?usage: pg_cluster.sh start|stop|start-again DIR [MODE]}"
+action="${1:?usage: pg-cluster.sh start|stop|start-again DIR [MODE]}"
+dir="${2:?usage: pg-cluster.sh start|stop|start-again DIR [MODE]}"
 bin=/usr/lib/postgresql/15/bin
 if [[ ! -x $bin/initdb ]]; then
-    echo "pg_cluster.sh: $bin/initdb not found (install postgresql-15: scripts/install-deps.sh --tests)" >&2
+    echo "pg-cluster.sh: $bin/initdb not found (install postgresql-15: scripts/install-deps.sh --tests, or apt-get install postgresql-15)" >&2
     exit 1
 fi
 
@@ -63,7 +64,7 @@ CONF
         (cd / && as_owner "$bin/pg_ctl" -D "$dir/data" -m "$mode" -w -t 60 stop) >/dev/null
         ;;
     *)
-        echo "pg_cluster.sh: unknown action $action" >&2
+        echo "pg-cluster.sh: unknown action $action" >&2
         exit 2
         ;;
 esac
