@@ -136,6 +136,79 @@ def start_plantstore(binary, data_dir, extra=(), name="plantstore"):
                          "--data-dir", data_dir, *extra], port)
 
 
+PG_CLUSTER = os.path.join(BENCH_DIR, "..", "scripts", "pg-cluster.sh")
+
+
+class Postgres:
+    """A throwaway PostgreSQL 15 cluster (scripts/pg-cluster.sh: a Unix socket in the work
+    directory, fsync and synchronous_commit on), measured with the instances that use it."""
+
+    def __init__(self, workdir):
+        os.chmod(workdir, 0o711)  # its server runs as nobody when we are root
+        self.dir = os.path.join(workdir, "postgres")
+        self.url = subprocess.run([PG_CLUSTER, "start", self.dir], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+
+    def database(self, name):
+        subprocess.run(["psql", self.url, "-qc", f"CREATE DATABASE {name}"], check=True,
+                       capture_output=True)
+        return f"{self.url} dbname={name}"
+
+    def pids(self):
+        try:
+            with open(os.path.join(self.dir, "data", "postmaster.pid")) as f:
+                return process_tree(int(f.readline()))
+        except (OSError, ValueError):
+            return []
+
+    def stop(self):
+        subprocess.run([PG_CLUSTER, "stop", self.dir, "fast"], capture_output=True)
+
+
+class Group:
+    """Instances measured together with their database: one row's name, every process's CPU."""
+
+    def __init__(self, name, instances, postgres):
+        self.name, self.instances, self.postgres = name, instances, postgres
+        self.port = instances[0].port
+
+    def pids(self):
+        return [p for i in self.instances for p in i.pids()] + self.postgres.pids()
+
+
+def postgres_rows(args, binary, workdir, ids, connection_counts):
+    """POST rows for one instance on PostgreSQL, two instances on the same database (the load
+    split between them), and one instance committing each request alone (--max-batch-writes 1:
+    what a one-transaction-per-request server does with one connection)."""
+    postgres = Postgres(workdir)
+    rows, started = [], []
+    try:
+        url = postgres.database("bench")
+        token = subprocess.run([binary, "token", "create", "--name", "bench",
+                                "--database-url", url], check=True, capture_output=True,
+                               text=True).stdout.strip()
+        unused = os.path.join(workdir, "unused")  # --data-dir is not used with a database URL
+        one = start_plantstore(binary, unused, ["--database-url", url], "pg")
+        two = start_plantstore(binary, unused, ["--database-url", url], "pg 2nd")
+        alone = start_plantstore(binary, unused,
+                                 ["--database-url", url, "--max-batch-writes", "1"], "pg batch=1")
+        started = [one, two, alone]
+        groups = [(Group("plantstore-pg", [one], postgres), [one]),
+                  (Group("2 × plantstore-pg", [one, two], postgres), [one, two]),
+                  (Group("plantstore-pg 1 write/txn", [alone], postgres), [alone])]
+        for conns in connection_counts:
+            for group, targets in groups:
+                row = run_wrk(group, conns, args.duration, token, ids.take(), targets=targets)
+                rows.append(row)
+                print(f"{group.name:>26} c={conns:<4} {row['requests_per_s']:>9,.0f} req/s",
+                      file=sys.stderr)
+    finally:
+        for server in started:
+            server.stop()
+        postgres.stop()
+    return rows
+
+
 class IdRanges:
     """Each wrk run gets its own id range so that every create is new."""
 
@@ -170,21 +243,39 @@ def store_counters(server):
 
 
 def run_wrk(server, connections, duration, token, first_id, workload="POST", mode="post",
-            count=1):
+            count=1, targets=None):
+    """One wrk run against `server` (its name labels the row; its processes are measured), or
+    against several instances at once (`targets`), the connections split evenly between them."""
+    targets = targets or [server]
     env = dict(os.environ, PLANTSTORE_TOKEN=token)
     pids = server.pids()
-    counters_before = store_counters(server)
+    counters_before = [store_counters(t) for t in targets]
     ticks_before = cpu_ticks(pids)
-    out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--timeout", "10s", "-s", LUA,
-         f"http://127.0.0.1:{server.port}", "--", mode, str(first_id), str(count)],
-        capture_output=True, text=True, env=env, timeout=duration + 60).stdout
+    runs = [subprocess.Popen(
+        ["wrk", "-t1", f"-c{connections // len(targets)}", f"-d{duration}s", "--timeout", "10s",
+         "-s", LUA, f"http://127.0.0.1:{t.port}", "--", mode,
+         str(first_id + i * 10**11 if mode == "post" else first_id), str(count)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        for i, t in enumerate(targets)]
+    outs = [run.communicate(timeout=duration + 60)[0] for run in runs]
     ticks = cpu_ticks(pids) - ticks_before
-    counters = {k: v - counters_before.get(k, 0) for k, v in store_counters(server).items()}
-    match = re.search(r"^RESULT (\{.*\})$", out, re.M)
-    if not match:
-        sys.exit(f"wrk printed no result against {server.name}:\n{out}")
-    r = json.loads(match.group(1))
+    counters = {}
+    for t, before in zip(targets, counters_before):
+        for k, v in store_counters(t).items():
+            counters[k] = counters.get(k, 0) + v - before.get(k, 0)
+    results = []
+    for out in outs:
+        match = re.search(r"^RESULT (\{.*\})$", out, re.M)
+        if not match:
+            sys.exit(f"wrk printed no result against {server.name}:\n{out}")
+        results.append(json.loads(match.group(1)))
+    r = {"requests": sum(x["requests"] for x in results),
+         "duration_us": max(x["duration_us"] for x in results),
+         # Several instances: the slower one's percentiles (the load balancer's worst case).
+         "p50_us": max(x["p50_us"] for x in results),
+         "p99_us": max(x["p99_us"] for x in results),
+         "non200": sum(x["non200"] for x in results),
+         "socket_errors": sum(x["socket_errors"] for x in results)}
     requests = max(r["requests"], 1)
     return {
         "server": server.name,
@@ -213,18 +304,15 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
 
 def markdown_table(rows):
     lines = ["| workload | conns | server | req/s | p50 ms | p99 ms | non-200 | CPU µs/req | "
-             "cores busy | RSS MiB (peak) | plantstore/nginx |",
+             "cores busy | RSS MiB (peak) | against nginx |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     by_conns = {}
     for row in rows:
         by_conns.setdefault((row["workload"], row["connections"]), {})[row["server"]] = row
     for (workload, conns), pair in by_conns.items():
-        for name in ("nginx", "plantstore"):
-            row = pair.get(name)
-            if not row:
-                continue
+        for name, row in pair.items():
             ratio = ""
-            if name == "plantstore" and "nginx" in pair:
+            if name != "nginx" and "nginx" in pair:
                 n = pair["nginx"]
                 ratio = (f"{row['requests_per_s'] / n['requests_per_s']:.0%} req/s, "
                          f"{row['p99_ms'] / max(n['p99_ms'], 1e-9):.2f}× p99, "
@@ -242,15 +330,17 @@ def markdown_table(rows):
 def commit_table(rows):
     """Group commit per POST row of plantstore, and a least-squares fit of its CPU time per
     request as a per-request part plus a per-commit part (cpu/req = a + b / rows_per_commit)."""
-    posts = [r for r in rows if r["server"] == "plantstore" and r["workload"] == "POST"
+    every = [r for r in rows if r["server"] != "nginx" and r["workload"] == "POST"
              and r.get("commits", 0) > 0]
-    if not posts:
+    if not every:
         return ""
-    lines = ["| conns | rows/commit | commits/s | writer busy | CPU µs/req |", "|---|---|---|---|---|"]
-    for r in posts:
-        lines.append(f"| {r['connections']} | {r['rows_per_commit']:.1f} | "
+    lines = ["| server | conns | rows/commit | commits/s | writer busy | CPU µs/req |",
+             "|---|---|---|---|---|---|"]
+    for r in every:
+        lines.append(f"| {r['server']} | {r['connections']} | {r['rows_per_commit']:.1f} | "
                      f"{r['commits_per_s']:,.0f} | {r['writer_busy']:.0%} | "
                      f"{r['cpu_us_per_request']:.1f} |")
+    posts = [r for r in every if r["server"] == "plantstore"]
     points = [(1 / r["rows_per_commit"], r["cpu_us_per_request"]) for r in posts]
     if len(points) >= 2:
         n = len(points)
@@ -261,8 +351,8 @@ def commit_table(rows):
             b = sum((x - mx) * (y - my) for x, y in points) / sxx
             a = my - b * mx
             lines.append("")
-            lines.append(f"Fit over these rows: about {a:.1f} µs per request plus {b:.0f} µs "
-                         "per commit.")
+            lines.append(f"Fit over the SQLite rows: about {a:.1f} µs per request plus {b:.0f} "
+                         "µs per commit.")
     return "\n".join(lines)
 
 
@@ -371,6 +461,9 @@ def main():
     parser.add_argument("--preload", type=int, default=10_000_000)
     parser.add_argument("--logging", action="store_true",
                         help="also measure the cost of access logging (on vs off, 64 conns)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="also measure instances on a throwaway PostgreSQL (one, two, and "
+                             "one committing each request alone)")
     parser.add_argument("--out", default=os.path.join(BENCH_DIR, "results", "latest.json"))
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
@@ -410,6 +503,9 @@ def main():
         for server in servers:
             server.stop()
         servers = []
+        if args.postgres:
+            rows += postgres_rows(args, binary, workdir, ids,
+                                  [int(c) for c in args.connections.split(",") if int(c) > 1])
         if args.scaling:
             extra = scaling(args, binary, workdir, ids)
         if args.logging:

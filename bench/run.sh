@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: plantstore against the nginx ceiling, on 127.0.0.1, bounded in time.
 # Usage: bench/run.sh [--duration S] [--connections 1,16,64,256] [--scaling] [--logging]
+#                     [--postgres]
 #                     [--out FILE]
 #        bench/run.sh --micro    (only the Google Benchmark micro-benchmarks of the hot paths)
 # Installs what is missing (wrk, nginx-light, python3), builds the Release binary, then runs
