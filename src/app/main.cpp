@@ -50,6 +50,7 @@ struct ServeConfig {
     std::filesystem::path data_dir = "data";
     std::string database_url;
     std::size_t database_read_connections = 2;
+    std::size_t database_write_connections = 2;
     std::string base_path;
     unsigned threads = 0;
     std::size_t max_body_bytes = std::size_t{64} * 1024;
@@ -248,6 +249,9 @@ int serve(const ServeConfig& config) {
     if (config.database_read_connections < 1 || config.database_read_connections > 64) {
         throw CLI::ValidationError("--database-read-connections", "must be 1 to 64");
     }
+    if (config.database_write_connections < 1 || config.database_write_connections > 64) {
+        throw CLI::ValidationError("--database-write-connections", "must be 1 to 64");
+    }
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
@@ -258,6 +262,7 @@ int serve(const ServeConfig& config) {
     store_config.data_dir = config.data_dir;
     store_config.database_url = config.database_url;
     store_config.read_connections = config.database_read_connections;
+    store_config.write_connections = config.database_write_connections;
     store_config.max_pending_writes = config.max_pending_writes;
     store_config.max_batch_writes = config.max_batch_writes;
     store_config.observer = &observability;
@@ -589,8 +594,10 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
                      "never printed")
         ->envname("PLANTSTORE_DATABASE_URL");
     option("--database-read-connections", config.database_read_connections,
-           "PLANTSTORE_DATABASE_READ_CONNECTIONS",
-           "PostgreSQL connections for reads, besides the one for writes (1 to 64)");
+           "PLANTSTORE_DATABASE_READ_CONNECTIONS", "PostgreSQL connections for reads (1 to 64)");
+    option("--database-write-connections", config.database_write_connections,
+           "PLANTSTORE_DATABASE_WRITE_CONNECTIONS",
+           "PostgreSQL connections for writes, one transaction in flight on each (1 to 64)");
     option("--base-path", config.base_path, "PLANTSTORE_BASE_PATH",
            "Prefix of every API path, e.g. /v1 (empty: none)");
     option("--threads", config.threads, "PLANTSTORE_THREADS", "I/O threads (0: one per core)");

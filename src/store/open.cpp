@@ -33,6 +33,7 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
         postgres::PgPlantStore::Options options;
         options.conninfo = config.database_url;
         options.read_connections = config.read_connections;
+        options.write_connections = config.write_connections;
         options.max_pending = config.max_pending_writes;
         options.max_batch = config.max_batch_writes;
         options.observer = config.observer;
@@ -54,7 +55,8 @@ std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config
 }
 
 bool store_exists(const StoreConfig& config) {
-    if (on_postgres(config)) return postgres::schema_exists(postgres::with_defaults(config.database_url));
+    if (on_postgres(config))
+        return postgres::schema_exists(postgres::with_defaults(config.database_url));
     std::error_code error;  // unreadable counts as absent; opening it would say why
     return std::filesystem::is_regular_file(sqlite::database_path(config.data_dir), error);
 }
@@ -75,12 +77,8 @@ void backup_store(const StoreConfig& config, const std::filesystem::path& target
 
 StoreCheck check_store(const StoreConfig& config) {
     if (on_postgres(config)) {
-        try {
-            postgres::open_current_schema(postgres::with_defaults(config.database_url));
-            return {true, "reachable, schema current"};
-        } catch (const std::exception& error) {
-            return {false, error.what()};
-        }
+        auto result = postgres::check_schema(postgres::with_defaults(config.database_url));
+        return {result.ok, std::move(result.message)};
     }
     auto result = sqlite::check_database(config.data_dir);
     return {result.ok, std::move(result.message)};

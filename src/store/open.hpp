@@ -18,8 +18,10 @@ struct StoreConfig {
     std::filesystem::path data_dir = "data";
     /// A PostgreSQL connection string or URI: empty for the embedded SQLite engine.
     std::string database_url;
-    /// PostgreSQL: connections for reads, besides the one that writes.
+    /// PostgreSQL: connections for reads.
     std::size_t read_connections = 2;
+    /// PostgreSQL: connections for writes, each with one transaction in flight.
+    std::size_t write_connections = 2;
     /// Most writes committed in one transaction (group commit); 1 commits each alone.
     std::size_t max_batch_writes = 4096;
     /// Writes waiting to be committed beyond which new ones are refused as unavailable.

@@ -5,14 +5,13 @@
 // applied once when instances start together and a newer one is refused; moving from SQLite to
 // PostgreSQL keeps every plant; the database password never shows.
 #include <atomic>
+#include <boost/json/serialize.hpp>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
-
-#include <boost/json/serialize.hpp>
 
 #include "fixture.hpp"
 
@@ -154,8 +153,8 @@ TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
             first_failure = error.what();
         }
     });
-    second = std::make_unique<ServerProcess>(dir.path() / "2", std::vector<std::string>{},
-                                             environment);
+    second =
+        std::make_unique<ServerProcess>(dir.path() / "2", std::vector<std::string>{}, environment);
     starter.join();
     ASSERT_TRUE(first) << first_failure;
     const std::string token = mint(database.url(), "t");
@@ -177,6 +176,29 @@ TEST(PostgresScaleOut, ASchemaNewerThanTheBuildIsRefused) {
     EXPECT_EQ(result.exit_code, 1);
     EXPECT_NE(result.err.find("schema version 999, newer than this build's"), std::string::npos)
         << result.err;
+}
+
+TEST(PostgresScaleOut, CheckReportsTheSchemaAndBackupPointsToPostgresTools) {
+    TestDatabase database;
+    const std::vector<std::string> where = {"--database-url", database.url()};
+    auto with = [&](std::vector<std::string> args) {
+        args.insert(args.end(), where.begin(), where.end());
+        return run_plantstore(args);
+    };
+    const auto empty = with({"check"});
+    EXPECT_EQ(empty.exit_code, 1);
+    EXPECT_NE(empty.err.find("no plantstore schema"), std::string::npos) << empty.err;
+    EXPECT_EQ(database.query("SELECT to_regclass('plantstore_schema') IS NULL"), "t");  // unchanged
+    mint(database.url(), "t");
+    const auto sound = with({"check"});
+    EXPECT_EQ(sound.exit_code, 0) << sound.err;
+    EXPECT_NE(sound.out.find("ok: 0 plants in 0 tenants, 1 tokens, schema version 1"),
+              std::string::npos)
+        << sound.out;
+    const auto backup = with({"backup", "--to", "/tmp/never-written"});
+    EXPECT_EQ(backup.exit_code, 1);
+    EXPECT_NE(backup.err.find("pg_dump"), std::string::npos) << backup.err;
+    EXPECT_FALSE(std::filesystem::exists("/tmp/never-written"));
 }
 
 TEST(PostgresScaleOut, ThePasswordNeverShows) {

@@ -28,7 +28,8 @@ std::string run_sql(const std::string& url, const std::string& sql) {
         throw std::runtime_error("cannot connect to the test cluster: " +
                                  std::string(PQerrorMessage(connection.get())));
     }
-    PQsetNoticeProcessor(connection.get(), [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        connection.get(), [](void*, const char*) {}, nullptr);
     PGresult* result = PQexec(connection.get(), sql.c_str());
     const auto status = PQresultStatus(result);
     std::string value;

@@ -66,7 +66,8 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
             std::vector<std::size_t> later;
             std::set<std::pair<std::string_view, std::int64_t>> keys;
             for (const std::size_t i : todo) {
-                const bool fresh = later.empty() && keys.emplace(plants[i].tenant, plants[i].id).second;
+                const bool fresh =
+                    later.empty() && keys.emplace(plants[i].tenant, plants[i].id).second;
                 (fresh ? run : later).push_back(i);
             }
             PlantArrays arrays;
@@ -76,17 +77,25 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
                                  stored.created_at_ms);
             }
             arrays.close();
-            const Result rows = exec(connection, kInsertPlants,
-                                     {arrays.tenants, arrays.ids, arrays.names, arrays.tags,
-                                      arrays.created_at});
+            const Result rows =
+                exec(connection, kInsertPlants,
+                     {arrays.tenants, arrays.ids, arrays.names, arrays.tags, arrays.created_at});
             std::vector<std::size_t> again;
             for (int row = 0; row < PQntuples(rows.get()); ++row) {
                 const std::size_t i = run.at(static_cast<std::size_t>(row));
                 switch (text_at(rows.get(), row, 1).front()) {
-                    case 'c': outcomes[i] = Outcome::inserted; break;
-                    case 'p': outcomes[i] = Outcome::identical; break;
-                    case 'r': again.push_back(i); break;
-                    default: outcomes[i] = Outcome::conflict; break;
+                    case 'c':
+                        outcomes[i] = Outcome::inserted;
+                        break;
+                    case 'p':
+                        outcomes[i] = Outcome::identical;
+                        break;
+                    case 'r':
+                        again.push_back(i);
+                        break;
+                    default:
+                        outcomes[i] = Outcome::conflict;
+                        break;
                 }
             }
             again.insert(again.end(), later.begin(), later.end());

@@ -1,11 +1,10 @@
 #include "store/postgres/pg_plant_store.hpp"
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-
-#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <limits>
@@ -78,6 +77,10 @@ class PgPlantStore::Engine {
         WriteCallback done;
         int attempts = 0;  ///< transactions it was part of without an answer
     };
+    struct Writer {
+        std::unique_ptr<PipelinedConnection> connection;
+        bool busy = false;  ///< a batch is in flight on it
+    };
 
     explicit Engine(Options options)
         : options_(std::move(options)),
@@ -85,49 +88,56 @@ class PgPlantStore::Engine {
           work_(io_.get_executor()),
           close_timer_(io_) {
         open_current_schema(conninfo_);  // migrations first, so that prepares find the tables
-        writer_ = std::make_unique<PipelinedConnection>(
-            io_, PipelinedConnection::Options{
-                     conninfo_,
-                     {{"insert_plants", kInsertPlants}, {"delete_plants", kDeletePlants}},
-                     std::chrono::milliseconds(5000),
-                     std::chrono::milliseconds(100),
-                     std::chrono::milliseconds(5000),
-                     [this](bool ready, const std::string& reason) {
-                         std::lock_guard lock(mutex_);
-                         writer_ready_ = ready;
-                         writer_error_ = reason;
-                         started_.notify_all();
-                     }});
+        const std::size_t writer_count = std::max<std::size_t>(1, options_.write_connections);
+        writer_up_.assign(writer_count, false);
+        for (std::size_t i = 0; i < writer_count; ++i) {
+            writers_.push_back(
+                {std::make_unique<PipelinedConnection>(
+                     io_,
+                     PipelinedConnection::Options{
+                         conninfo_,
+                         {{"insert_plants", kInsertPlants}, {"delete_plants", kDeletePlants}},
+                         std::chrono::milliseconds(5000),
+                         std::chrono::milliseconds(100),
+                         std::chrono::milliseconds(5000),
+                         [this, i](bool ready, const std::string& reason) {
+                             std::lock_guard lock(mutex_);
+                             writer_up_[i] = ready;
+                             if (!ready) writer_error_ = reason;
+                             started_.notify_all();
+                         }}),
+                 false});
+        }
         const std::size_t reader_count = std::max<std::size_t>(1, options_.read_connections);
         reader_up_.assign(reader_count, false);
         for (std::size_t i = 0; i < reader_count; ++i) {
             readers_.push_back(std::make_unique<PipelinedConnection>(
-                io_, PipelinedConnection::Options{conninfo_,
-                                                  {{"read_one", kReadOne},
-                                                   {"page", kPage},
-                                                   {"tagged_page", kTaggedPage}},
-                                                  std::chrono::milliseconds(5000),
-                                                  std::chrono::milliseconds(100),
-                                                  std::chrono::milliseconds(5000),
-                                                  [this, i](bool ready, const std::string&) {
-                                                      std::lock_guard lock(mutex_);
-                                                      reader_up_[i] = ready;
-                                                      started_.notify_all();
-                                                  }}));
+                io_, PipelinedConnection::Options{
+                         conninfo_,
+                         {{"read_one", kReadOne}, {"page", kPage}, {"tagged_page", kTaggedPage}},
+                         std::chrono::milliseconds(5000),
+                         std::chrono::milliseconds(100),
+                         std::chrono::milliseconds(5000),
+                         [this, i](bool ready, const std::string&) {
+                             std::lock_guard lock(mutex_);
+                             reader_up_[i] = ready;
+                             started_.notify_all();
+                         }}));
         }
         asio::post(io_, [this] {
-            writer_->start();
+            for (auto& writer : writers_) writer.connection->start();
             for (auto& reader : readers_) reader->start();
         });
         thread_ = std::thread([this] { run(); });
         // Serve only once every connection is up (or say why the writer cannot be).
         std::unique_lock lock(mutex_);
-        const bool settled = started_.wait_for(lock, std::chrono::seconds(10), [this] {
-            const bool readers_up =
-                std::all_of(reader_up_.begin(), reader_up_.end(), [](bool up) { return up; });
-            return (writer_ready_ && readers_up) || !writer_error_.empty();
+        const auto all_up = [](const std::vector<bool>& up) {
+            return std::all_of(up.begin(), up.end(), [](bool one) { return one; });
+        };
+        const bool settled = started_.wait_for(lock, std::chrono::seconds(10), [&] {
+            return (all_up(writer_up_) && all_up(reader_up_)) || !writer_error_.empty();
         });
-        if (!writer_ready_) {
+        if (!all_up(writer_up_)) {
             const std::string reason =
                 settled ? writer_error_ : std::string("timed out connecting to PostgreSQL");
             lock.unlock();
@@ -165,19 +175,19 @@ class PgPlantStore::Engine {
     }
 
     void read(std::string tenant, domain::PlantId id, ReadCallback done) {
-        submit_read({"read_one", {}, {std::move(tenant), std::to_string(id)}},
-                    [id](const PGresult* result) {
-                        ReadResult read;
-                        read.outcome = PQntuples(result) == 0 ? ReadResult::Outcome::not_found
-                                                              : ReadResult::Outcome::found;
-                        if (PQntuples(result) > 0) {
-                            read.plants.push_back({id,
-                                                   {std::string(text_at(result, 0, 0)),
-                                                    optional_text_at(result, 0, 1)}});
-                        }
-                        return read;
-                    },
-                    std::move(done));
+        submit_read(
+            {"read_one", {}, {std::move(tenant), std::to_string(id)}},
+            [id](const PGresult* result) {
+                ReadResult read;
+                read.outcome = PQntuples(result) == 0 ? ReadResult::Outcome::not_found
+                                                      : ReadResult::Outcome::found;
+                if (PQntuples(result) > 0) {
+                    read.plants.push_back(
+                        {id, {std::string(text_at(result, 0, 0)), optional_text_at(result, 0, 1)}});
+                }
+                return read;
+            },
+            std::move(done));
     }
 
     void list(std::string tenant, const ListQuery& query, ReadCallback done) {
@@ -187,29 +197,31 @@ class PgPlantStore::Engine {
             done(std::move(empty));
             return;
         }
-        Statement statement{query.tag ? "tagged_page" : "page",
-                            {},
-                            {std::move(tenant),
-                             std::to_string(query.after ? *query.after + 1
-                                                        : std::numeric_limits<domain::PlantId>::min()),
-                             std::to_string(static_cast<std::int64_t>(query.limit) + 1)}};
+        Statement statement{
+            query.tag ? "tagged_page" : "page",
+            {},
+            {std::move(tenant),
+             std::to_string(query.after ? *query.after + 1
+                                        : std::numeric_limits<domain::PlantId>::min()),
+             std::to_string(static_cast<std::int64_t>(query.limit) + 1)}};
         if (query.tag) statement.parameters.emplace_back(*query.tag);
         const auto limit = static_cast<std::size_t>(query.limit);
-        submit_read(std::move(statement),
-                    [limit](const PGresult* result) {
-                        ReadResult page;
-                        page.outcome = ReadResult::Outcome::found;
-                        const int rows = PQntuples(result);
-                        for (int row = 0; row < rows; ++row) {
-                            page.plants.push_back({int64_at(result, row, 0),
-                                                   {std::string(text_at(result, row, 1)),
-                                                    optional_text_at(result, row, 2)}});
-                        }
-                        page.more = page.plants.size() > limit;
-                        if (page.more) page.plants.pop_back();
-                        return page;
-                    },
-                    std::move(done));
+        submit_read(
+            std::move(statement),
+            [limit](const PGresult* result) {
+                ReadResult page;
+                page.outcome = ReadResult::Outcome::found;
+                const int rows = PQntuples(result);
+                for (int row = 0; row < rows; ++row) {
+                    page.plants.push_back(
+                        {int64_at(result, row, 0),
+                         {std::string(text_at(result, row, 1)), optional_text_at(result, row, 2)}});
+                }
+                page.more = page.plants.size() > limit;
+                if (page.more) page.plants.pop_back();
+                return page;
+            },
+            std::move(done));
     }
 
     Health health() const {
@@ -219,7 +231,7 @@ class PgPlantStore::Engine {
         if (closing_) {
             health.ready = false;
             health.reason = "the store is closing";
-        } else if (!writer_ready_) {
+        } else if (std::none_of(writer_up_.begin(), writer_up_.end(), [](bool up) { return up; })) {
             health.ready = false;
             health.reason = "PostgreSQL is unreachable: " + writer_error_;
         } else if (pending_.size() >= options_.max_pending) {
@@ -258,34 +270,55 @@ class PgPlantStore::Engine {
     }
 
     // Takes the next batch: pending writes in arrival order, stopping before the first one
-    // whose (tenant, id) is already in the batch, so that writes to one plant keep their order.
+    // whose (tenant, id) is already in this batch or in one still in flight, so that writes to
+    // one plant are committed in the order they came. Adds its keys to in_flight_keys_.
     std::vector<Pending> take_batch() {
         std::vector<Pending> batch;
-        std::set<std::pair<std::string, domain::PlantId>> keys;  // copies: the writes move
         std::lock_guard lock(mutex_);
         while (!pending_.empty() && batch.size() < options_.max_batch) {
             Pending& next = pending_.front();
-            if (!keys.emplace(next.tenant, next.plant.id).second) break;
+            if (!in_flight_keys_.emplace(next.tenant, next.plant.id).second) break;
             batch.push_back(std::move(next));
             pending_.pop_front();
         }
         return batch;
     }
 
+    void release_keys(const std::vector<Pending>& batch) {
+        for (const Pending& pending : batch) {
+            in_flight_keys_.erase({pending.tenant, pending.plant.id});
+        }
+    }
+
+    // Gives every idle, connected writer a batch (several transactions in flight let
+    // PostgreSQL flush their commits together); when none is connected, answers what waits.
     void start_batch() {
-        if (batch_in_flight_) return;  // its completion starts the next one
-        std::vector<Pending> batch = take_batch();
-        if (batch.empty()) {
-            finish_if_drained();
-            return;
+        for (;;) {
+            const bool any_ready =
+                std::any_of(writers_.begin(), writers_.end(),
+                            [](const Writer& w) { return w.connection->ready(); });
+            if (!any_ready) {
+                std::vector<Pending> batch = take_batch();
+                release_keys(batch);
+                if (batch.empty()) break;
+                const std::string reason =
+                    "PostgreSQL is unreachable: " + writers_.front().connection->last_error();
+                for (Pending& pending : batch) pending.done(unavailable(reason));
+                continue;
+            }
+            auto idle = std::find_if(writers_.begin(), writers_.end(), [](const Writer& w) {
+                return !w.busy && w.connection->ready();
+            });
+            if (idle == writers_.end()) return;  // a completion starts the next batch
+            std::vector<Pending> batch = take_batch();
+            if (batch.empty()) break;
+            send_batch(*idle, std::move(batch));
         }
-        if (!writer_->ready()) {
-            const std::string reason = "PostgreSQL is unreachable: " + writer_->last_error();
-            for (Pending& pending : batch) pending.done(unavailable(reason));
-            asio::post(io_, [this] { start_batch(); });
-            return;
-        }
-        batch_in_flight_ = true;
+        finish_if_drained();
+    }
+
+    void send_batch(Writer& writer, std::vector<Pending> batch) {
+        writer.busy = true;
         // Creates and deletes in (tenant, id) order: concurrent batches of several instances
         // then take row locks in one order, which avoids most deadlocks between them.
         std::vector<std::size_t> creates;
@@ -310,11 +343,11 @@ class PgPlantStore::Engine {
                                  created_at);
             }
             arrays.close();
-            statements.push_back({"insert_plants",
-                                  {},
-                                  {std::move(arrays.tenants), std::move(arrays.ids),
-                                   std::move(arrays.names), std::move(arrays.tags),
-                                   std::move(arrays.created_at)}});
+            statements.push_back(
+                {"insert_plants",
+                 {},
+                 {std::move(arrays.tenants), std::move(arrays.ids), std::move(arrays.names),
+                  std::move(arrays.tags), std::move(arrays.created_at)}});
         }
         if (!deletes.empty()) {
             PlantArrays arrays;
@@ -325,24 +358,27 @@ class PgPlantStore::Engine {
         }
         statements.push_back({{}, "COMMIT", {}});
         const auto started = std::chrono::steady_clock::now();
-        writer_->submit(std::move(statements),
-                        [this, batch = std::move(batch), creates = std::move(creates),
-                         deletes = std::move(deletes), started](SegmentOutcome outcome) mutable {
-                            complete_batch(batch, creates, deletes, std::move(outcome), started);
-                        });
+        writer.connection->submit(
+            std::move(statements),
+            [this, &writer, batch = std::move(batch), creates = std::move(creates),
+             deletes = std::move(deletes), started](SegmentOutcome outcome) mutable {
+                writer.busy = false;
+                release_keys(batch);
+                complete_batch(batch, creates, deletes, std::move(outcome), started);
+            });
     }
 
     void complete_batch(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
                         const std::vector<std::size_t>& deletes, SegmentOutcome outcome,
                         std::chrono::steady_clock::time_point started) {
-        batch_in_flight_ = false;
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
         const std::size_t expected = 2 + (creates.empty() ? 0 : 1) + (deletes.empty() ? 0 : 1);
         if (outcome.lost) {
-            failure = "the connection to PostgreSQL was lost before the commit was confirmed "
-                      "(its outcome is unknown; an identical retry is safe): " +
-                      outcome.lost_reason;
+            failure =
+                "the connection to PostgreSQL was lost before the commit was confirmed "
+                "(its outcome is unknown; an identical retry is safe): " +
+                outcome.lost_reason;
         } else if (auto error = first_failure(outcome.results, expected)) {
             if (error->retryable()) {
                 again = std::move(batch);
@@ -392,12 +428,14 @@ class PgPlantStore::Engine {
                     continue;
                 }
                 const auto result =
-                    code == 'c'   ? WriteResult{WriteResult::Outcome::created, pending.plant.plant, {}}
-                    : code == 'p' ? WriteResult{WriteResult::Outcome::replayed, pending.plant.plant, {}}
-                                  : WriteResult{WriteResult::Outcome::id_taken,
-                                                {std::string(text_at(rows, row, 2)),
-                                                 optional_text_at(rows, row, 3)},
-                                                {}};
+                    code == 'c'
+                        ? WriteResult{WriteResult::Outcome::created, pending.plant.plant, {}}
+                    : code == 'p'
+                        ? WriteResult{WriteResult::Outcome::replayed, pending.plant.plant, {}}
+                        : WriteResult{
+                              WriteResult::Outcome::id_taken,
+                              {std::string(text_at(rows, row, 2)), optional_text_at(rows, row, 3)},
+                              {}};
                 std::exchange(pending.done, nullptr)(result);
             }
         }
@@ -408,11 +446,11 @@ class PgPlantStore::Engine {
             }
             for (int row = 0; row < PQntuples(rows); ++row) {
                 Pending& pending = batch[deletes[static_cast<std::size_t>(row)]];
-                std::exchange(pending.done, nullptr)(
-                    {text_at(rows, row, 1) == "t" ? WriteResult::Outcome::deleted
-                                                  : WriteResult::Outcome::not_found,
-                     {},
-                     {}});
+                std::exchange(pending.done, nullptr)({text_at(rows, row, 1) == "t"
+                                                          ? WriteResult::Outcome::deleted
+                                                          : WriteResult::Outcome::not_found,
+                                                      {},
+                                                      {}});
             }
         }
     }
@@ -454,26 +492,26 @@ class PgPlantStore::Engine {
                     }
                     std::vector<Statement> statements;
                     statements.push_back(std::move(statement));
-                    reader->submit(std::move(statements), [parse = std::move(parse),
-                                                           done = std::move(done)](
-                                                              SegmentOutcome outcome) {
-                        if (outcome.lost) {
-                            done(read_unavailable(outcome.lost_reason));
-                            return;
-                        }
-                        const PGresult* result = outcome.results.front().get();
-                        if (PQresultStatus(result) != PGRES_TUPLES_OK) {
-                            done(read_unavailable(result_error(result, "SELECT").what()));
-                            return;
-                        }
-                        ReadResult read;
-                        try {
-                            read = parse(result);
-                        } catch (const PgError& error) {
-                            read = read_unavailable(error.what());
-                        }
-                        done(std::move(read));
-                    });
+                    reader->submit(
+                        std::move(statements),
+                        [parse = std::move(parse), done = std::move(done)](SegmentOutcome outcome) {
+                            if (outcome.lost) {
+                                done(read_unavailable(outcome.lost_reason));
+                                return;
+                            }
+                            const PGresult* result = outcome.results.front().get();
+                            if (PQresultStatus(result) != PGRES_TUPLES_OK) {
+                                done(read_unavailable(result_error(result, "SELECT").what()));
+                                return;
+                            }
+                            ReadResult read;
+                            try {
+                                read = parse(result);
+                            } catch (const PgError& error) {
+                                read = read_unavailable(error.what());
+                            }
+                            done(std::move(read));
+                        });
                 });
                 return;
             }
@@ -496,7 +534,9 @@ class PgPlantStore::Engine {
         bool drained = false;
         {
             std::lock_guard lock(mutex_);
-            drained = closing_ && pending_.empty() && !batch_in_flight_;
+            drained = closing_ && pending_.empty() &&
+                      std::none_of(writers_.begin(), writers_.end(),
+                                   [](const Writer& w) { return w.busy; });
         }
         if (drained) finish();
     }
@@ -507,7 +547,7 @@ class PgPlantStore::Engine {
         if (finished_) return;
         finished_ = true;
         close_timer_.cancel();
-        writer_->shut_down();
+        for (auto& writer : writers_) writer.connection->shut_down();
         for (auto& reader : readers_) reader->shut_down();
         std::deque<Pending> left;
         {
@@ -523,17 +563,18 @@ class PgPlantStore::Engine {
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     asio::steady_timer close_timer_;
-    std::unique_ptr<PipelinedConnection> writer_;
+    std::vector<Writer> writers_;
+    /// (tenant, id) of every write in a batch being built or in flight.
+    std::set<std::pair<std::string, domain::PlantId>> in_flight_keys_;
     std::vector<std::unique_ptr<PipelinedConnection>> readers_;
-    bool batch_in_flight_ = false;  // event loop only
-    bool finished_ = false;         // event loop only
+    bool finished_ = false;  // event loop only
 
     mutable std::mutex mutex_;
     std::condition_variable started_;
     std::deque<Pending> pending_;  // guarded by mutex_
     bool kick_posted_ = false;     // guarded by mutex_
     bool closing_ = false;         // guarded by mutex_
-    bool writer_ready_ = false;    // guarded by mutex_
+    std::vector<bool> writer_up_;  // guarded by mutex_
     std::string writer_error_;     // guarded by mutex_
     std::vector<bool> reader_up_;  // guarded by mutex_
     std::thread thread_;

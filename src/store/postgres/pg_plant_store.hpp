@@ -13,18 +13,20 @@
 namespace plantstore::store::postgres {
 
 /// A PlantStore on PostgreSQL. Its own event loop thread drives non-blocking libpq connections
-/// in pipeline mode: one writer connection and a few reader connections, none checked out per
-/// request. Creates and deletes waiting at the same moment go to the database in one
-/// transaction of at most two statements over arrays (one round trip, one commit), and each
-/// request learns its own outcome; a 200 follows only the COMMIT's success. A lost connection
-/// answers what was in flight as unavailable (the outcome of a COMMIT in flight is unknown: an
-/// identical retry is answered created or replayed), and reconnects with backoff.
+/// in pipeline mode: a few writer and reader connections, none checked out per request. Creates and
+/// deletes waiting at the same moment go to the database in one transaction of at most two
+/// statements over arrays (one round trip, one commit), and each request learns its own outcome; a
+/// 200 follows only the COMMIT's success. A lost connection answers what was in flight as
+/// unavailable (the outcome of a COMMIT in flight is unknown: an identical retry is answered
+/// created or replayed), and reconnects with backoff.
 class PgPlantStore final : public PlantStore {
   public:
     struct Options {
         std::string conninfo;  ///< libpq connection string or URI
-        /// Connections for reads (gets and lists), besides the writer's.
+        /// Connections for reads (gets and lists).
         std::size_t read_connections = 2;
+        /// Connections for writes, each with at most one batch (transaction) in flight.
+        std::size_t write_connections = 2;
         /// Writes waiting for the writer beyond which new ones are refused as unavailable.
         std::size_t max_pending = 16384;
         /// Most writes in one transaction.

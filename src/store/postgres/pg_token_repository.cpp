@@ -25,8 +25,8 @@ std::string bytea_literal(const auth::TokenDigest& digest) {
 // A bytea in PostgreSQL's hex output form ("\x0a1b...") into `digest`. @throws PgError
 void parse_bytea(std::string_view text, auth::TokenDigest& digest) {
     if (text.size() != 2 + 2 * digest.size() || text.substr(0, 2) != "\\x") {
-        throw PgError({}, "a stored token digest is not " + std::to_string(digest.size()) +
-                              " bytes");
+        throw PgError({},
+                      "a stored token digest is not " + std::to_string(digest.size()) + " bytes");
     }
     const auto nibble = [](char c) -> int {
         if (c >= '0' && c <= '9') return c - '0';
@@ -69,8 +69,8 @@ bool PgTokenRepository::wait_for_change(std::chrono::milliseconds at_most) {
     if (ready < 0 && errno != EINTR) throw PgError({}, "poll failed on the token connection");
     if (ready > 0) {
         if (PQconsumeInput(connection) != 1) {
-            throw PgError({}, std::string("PostgreSQL connection lost: ") +
-                                  PQerrorMessage(connection));
+            throw PgError({},
+                          std::string("PostgreSQL connection lost: ") + PQerrorMessage(connection));
         }
         while (PGnotify* notification = PQnotifies(connection)) PQfreemem(notification);
     }
@@ -115,12 +115,12 @@ std::vector<auth::TokenRecord> PgTokenRepository::list() {
     std::vector<auth::TokenRecord> records;
     for (int row = 0; row < PQntuples(rows.get()); ++row) {
         // A scope name this build does not know grants nothing rather than everything.
-        auth::TokenRecord record{std::string(text_at(rows.get(), row, 0)),
-                                 {},
-                                 std::string(text_at(rows.get(), row, 2)),
-                                 int64_at(rows.get(), row, 3),
-                                 auth::parse_scopes(std::string(text_at(rows.get(), row, 4)))
-                                     .value_or(0)};
+        auth::TokenRecord record{
+            std::string(text_at(rows.get(), row, 0)),
+            {},
+            std::string(text_at(rows.get(), row, 2)),
+            int64_at(rows.get(), row, 3),
+            auth::parse_scopes(std::string(text_at(rows.get(), row, 4))).value_or(0)};
         parse_bytea(text_at(rows.get(), row, 1), record.digest);
         records.push_back(std::move(record));
     }

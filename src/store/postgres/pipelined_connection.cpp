@@ -1,8 +1,7 @@
 #include "store/postgres/pipelined_connection.hpp"
 
-#include <boost/asio/post.hpp>
-
 #include <algorithm>
+#include <boost/asio/post.hpp>
 
 namespace plantstore::store::postgres {
 
@@ -115,19 +114,19 @@ void PipelinedConnection::on_connected() {
         return;
     }
     in_flight_.push_back({[this](SegmentOutcome outcome) {
-                               if (outcome.lost) return;  // fail() already reported it
-                               for (const Result& result : outcome.results) {
-                                   if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-                                       fail(result_error(result.get(), "PREPARE").what());
-                                       return;
-                                   }
-                               }
-                               state_ = State::ready;
-                               backoff_ = options_.min_backoff;
-                               last_error_.clear();
-                               if (options_.on_state) options_.on_state(true, {});
-                           },
-                           {}});
+                              if (outcome.lost) return;  // fail() already reported it
+                              for (const Result& result : outcome.results) {
+                                  if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+                                      fail(result_error(result.get(), "PREPARE").what());
+                                      return;
+                                  }
+                              }
+                              state_ = State::ready;
+                              backoff_ = options_.min_backoff;
+                              last_error_.clear();
+                              if (options_.on_state) options_.on_state(true, {});
+                          },
+                          {}});
     flush();
     wait_readable();
 }
@@ -145,12 +144,11 @@ void PipelinedConnection::submit(std::vector<Statement> statements, Done done) {
             values.push_back(parameter ? parameter->c_str() : nullptr);
         }
         const int count = static_cast<int>(values.size());
-        const int sent =
-            statement.prepared_name.empty()
-                ? PQsendQueryParams(connection, statement.sql.c_str(), count, nullptr,
-                                    values.data(), nullptr, nullptr, 0)
-                : PQsendQueryPrepared(connection, statement.prepared_name.c_str(), count,
-                                      values.data(), nullptr, nullptr, 0);
+        const int sent = statement.prepared_name.empty()
+                             ? PQsendQueryParams(connection, statement.sql.c_str(), count, nullptr,
+                                                 values.data(), nullptr, nullptr, 0)
+                             : PQsendQueryPrepared(connection, statement.prepared_name.c_str(),
+                                                   count, values.data(), nullptr, nullptr, 0);
         if (sent != 1) {
             // Only a broken connection refuses to queue: everything in flight is lost with it.
             in_flight_.push_back({std::move(done), {}});

@@ -87,7 +87,8 @@ std::string with_defaults(const std::string& conninfo) {
 }
 
 void ignore_notices(PGconn* connection) {
-    PQsetNoticeProcessor(connection, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        connection, [](void*, const char*) {}, nullptr);
 }
 
 Connection connect_blocking(const std::string& conninfo) {

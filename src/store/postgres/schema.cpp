@@ -103,4 +103,31 @@ bool schema_exists(const std::string& conninfo) {
     return text_at(found.get(), 0, 0) == "t";
 }
 
+SchemaCheck check_schema(const std::string& conninfo) {
+    try {
+        const Connection connection = connect_blocking(conninfo);
+        const Result found =
+            exec(connection.get(), "SELECT to_regclass('plantstore_schema') IS NOT NULL");
+        if (text_at(found.get(), 0, 0) != "t") return {false, "no plantstore schema"};
+        const Result version = exec(connection.get(), "SELECT version FROM plantstore_schema");
+        const std::int64_t applied = int64_at(version.get(), 0, 0);
+        const auto known = static_cast<std::int64_t>(kMigrations.size());
+        if (applied > known) {
+            return {false, "schema version " + std::to_string(applied) +
+                               ", newer than this build's " + std::to_string(known)};
+        }
+        const Result counts = exec(connection.get(),
+                                   "SELECT (SELECT count(*) FROM plants), "
+                                   "(SELECT count(DISTINCT tenant) FROM plants), "
+                                   "(SELECT count(*) FROM tokens)");
+        return {true, "ok: " + std::string(text_at(counts.get(), 0, 0)) + " plants in " +
+                          std::string(text_at(counts.get(), 0, 1)) + " tenants, " +
+                          std::string(text_at(counts.get(), 0, 2)) + " tokens, schema version " +
+                          std::to_string(applied) +
+                          (applied < known ? " (serve applies the newer ones at start)" : "")};
+    } catch (const PgError& error) {
+        return {false, error.what()};
+    }
+}
+
 }  // namespace plantstore::store::postgres

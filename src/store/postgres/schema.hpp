@@ -18,6 +18,14 @@ Connection open_current_schema(const std::string& conninfo);
 /// Whether `conninfo`'s database holds a plantstore schema. @throws PgError when unreachable
 bool schema_exists(const std::string& conninfo);
 
+/// Checks, without changing anything, that `conninfo`'s database is reachable and holds a
+/// schema this build can serve; `message` says what was found.
+struct SchemaCheck {
+    bool ok = false;
+    std::string message;
+};
+SchemaCheck check_schema(const std::string& conninfo);
+
 /// The NOTIFY channel on which token changes are announced.
 inline constexpr const char* kTokenChannel = "plantstore_tokens";
 

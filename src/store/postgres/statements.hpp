@@ -14,10 +14,11 @@ namespace plantstore::store::postgres {
 /// Inserts many plants in one statement without overwriting any, and says per input row what
 /// happened. Parameters: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[],
 /// $5 created_at bigint[] (milliseconds). One row per input, in input order: (ord, outcome,
-/// stored name, stored tag), the stored plant being the one found for 'p' and 'x'; outcome is 'c' (inserted), 'p' (the same plant was there: a replay), 'x' (a different
-/// plant has the id) or 'r': a concurrent transaction committed the id after this statement's
-/// snapshot, so it was neither inserted nor visible: run it again. Inputs must not repeat a
-/// (tenant, id); sorting them by (tenant, id) gives concurrent batches one lock order.
+/// stored name, stored tag), the stored plant being the one found for 'p' and 'x'; outcome is 'c'
+/// (inserted), 'p' (the same plant was there: a replay), 'x' (a different plant has the id) or 'r':
+/// a concurrent transaction committed the id after this statement's snapshot, so it was neither
+/// inserted nor visible: run it again. Inputs must not repeat a (tenant, id); sorting them by
+/// (tenant, id) gives concurrent batches one lock order.
 inline constexpr const char* kInsertPlants = R"sql(
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[])
