@@ -146,7 +146,16 @@ class PgPlantStore::Engine {
         }
     }
 
-    ~Engine() { close(); }
+    ~Engine() {
+        try {
+            close();
+        } catch (const std::exception& error) {  // joining the event loop's thread failed
+            if (options_.observer != nullptr) {
+                options_.observer->on_maintenance_failed(std::string("closing the store: ") +
+                                                         error.what());
+            }
+        }
+    }
 
     void enqueue(Pending pending) {
         const char* refusal = nullptr;
@@ -396,9 +405,7 @@ class PgPlantStore::Engine {
                 complete_rows(batch, creates, deletes, outcome.results, again);
             } catch (const PgError& error) {  // a malformed answer: nothing can be promised
                 failure = error.what();
-                for (Pending& pending : batch) {
-                    if (pending.done) pending.done(unavailable(failure));
-                }
+                for (Pending& pending : batch) pending.done(unavailable(failure));
             }
         }
         if (options_.observer != nullptr) {
@@ -410,49 +417,41 @@ class PgPlantStore::Engine {
     }
 
     // Answers each row of a committed batch; puts the rows to run again into `again`.
+    // @throws PgError, before answering any, when an answer does not fit the batch
     void complete_rows(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
                        const std::vector<std::size_t>& deletes, const std::vector<Result>& results,
                        std::vector<Pending>& again) {
-        std::size_t next_result = 1;
-        if (!creates.empty()) {
-            const PGresult* rows = results[next_result++].get();
-            if (PQntuples(rows) != static_cast<int>(creates.size())) {
-                throw PgError({}, "the insert answered a row count unlike its input's");
-            }
-            for (int row = 0; row < PQntuples(rows); ++row) {
-                Pending& pending = batch[creates[static_cast<std::size_t>(row)]];
-                const char code = text_at(rows, row, 1).front();
-                if (code == 'r') {
-                    again.push_back(std::move(pending));
-                    pending.done = nullptr;
-                    continue;
-                }
-                const auto result =
-                    code == 'c'
-                        ? WriteResult{WriteResult::Outcome::created, pending.plant.plant, {}}
-                    : code == 'p'
-                        ? WriteResult{WriteResult::Outcome::replayed, pending.plant.plant, {}}
-                        : WriteResult{
-                              WriteResult::Outcome::id_taken,
-                              {std::string(text_at(rows, row, 2)), optional_text_at(rows, row, 3)},
-                              {}};
-                std::exchange(pending.done, nullptr)(result);
+        const PGresult* inserted = creates.empty() ? nullptr : results[1].get();
+        const PGresult* deleted =
+            deletes.empty() ? nullptr : results[creates.empty() ? 1 : 2].get();
+        if ((inserted != nullptr && PQntuples(inserted) != static_cast<int>(creates.size())) ||
+            (deleted != nullptr && PQntuples(deleted) != static_cast<int>(deletes.size()))) {
+            throw PgError({}, "PostgreSQL answered a row count unlike the batch's");
+        }
+        std::vector<std::size_t> rerun;
+        for (std::size_t row = 0; row < creates.size(); ++row) {
+            const int r = static_cast<int>(row);
+            Pending& pending = batch[creates[row]];
+            const std::string_view code = text_at(inserted, r, 1);
+            if (code == "r") {
+                rerun.push_back(creates[row]);
+            } else if (code == "c") {
+                pending.done({WriteResult::Outcome::created, pending.plant.plant, {}});
+            } else if (code == "p") {
+                pending.done({WriteResult::Outcome::replayed, pending.plant.plant, {}});
+            } else {
+                pending.done(
+                    {WriteResult::Outcome::id_taken,
+                     {std::string(text_at(inserted, r, 2)), optional_text_at(inserted, r, 3)},
+                     {}});
             }
         }
-        if (!deletes.empty()) {
-            const PGresult* rows = results[next_result].get();
-            if (PQntuples(rows) != static_cast<int>(deletes.size())) {
-                throw PgError({}, "the delete answered a row count unlike its input's");
-            }
-            for (int row = 0; row < PQntuples(rows); ++row) {
-                Pending& pending = batch[deletes[static_cast<std::size_t>(row)]];
-                std::exchange(pending.done, nullptr)({text_at(rows, row, 1) == "t"
-                                                          ? WriteResult::Outcome::deleted
-                                                          : WriteResult::Outcome::not_found,
-                                                      {},
-                                                      {}});
-            }
+        for (std::size_t row = 0; row < deletes.size(); ++row) {
+            const bool gone = text_at(deleted, static_cast<int>(row), 1) == "t";
+            batch[deletes[row]].done(
+                {gone ? WriteResult::Outcome::deleted : WriteResult::Outcome::not_found, {}, {}});
         }
+        for (const std::size_t i : rerun) again.push_back(std::move(batch[i]));
     }
 
     // Puts writes back at the front of the queue (before anything that arrived after them), or

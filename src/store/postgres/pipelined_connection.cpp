@@ -21,13 +21,17 @@ std::string connection_error(PGconn* connection, std::string_view fallback) {
 }  // namespace
 
 PipelinedConnection::PipelinedConnection(asio::io_context& io, Options options)
-    : io_(io),
-      options_(std::move(options)),
-      socket_(io),
-      timer_(io),
-      backoff_(options_.min_backoff) {}
+    : options_(std::move(options)), socket_(io), timer_(io), backoff_(options_.min_backoff) {}
 
-PipelinedConnection::~PipelinedConnection() { shut_down(); }
+PipelinedConnection::~PipelinedConnection() {
+    // Its owner shuts it down first (callbacks run then); only the socket, which libpq owns and
+    // closes with the connection, is left to release.
+    if (socket_.is_open()) {
+        boost::system::error_code ignored;  // a failed cancel leaves nothing to undo
+        socket_.cancel(ignored);
+        socket_.release();
+    }
+}
 
 void PipelinedConnection::start() {
     if (state_ == State::idle) connect();
@@ -113,7 +117,7 @@ void PipelinedConnection::on_connected() {
         fail("cannot prepare statements: " + connection_error(connection, "unknown"));
         return;
     }
-    in_flight_.push_back({[this](SegmentOutcome outcome) {
+    in_flight_.push_back({[this](const SegmentOutcome& outcome) {
                               if (outcome.lost) return;  // fail() already reported it
                               for (const Result& result : outcome.results) {
                                   if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
@@ -131,7 +135,7 @@ void PipelinedConnection::on_connected() {
     wait_readable();
 }
 
-void PipelinedConnection::submit(std::vector<Statement> statements, Done done) {
+void PipelinedConnection::submit(const std::vector<Statement>& statements, Done done) {
     if (state_ != State::ready) {
         done({true, last_error_.empty() ? "not connected" : last_error_, {}});
         return;

@@ -67,8 +67,9 @@ class PipelinedConnection {
 
     /// Sends `statements` followed by a sync. `done` runs once, on the event loop, possibly
     /// before this returns (when not ready: lost, with the reason).
-    void submit(std::vector<Statement> statements, Done done);
-    /// Closes the connection for good; segments in flight end as lost.
+    void submit(const std::vector<Statement>& statements, Done done);
+    /// Closes the connection for good; segments in flight end as lost. Call it before the
+    /// connection is destroyed (and while the event loop's objects live).
     void shut_down();
 
   private:
@@ -89,7 +90,6 @@ class PipelinedConnection {
     void fail(const std::string& reason);
     void release_socket();
 
-    boost::asio::io_context& io_;
     Options options_;
     Connection connection_;
     boost::asio::posix::stream_descriptor socket_;
