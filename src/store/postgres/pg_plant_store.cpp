@@ -368,9 +368,8 @@ class PgPlantStore::Engine {
         statements.push_back({{}, "COMMIT", {}});
         const auto started = std::chrono::steady_clock::now();
         writer.connection->submit(
-            std::move(statements),
-            [this, &writer, batch = std::move(batch), creates = std::move(creates),
-             deletes = std::move(deletes), started](SegmentOutcome outcome) mutable {
+            statements, [this, &writer, batch = std::move(batch), creates = std::move(creates),
+                         deletes = std::move(deletes), started](SegmentOutcome outcome) mutable {
                 writer.busy = false;
                 release_keys(batch);
                 complete_batch(batch, creates, deletes, std::move(outcome), started);
@@ -491,26 +490,25 @@ class PgPlantStore::Engine {
                     }
                     std::vector<Statement> statements;
                     statements.push_back(std::move(statement));
-                    reader->submit(
-                        std::move(statements),
-                        [parse = std::move(parse), done = std::move(done)](SegmentOutcome outcome) {
-                            if (outcome.lost) {
-                                done(read_unavailable(outcome.lost_reason));
-                                return;
-                            }
-                            const PGresult* result = outcome.results.front().get();
-                            if (PQresultStatus(result) != PGRES_TUPLES_OK) {
-                                done(read_unavailable(result_error(result, "SELECT").what()));
-                                return;
-                            }
-                            ReadResult read;
-                            try {
-                                read = parse(result);
-                            } catch (const PgError& error) {
-                                read = read_unavailable(error.what());
-                            }
-                            done(std::move(read));
-                        });
+                    reader->submit(statements, [parse = std::move(parse),
+                                                done = std::move(done)](SegmentOutcome outcome) {
+                        if (outcome.lost) {
+                            done(read_unavailable(outcome.lost_reason));
+                            return;
+                        }
+                        const PGresult* result = outcome.results.front().get();
+                        if (PQresultStatus(result) != PGRES_TUPLES_OK) {
+                            done(read_unavailable(result_error(result, "SELECT").what()));
+                            return;
+                        }
+                        ReadResult read;
+                        try {
+                            read = parse(result);
+                        } catch (const PgError& error) {
+                            read = read_unavailable(error.what());
+                        }
+                        done(std::move(read));
+                    });
                 });
                 return;
             }
