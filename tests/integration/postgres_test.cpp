@@ -352,6 +352,8 @@ TEST(PostgresRestart, DownMeans503ThenRecoveryWithNothingAcknowledgedLost) {
             if (status != 200) std::this_thread::sleep_for(50ms);
         }
         EXPECT_EQ(status, 200) << "no recovery within 15 s";
+        // Ready means ready for reads too, not only for writes.
+        EXPECT_EQ(get_status(server.port(), token, "/plants?limit=1"), 200);
         std::this_thread::sleep_for(300ms);
         stop = true;
         for (auto& client : clients) client.join();

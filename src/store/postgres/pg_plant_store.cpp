@@ -43,12 +43,21 @@ ReadResult read_unavailable(std::string reason) {
     return result;
 }
 
+// Prepared on every connection, so that any connection can serve any request.
 const char* const kReadOne = "SELECT name, tag FROM plants WHERE tenant = $1 AND id = $2";
 const char* const kPage =
     "SELECT id, name, tag FROM plants WHERE tenant = $1 AND id >= $2 ORDER BY id LIMIT $3";
 const char* const kTaggedPage =
     "SELECT id, name, tag FROM plants WHERE tenant = $1 AND tag = $4 AND id >= $2 "
     "ORDER BY id LIMIT $3";
+
+std::vector<std::pair<std::string, std::string>> prepared_statements() {
+    return {{"insert_plants", kInsertPlants},
+            {"delete_plants", kDeletePlants},
+            {"read_one", kReadOne},
+            {"page", kPage},
+            {"tagged_page", kTaggedPage}};
+}
 
 // The first statement result that is not what `expected` says, as an error; nullopt when all
 // are fine.
@@ -95,12 +104,10 @@ class PgPlantStore::Engine {
                 {std::make_unique<PipelinedConnection>(
                      io_,
                      PipelinedConnection::Options{
-                         conninfo_,
-                         {{"insert_plants", kInsertPlants}, {"delete_plants", kDeletePlants}},
-                         std::chrono::milliseconds(5000),
-                         std::chrono::milliseconds(100),
-                         std::chrono::milliseconds(5000),
+                         conninfo_, prepared_statements(), std::chrono::milliseconds(5000),
+                         std::chrono::milliseconds(100), std::chrono::milliseconds(5000),
                          [this, i](bool ready, const std::string& reason) {
+                             if (ready) reconnect_others();
                              std::lock_guard lock(mutex_);
                              writer_up_[i] = ready;
                              if (!ready) writer_error_ = reason;
@@ -113,12 +120,10 @@ class PgPlantStore::Engine {
         for (std::size_t i = 0; i < reader_count; ++i) {
             readers_.push_back(std::make_unique<PipelinedConnection>(
                 io_, PipelinedConnection::Options{
-                         conninfo_,
-                         {{"read_one", kReadOne}, {"page", kPage}, {"tagged_page", kTaggedPage}},
-                         std::chrono::milliseconds(5000),
-                         std::chrono::milliseconds(100),
-                         std::chrono::milliseconds(5000),
+                         conninfo_, prepared_statements(), std::chrono::milliseconds(5000),
+                         std::chrono::milliseconds(100), std::chrono::milliseconds(5000),
                          [this, i](bool ready, const std::string&) {
+                             if (ready) reconnect_others();
                              std::lock_guard lock(mutex_);
                              reader_up_[i] = ready;
                              started_.notify_all();
@@ -516,7 +521,9 @@ class PgPlantStore::Engine {
         done(read_unavailable("the store is closing"));
     }
 
-    // The ready reader with the fewest reads in flight.
+    // The ready reader with the fewest reads in flight; while none is connected, a connected
+    // writer (every connection prepares every statement), the read then waiting behind its
+    // batch.
     PipelinedConnection* pick_reader() {
         PipelinedConnection* best = nullptr;
         for (auto& reader : readers_) {
@@ -524,7 +531,17 @@ class PgPlantStore::Engine {
                 best = reader.get();
             }
         }
+        for (auto& writer : writers_) {
+            if (best == nullptr && writer.connection->ready()) best = writer.connection.get();
+        }
         return best;
+    }
+
+    // One connection got through: PostgreSQL is back, so the others waiting out a backoff try
+    // now instead of up to 5 s later.
+    void reconnect_others() {
+        for (auto& writer : writers_) writer.connection->retry_now();
+        for (auto& reader : readers_) reader->retry_now();
     }
 
     void finish_if_drained() {

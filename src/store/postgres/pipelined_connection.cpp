@@ -260,6 +260,12 @@ void PipelinedConnection::fail(const std::string& reason) {
     });
 }
 
+void PipelinedConnection::retry_now() {
+    if (state_ != State::idle || generation_ == 0) return;  // connected, connecting, or closed
+    backoff_ = options_.min_backoff;
+    connect();  // the pending backoff timer's handler sees a new generation and does nothing
+}
+
 void PipelinedConnection::shut_down() {
     if (state_ == State::closed) return;
     fail("the store is closing");

@@ -68,6 +68,8 @@ class PipelinedConnection {
     /// Sends `statements` followed by a sync. `done` runs once, on the event loop, possibly
     /// before this returns (when not ready: lost, with the reason).
     void submit(const std::vector<Statement>& statements, Done done);
+    /// When waiting to reconnect, reconnects now (another connection found the server back).
+    void retry_now();
     /// Closes the connection for good; segments in flight end as lost. Call it before the
     /// connection is destroyed (and while the event loop's objects live).
     void shut_down();
