@@ -1,6 +1,7 @@
 // Store layer, PostgreSQL engine (see store/plant_store.hpp): plants in a PostgreSQL database
 // shared by any number of plantstore instances, with group commit. May call the store
-// interface, domain and auth (records) layers, libpq and Asio (in its .cpp files only).
+// interface, domain and auth (records) layers, libpq and Asio (in the engine's own files, never
+// in this interface).
 #pragma once
 
 #include <chrono>
