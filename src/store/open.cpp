@@ -55,8 +55,7 @@ std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config
 }
 
 bool store_exists(const StoreConfig& config) {
-    if (on_postgres(config))
-        return postgres::schema_exists(postgres::with_defaults(config.database_url));
+    if (on_postgres(config)) return postgres::schema_exists(config.database_url);
     std::error_code error;  // unreadable counts as absent; opening it would say why
     return std::filesystem::is_regular_file(sqlite::database_path(config.data_dir), error);
 }
@@ -77,7 +76,7 @@ void backup_store(const StoreConfig& config, const std::filesystem::path& target
 
 StoreCheck check_store(const StoreConfig& config) {
     if (on_postgres(config)) {
-        auto result = postgres::check_schema(postgres::with_defaults(config.database_url));
+        auto result = postgres::check_schema(config.database_url);
         return {result.ok, std::move(result.message)};
     }
     auto result = sqlite::check_database(config.data_dir);

@@ -63,6 +63,14 @@ struct Health {
     std::size_t pending_writes = 0;  ///< writes accepted and waiting to be committed
 };
 
+/// Why a write queue refuses a new write: it is closing, or holds `pending` writes of at most
+/// `max_pending`; nullptr when it takes it. Every engine's admission and readiness use this.
+inline const char* write_refusal(bool closing, std::size_t pending, std::size_t max_pending) {
+    if (closing) return "the store is closing";
+    if (pending >= max_pending) return "the write queue is full";
+    return nullptr;
+}
+
 /// Receives what a store's write path does: one call per transaction (batch), from the store's
 /// own threads, after it committed or failed. Implementations are thread-safe and cheap.
 class StoreObserver {

@@ -24,23 +24,6 @@ using namespace std::chrono_literals;
 
 class Durability : public ServerTest {
   protected:
-    // Every stored plant by id, read page by page (1,000 per request).
-    std::map<std::int64_t, boost::json::value> list_all() {
-        std::map<std::int64_t, boost::json::value> stored;
-        HttpConnection connection(port());
-        std::string after;
-        for (int page = 0; page < 1000; ++page) {
-            const auto response = connection.request("GET", "/plants?limit=1000" + after, "",
-                                                     {"Authorization: Bearer " + token});
-            if (!response || response->status != 200) throw std::runtime_error("list failed");
-            const auto plants = boost::json::parse(response->body).as_array();
-            for (const auto& plant : plants) stored[plant.at("id").as_int64()] = plant;
-            if (plants.size() < 1000) break;
-            after = "&after=" + std::to_string(plants.back().at("id").as_int64());
-        }
-        return stored;
-    }
-
     // Creates from `clients` connections until `stop` has stopped the server at a random moment;
     // returns the acknowledged ids.
     std::vector<std::int64_t> create_until_stopped(int round, std::mt19937& random,
@@ -103,7 +86,7 @@ class Durability : public ServerTest {
 
     // Ids in `acknowledged` that are not stored with their exact body.
     std::vector<std::int64_t> lost(const std::vector<std::int64_t>& acknowledged) {
-        const auto stored = list_all();
+        const auto stored = list_all_plants(port(), token);
         std::vector<std::int64_t> missing;
         for (const std::int64_t id : acknowledged) {
             const auto found = stored.find(id);

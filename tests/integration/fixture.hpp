@@ -5,7 +5,9 @@
 
 #include <boost/json/parse.hpp>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <stdexcept>
 
 #include "server_process.hpp"
 #include "support/postgres.hpp"
@@ -29,6 +31,25 @@ inline std::string varied_plant_body(std::int64_t id) {
     std::string body = R"({"id":)" + std::to_string(id) + R"(,"name":")" + name + '"';
     if (id % 3 != 0) body += R"(,"tag":"tag-)" + std::to_string(id % 11) + '"';
     return body + '}';
+}
+
+/// Every plant the token's tenant holds, through the server on `port`, read page by page (1,000
+/// per request) on one connection, by id. @throws std::runtime_error when a page is not a 200
+inline std::map<std::int64_t, boost::json::value> list_all_plants(unsigned short port,
+                                                                  const std::string& token) {
+    std::map<std::int64_t, boost::json::value> stored;
+    HttpConnection connection(port);
+    std::string after;
+    for (int page = 0; page < 1000; ++page) {
+        const auto response = connection.request("GET", "/plants?limit=1000" + after, "",
+                                                 {"Authorization: Bearer " + token});
+        if (!response || response->status != 200) throw std::runtime_error("list failed");
+        const auto plants = boost::json::parse(response->body).as_array();
+        for (const auto& plant : plants) stored[plant.at("id").as_int64()] = plant;
+        if (plants.size() < 1000) break;
+        after = "&after=" + std::to_string(plants.back().at("id").as_int64());
+    }
+    return stored;
 }
 
 /// A test with a token and, once start() is called, a running server. Run with

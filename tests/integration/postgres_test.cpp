@@ -5,7 +5,6 @@
 // applied once when instances start together and a newer one is refused; moving from SQLite to
 // PostgreSQL keeps every plant; the database password never shows.
 #include <atomic>
-#include <boost/json/serialize.hpp>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -42,25 +41,6 @@ int get_status(unsigned short port, const std::string& token, const std::string&
     HttpConnection connection(port);
     const auto response = connection.request("GET", target, "", {"Authorization: Bearer " + token});
     return response ? response->status : 0;
-}
-
-// Every plant of the token's tenant through `port`, as the JSON text of each page's items.
-std::map<std::int64_t, std::string> list_all(unsigned short port, const std::string& token) {
-    std::map<std::int64_t, std::string> stored;
-    HttpConnection connection(port);
-    std::string after;
-    for (int page = 0; page < 1000; ++page) {
-        const auto response = connection.request("GET", "/plants?limit=1000" + after, "",
-                                                 {"Authorization: Bearer " + token});
-        if (!response || response->status != 200) throw std::runtime_error("list failed");
-        const auto plants = boost::json::parse(response->body).as_array();
-        for (const auto& plant : plants) {
-            stored[plant.at("id").as_int64()] = boost::json::serialize(plant);
-        }
-        if (plants.size() < 1000) break;
-        after = "&after=" + std::to_string(plants.back().at("id").as_int64());
-    }
-    return stored;
 }
 
 // Waits (at most `limit`) until GET /plants through `port` with `token` answers `status`;
@@ -110,11 +90,11 @@ TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
     }
     for (auto& client : clients) client.join();
 
-    const auto through_a = list_all(a.port(), token);
-    EXPECT_EQ(through_a, list_all(b.port(), token)) << "the instances disagree";
+    const auto through_a = list_all_plants(a.port(), token);
+    EXPECT_EQ(through_a, list_all_plants(b.port(), token)) << "the instances disagree";
     ASSERT_EQ(through_a.size(), static_cast<std::size_t>(kIds));
     for (const auto& [id, tries] : answers) {
-        const auto stored = boost::json::parse(through_a.at(id)).as_object();
+        const auto& stored = through_a.at(id).as_object();
         for (const auto& answer : tries) {
             const auto sent = boost::json::parse(answer.body).as_object();
             // 200 exactly for the body that won (its create or an identical replay), 409 for
@@ -164,6 +144,30 @@ TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
     EXPECT_EQ(post_plant(first->port(), token, R"({"id":1,"name":"a"})").status, 200);
     EXPECT_EQ(post_plant(second->port(), token, R"({"id":1,"name":"a"})").status, 200);
     EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "1");
+}
+
+// Each instance holds exactly the connections its settings say, plus one for token changes.
+TEST(PostgresScaleOut, ConnectionsAreBoundedByTheSettings) {
+    TempDir dir;
+    TestDatabase database;
+    ServerProcess server(dir.path() / "data",
+                         {"--database-read-connections", "3", "--database-write-connections", "1"},
+                         database_environment(database.url()));
+    const std::string count_them =
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+        "application_name = 'plantstore'";
+    std::string count;
+    for (int i = 0; i < 100 && count != "5"; ++i) {
+        count = database.query(count_them);
+        if (count != "5") std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(count, "5");
+    const std::string token = mint(database.url(), "t");
+    ASSERT_TRUE(time_until_status(server.port(), token, 200, 1s).has_value());
+    for (int id = 0; id < 50; ++id) {
+        ASSERT_EQ(post_plant(server.port(), token, varied_plant_body(id)).status, 200);
+    }
+    EXPECT_EQ(database.query(count_them), "5");  // no connection per request
 }
 
 TEST(PostgresScaleOut, ASchemaNewerThanTheBuildIsRefused) {
@@ -362,12 +366,11 @@ TEST(PostgresRestart, DownMeans503ThenRecoveryWithNothingAcknowledgedLost) {
     EXPECT_EQ(unanswered.load(), 0);
     EXPECT_EQ(other_statuses.load(), 0);
     EXPECT_FALSE(refused.empty()) << "PostgreSQL was down, yet nothing was refused";
-    const auto stored = list_all(server.port(), token);
+    const auto stored = list_all_plants(server.port(), token);
     std::size_t lost = 0;
     for (const std::int64_t id : acknowledged) {
         const auto found = stored.find(id);
-        if (found == stored.end() ||
-            boost::json::parse(found->second) != boost::json::parse(varied_plant_body(id))) {
+        if (found == stored.end() || found->second != boost::json::parse(varied_plant_body(id))) {
             ++lost;
         }
     }

@@ -17,7 +17,7 @@ constexpr int kMaxAttempts = 5;
 }  // namespace
 
 PgPlantArchive::PgPlantArchive(const std::string& conninfo)
-    : connection_(open_current_schema(with_defaults(conninfo))) {}
+    : connection_(open_current_schema(conninfo)) {}
 
 void PgPlantArchive::for_each_plant(const std::function<void(const StoredPlant&)>& each) {
     PGconn* connection = connection_.get();

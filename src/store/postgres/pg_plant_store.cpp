@@ -43,7 +43,6 @@ ReadResult read_unavailable(std::string reason) {
     return result;
 }
 
-// Prepared on every connection, so that any connection can serve any request.
 const char* const kReadOne = "SELECT name, tag FROM plants WHERE tenant = $1 AND id = $2";
 const char* const kPage =
     "SELECT id, name, tag FROM plants WHERE tenant = $1 AND id >= $2 ORDER BY id LIMIT $3";
@@ -97,37 +96,13 @@ class PgPlantStore::Engine {
           work_(io_.get_executor()),
           close_timer_(io_) {
         open_current_schema(conninfo_);  // migrations first, so that prepares find the tables
-        const std::size_t writer_count = std::max<std::size_t>(1, options_.write_connections);
-        writer_up_.assign(writer_count, false);
-        for (std::size_t i = 0; i < writer_count; ++i) {
-            writers_.push_back(
-                {std::make_unique<PipelinedConnection>(
-                     io_,
-                     PipelinedConnection::Options{
-                         conninfo_, prepared_statements(), std::chrono::milliseconds(5000),
-                         std::chrono::milliseconds(100), std::chrono::milliseconds(5000),
-                         [this, i](bool ready, const std::string& reason) {
-                             if (ready) reconnect_others();
-                             std::lock_guard lock(mutex_);
-                             writer_up_[i] = ready;
-                             if (!ready) writer_error_ = reason;
-                             started_.notify_all();
-                         }}),
-                 false});
+        writer_up_.assign(std::max<std::size_t>(1, options_.write_connections), false);
+        for (std::size_t i = 0; i < writer_up_.size(); ++i) {
+            writers_.push_back({connection(writer_up_, i, &writer_error_), false});
         }
-        const std::size_t reader_count = std::max<std::size_t>(1, options_.read_connections);
-        reader_up_.assign(reader_count, false);
-        for (std::size_t i = 0; i < reader_count; ++i) {
-            readers_.push_back(std::make_unique<PipelinedConnection>(
-                io_, PipelinedConnection::Options{
-                         conninfo_, prepared_statements(), std::chrono::milliseconds(5000),
-                         std::chrono::milliseconds(100), std::chrono::milliseconds(5000),
-                         [this, i](bool ready, const std::string&) {
-                             if (ready) reconnect_others();
-                             std::lock_guard lock(mutex_);
-                             reader_up_[i] = ready;
-                             started_.notify_all();
-                         }}));
+        reader_up_.assign(std::max<std::size_t>(1, options_.read_connections), false);
+        for (std::size_t i = 0; i < reader_up_.size(); ++i) {
+            readers_.push_back(connection(reader_up_, i, nullptr));
         }
         asio::post(io_, [this] {
             for (auto& writer : writers_) writer.connection->start();
@@ -151,6 +126,24 @@ class PgPlantStore::Engine {
         }
     }
 
+    // A connection (preparing every statement, so that any can serve any request) that records
+    // in up[index] whether it is connected and, for writers, in `error` why not.
+    std::unique_ptr<PipelinedConnection> connection(std::vector<bool>& up, std::size_t index,
+                                                    std::string* error) {
+        PipelinedConnection::Options connection_options;
+        connection_options.conninfo = conninfo_;
+        connection_options.prepared = prepared_statements();
+        connection_options.on_state = [this, &up, index, error](bool ready,
+                                                                const std::string& reason) {
+            if (ready) reconnect_others();
+            std::lock_guard lock(mutex_);
+            up[index] = ready;
+            if (!ready && error != nullptr) *error = reason;
+            started_.notify_all();
+        };
+        return std::make_unique<PipelinedConnection>(io_, std::move(connection_options));
+    }
+
     ~Engine() {
         try {
             close();
@@ -166,11 +159,8 @@ class PgPlantStore::Engine {
         const char* refusal = nullptr;
         {
             std::lock_guard lock(mutex_);
-            if (closing_) {
-                refusal = "the store is closing";
-            } else if (pending_.size() >= options_.max_pending) {
-                refusal = "the write queue is full";
-            } else {
+            refusal = write_refusal(closing_, pending_.size(), options_.max_pending);
+            if (refusal == nullptr) {
                 pending_.push_back(std::move(pending));
                 if (!kick_posted_) {
                     kick_posted_ = true;
@@ -242,15 +232,14 @@ class PgPlantStore::Engine {
         std::lock_guard lock(mutex_);
         Health health;
         health.pending_writes = pending_.size();
-        if (closing_) {
-            health.ready = false;
-            health.reason = "the store is closing";
-        } else if (std::none_of(writer_up_.begin(), writer_up_.end(), [](bool up) { return up; })) {
+        const char* refusal = write_refusal(closing_, pending_.size(), options_.max_pending);
+        if (refusal == nullptr &&
+            std::none_of(writer_up_.begin(), writer_up_.end(), [](bool up) { return up; })) {
             health.ready = false;
             health.reason = "PostgreSQL is unreachable: " + writer_error_;
-        } else if (pending_.size() >= options_.max_pending) {
+        } else if (refusal != nullptr) {
             health.ready = false;
-            health.reason = "the write queue is full";
+            health.reason = refusal;
         }
         return health;
     }

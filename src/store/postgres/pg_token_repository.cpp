@@ -44,7 +44,7 @@ void parse_bytea(std::string_view text, auth::TokenDigest& digest) {
 }  // namespace
 
 PgTokenRepository::PgTokenRepository(const std::string& conninfo)
-    : connection_(open_current_schema(with_defaults(conninfo))) {}
+    : connection_(open_current_schema(conninfo)) {}
 
 bool PgTokenRepository::wait_for_change(std::chrono::milliseconds at_most) {
     PGconn* connection = connection_.get();

@@ -92,7 +92,7 @@ void ignore_notices(PGconn* connection) {
 }
 
 Connection connect_blocking(const std::string& conninfo) {
-    Connection connection(PQconnectdb(conninfo.c_str()));
+    Connection connection(PQconnectdb(with_defaults(conninfo).c_str()));
     if (!connection) throw PgError({}, "cannot connect to PostgreSQL: out of memory");
     if (PQstatus(connection.get()) != CONNECTION_OK) {
         throw PgError({}, "cannot connect to PostgreSQL: " + error_message(connection.get()));

@@ -56,7 +56,7 @@ std::string with_defaults(const std::string& conninfo);
 /// plantstore's logs are JSON lines, and a notice is never something an operator must act on).
 void ignore_notices(PGconn* connection);
 
-/// Connects and waits. @throws PgError naming the reason
+/// Connects (with_defaults applied) and waits. @throws PgError naming the reason
 Connection connect_blocking(const std::string& conninfo);
 
 /// Runs `sql` (one statement, or several without parameters) and waits.

@@ -367,11 +367,8 @@ void SqlitePlantStore::enqueue(Pending pending) {
     const char* refusal = nullptr;
     {
         std::lock_guard lock(mutex_);
-        if (closing_) {
-            refusal = "the store is closing";
-        } else if (pending_.size() >= options_.max_pending) {
-            refusal = "the write queue is full";
-        } else {
+        refusal = write_refusal(closing_, pending_.size(), options_.max_pending);
+        if (refusal == nullptr) {
             pending_.push_back(std::move(pending));
             // The writer only sleeps on an empty queue, so only that transition needs a wake-up.
             if (pending_.size() == 1) work_available_.notify_one();
@@ -385,12 +382,9 @@ Health SqlitePlantStore::health() const {
     std::lock_guard lock(mutex_);
     Health health;
     health.pending_writes = pending_.size();
-    if (closing_) {
+    if (const char* refusal = write_refusal(closing_, pending_.size(), options_.max_pending)) {
         health.ready = false;
-        health.reason = "the store is closing";
-    } else if (pending_.size() >= options_.max_pending) {
-        health.ready = false;
-        health.reason = "the write queue is full";
+        health.reason = refusal;
     }
     return health;
 }
