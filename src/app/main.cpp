@@ -51,6 +51,7 @@ struct ServeConfig {
     std::string database_url;
     std::size_t database_read_connections = 2;
     std::size_t database_write_connections = 2;
+    long database_timeout_ms = 10'000;
     std::string base_path;
     unsigned threads = 0;
     std::size_t max_body_bytes = std::size_t{64} * 1024;
@@ -252,6 +253,9 @@ int serve(const ServeConfig& config) {
     if (config.database_write_connections < 1 || config.database_write_connections > 64) {
         throw CLI::ValidationError("--database-write-connections", "must be 1 to 64");
     }
+    if (config.database_timeout_ms < 0) {
+        throw CLI::ValidationError("--database-timeout-ms", "must be 0 (no limit) or more");
+    }
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
@@ -263,6 +267,7 @@ int serve(const ServeConfig& config) {
     store_config.database_url = config.database_url;
     store_config.read_connections = config.database_read_connections;
     store_config.write_connections = config.database_write_connections;
+    store_config.answer_timeout = std::chrono::milliseconds(config.database_timeout_ms);
     store_config.max_pending_writes = config.max_pending_writes;
     store_config.max_batch_writes = config.max_batch_writes;
     store_config.observer = &observability;
@@ -598,6 +603,10 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     option("--database-write-connections", config.database_write_connections,
            "PLANTSTORE_DATABASE_WRITE_CONNECTIONS",
            "PostgreSQL connections for writes, one transaction in flight on each (1 to 64)");
+    option("--database-timeout-ms", config.database_timeout_ms, "PLANTSTORE_DATABASE_TIMEOUT_MS",
+           "Time PostgreSQL may take to answer before the connection is presumed lost and "
+           "replaced, e.g. a frozen or partitioned primary (its statement is not cancelled; "
+           "0: no limit)");
     option("--base-path", config.base_path, "PLANTSTORE_BASE_PATH",
            "Prefix of every API path, e.g. /v1 (empty: none)");
     option("--threads", config.threads, "PLANTSTORE_THREADS", "I/O threads (0: one per core)");

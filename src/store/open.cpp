@@ -34,6 +34,7 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
         options.conninfo = config.database_url;
         options.read_connections = config.read_connections;
         options.write_connections = config.write_connections;
+        options.answer_timeout = config.answer_timeout;
         options.max_pending = config.max_pending_writes;
         options.max_batch = config.max_batch_writes;
         options.observer = config.observer;

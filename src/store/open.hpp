@@ -2,6 +2,7 @@
 // picks one from the configuration. The application and the token commands call only this.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -22,6 +23,9 @@ struct StoreConfig {
     std::size_t read_connections = 2;
     /// PostgreSQL: connections for writes, each with one transaction in flight.
     std::size_t write_connections = 2;
+    /// PostgreSQL: longest wait for an answer before a connection is presumed lost and
+    /// replaced (the statement is not cancelled); zero: no limit.
+    std::chrono::milliseconds answer_timeout{10000};
     /// Most writes committed in one transaction (group commit); 1 commits each alone.
     std::size_t max_batch_writes = 4096;
     /// Writes waiting to be committed beyond which new ones are refused as unavailable.

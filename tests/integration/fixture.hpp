@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -82,6 +83,32 @@ class ServerTest : public testing::Test {
     std::string token;
     std::unique_ptr<ServerProcess> server;
 };
+
+/// The environment that points a plantstore command at the PostgreSQL database `url`.
+inline std::vector<std::string> database_environment(const std::string& url) {
+    return {"PLANTSTORE_DATABASE_URL=" + url};
+}
+
+/// Mints a token through `plantstore token create` on the PostgreSQL database `url`.
+inline std::string mint(const std::string& url, const std::string& name,
+                        const std::string& tenant = "default") {
+    const auto result = run_plantstore({"token", "create", "--name", name, "--tenant", tenant},
+                                       database_environment(url));
+    if (result.exit_code != 0) throw std::runtime_error("token create failed: " + result.err);
+    std::string token = result.out;
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
+        token.pop_back();
+    }
+    return token;
+}
+
+/// The status of a GET of `target` with `token` through `port` on a fresh connection (0: no
+/// answer).
+inline int get_status(unsigned short port, const std::string& token, const std::string& target) {
+    HttpConnection connection(port);
+    const auto response = connection.request("GET", target, "", {"Authorization: Bearer " + token});
+    return response ? response->status : 0;
+}
 
 /// Asserts the Error shape: JSON content type, exactly {"error": status, "message": string},
 /// and that the message contains `message_part`.

@@ -20,29 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> database_environment(const std::string& url) {
-    return {"PLANTSTORE_DATABASE_URL=" + url};
-}
-
-std::string trimmed(std::string text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-    return text;
-}
-
-std::string mint(const std::string& url, const std::string& name,
-                 const std::string& tenant = "default") {
-    const auto result = run_plantstore({"token", "create", "--name", name, "--tenant", tenant},
-                                       database_environment(url));
-    if (result.exit_code != 0) throw std::runtime_error("token create failed: " + result.err);
-    return trimmed(result.out);
-}
-
-int get_status(unsigned short port, const std::string& token, const std::string& target) {
-    HttpConnection connection(port);
-    const auto response = connection.request("GET", target, "", {"Authorization: Bearer " + token});
-    return response ? response->status : 0;
-}
-
 // Waits (at most `limit`) until GET /plants through `port` with `token` answers `status`;
 // returns how long that took, or nullopt.
 std::optional<Clock::duration> time_until_status(unsigned short port, const std::string& token,

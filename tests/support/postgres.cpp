@@ -22,6 +22,8 @@ struct ConnectionDeleter {
     void operator()(PGconn* connection) const { PQfinish(connection); }
 };
 
+}  // namespace
+
 std::string run_sql(const std::string& url, const std::string& sql) {
     const std::unique_ptr<PGconn, ConnectionDeleter> connection(PQconnectdb(url.c_str()));
     if (PQstatus(connection.get()) != CONNECTION_OK) {
@@ -41,6 +43,8 @@ std::string run_sql(const std::string& url, const std::string& sql) {
     }
     return value;
 }
+
+namespace {
 
 // Runs the cluster script; returns its standard output. @throws std::runtime_error
 std::string cluster_script(const std::string& arguments) {

@@ -15,6 +15,10 @@ bool testing_on_postgres();
 /// (PLANTSTORE_TEST_POSTGRES names its directory). @throws std::runtime_error when it is unset
 std::string shared_cluster_url();
 
+/// Connects to `url`, runs `sql` and returns the first column of the first row ("" when none).
+/// @throws std::runtime_error with PostgreSQL's message
+std::string run_sql(const std::string& url, const std::string& sql);
+
 /// A fresh, empty database in a cluster, dropped (with its connections) when the test ends.
 class TestDatabase {
   public:

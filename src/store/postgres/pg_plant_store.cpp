@@ -53,6 +53,7 @@ const char* const kTaggedPage =
 std::vector<std::pair<std::string, std::string>> prepared_statements() {
     return {{"insert_plants", kInsertPlants},
             {"delete_plants", kDeletePlants},
+            {"durability_mark", kDurabilityMark},
             {"read_one", kReadOne},
             {"page", kPage},
             {"tagged_page", kTaggedPage}};
@@ -93,6 +94,7 @@ class PgPlantStore::Engine {
     explicit Engine(Options options)
         : options_(std::move(options)),
           conninfo_(with_defaults(options_.conninfo)),
+          targets_(connect_targets(options_.conninfo)),
           work_(io_.get_executor()),
           close_timer_(io_) {
         open_current_schema(conninfo_);  // migrations first, so that prepares find the tables
@@ -131,11 +133,12 @@ class PgPlantStore::Engine {
     std::unique_ptr<PipelinedConnection> connection(std::vector<bool>& up, std::size_t index,
                                                     std::string* error) {
         PipelinedConnection::Options connection_options;
-        connection_options.conninfo = conninfo_;
+        connection_options.targets = targets_;
+        connection_options.answer_timeout = options_.answer_timeout;
         connection_options.prepared = prepared_statements();
-        connection_options.on_state = [this, &up, index, error](bool ready,
-                                                                const std::string& reason) {
-            if (ready) reconnect_others();
+        connection_options.on_state = [this, &up, index, error](
+                                          bool ready, const std::string& reason, std::size_t host) {
+            if (ready) reconnect_others(host);
             std::lock_guard lock(mutex_);
             up[index] = ready;
             if (!ready && error != nullptr) *error = reason;
@@ -359,6 +362,7 @@ class PgPlantStore::Engine {
             statements.push_back(
                 {"delete_plants", {}, {std::move(arrays.tenants), std::move(arrays.ids)}});
         }
+        statements.push_back({"durability_mark", {}, {}});
         statements.push_back({{}, "COMMIT", {}});
         const auto started = std::chrono::steady_clock::now();
         writer.connection->submit(
@@ -375,7 +379,8 @@ class PgPlantStore::Engine {
                         std::chrono::steady_clock::time_point started) {
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
-        const std::size_t expected = 2 + (creates.empty() ? 0 : 1) + (deletes.empty() ? 0 : 1);
+        // BEGIN, the inserts, the deletes, the durability mark, COMMIT.
+        const std::size_t expected = 3 + (creates.empty() ? 0 : 1) + (deletes.empty() ? 0 : 1);
         if (outcome.lost) {
             failure =
                 "the connection to PostgreSQL was lost before the commit was confirmed "
@@ -526,11 +531,11 @@ class PgPlantStore::Engine {
         return best;
     }
 
-    // One connection got through: PostgreSQL is back, so the others waiting out a backoff try
-    // now instead of up to 5 s later.
-    void reconnect_others() {
-        for (auto& writer : writers_) writer.connection->retry_now();
-        for (auto& reader : readers_) reader->retry_now();
+    // One connection got through: PostgreSQL is back (on `host`, after a failover the new
+    // primary), so the others waiting out a backoff try there now instead of up to 5 s later.
+    void reconnect_others(std::size_t host) {
+        for (auto& writer : writers_) writer.connection->retry_now(host);
+        for (auto& reader : readers_) reader->retry_now(host);
     }
 
     void finish_if_drained() {
@@ -563,6 +568,7 @@ class PgPlantStore::Engine {
 
     Options options_;
     std::string conninfo_;
+    ConnectTargets targets_;
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     asio::steady_timer close_timer_;

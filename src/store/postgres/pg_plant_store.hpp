@@ -34,6 +34,10 @@ class PgPlantStore final : public PlantStore {
         std::size_t max_batch = 4096;
         /// Told about every transaction, on the event loop thread; may be null.
         StoreObserver* observer = nullptr;
+        /// Longest wait for PostgreSQL's answer on a connection before it is presumed lost
+        /// and replaced (a server that stopped answering: frozen, or behind a partition);
+        /// what it was running is not cancelled. Zero: no limit.
+        std::chrono::milliseconds answer_timeout{10000};
         /// How long close() waits for writes in flight before answering them unavailable.
         std::chrono::milliseconds close_timeout{10000};
     };

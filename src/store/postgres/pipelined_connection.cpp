@@ -40,19 +40,21 @@ void PipelinedConnection::start() {
 void PipelinedConnection::connect() {
     ++generation_;
     state_ = State::connecting;
-    connection_.reset(PQconnectStart(options_.conninfo.c_str()));
+    connection_.reset(PQconnectStart(options_.targets.per_host.at(host_).c_str()));
     if (connection_) ignore_notices(connection_.get());
     if (!connection_ || PQstatus(connection_.get()) == CONNECTION_BAD) {
-        fail("cannot connect to PostgreSQL: " +
-             connection_error(connection_.get(), "out of memory"));
+        fail(connection_error(connection_.get(), "out of memory"));
         return;
     }
-    // libpq does not enforce connect_timeout for PQconnectPoll: the event loop does.
-    timer_.expires_after(options_.connect_timeout);
-    timer_.async_wait([this, generation = generation_](const boost::system::error_code& error) {
-        if (error || generation != generation_ || state_ != State::connecting) return;
-        fail("cannot connect to PostgreSQL: timed out");
-    });
+    // libpq does not enforce connect_timeout for PQconnectPoll: the event loop does, per host.
+    if (options_.targets.connect_timeout.count() > 0) {
+        timer_.expires_after(options_.targets.connect_timeout);
+        timer_.async_wait([this, generation = generation_](const boost::system::error_code& error) {
+            if (error || generation != generation_ || state_ != State::connecting) return;
+            fail("timed out after " + std::to_string(options_.targets.connect_timeout.count()) +
+                 " ms");
+        });
+    }
     poll_connect(PGRES_POLLING_WRITING);  // libpq's documented first step
 }
 
@@ -79,15 +81,14 @@ void PipelinedConnection::poll_connect(PostgresPollingStatusType status) {
             on_connected();
             return;
         case PGRES_POLLING_FAILED:
-            fail("cannot connect to PostgreSQL: " +
-                 connection_error(connection_.get(), "connection failed"));
+            fail(connection_error(connection_.get(), "connection failed"));
             return;
         default:
             break;
     }
     adopt_socket();
     if (!socket_.is_open()) {
-        fail("cannot connect to PostgreSQL: no socket");
+        fail("no socket");
         return;
     }
     const auto wait = status == PGRES_POLLING_READING ? asio::posix::stream_descriptor::wait_read
@@ -117,20 +118,22 @@ void PipelinedConnection::on_connected() {
         fail("cannot prepare statements: " + connection_error(connection, "unknown"));
         return;
     }
-    in_flight_.push_back({[this](const SegmentOutcome& outcome) {
-                              if (outcome.lost) return;  // fail() already reported it
-                              for (const Result& result : outcome.results) {
-                                  if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-                                      fail(result_error(result.get(), "PREPARE").what());
-                                      return;
-                                  }
-                              }
-                              state_ = State::ready;
-                              backoff_ = options_.min_backoff;
-                              last_error_.clear();
-                              if (options_.on_state) options_.on_state(true, {});
-                          },
-                          {}});
+    push_in_flight([this](const SegmentOutcome& outcome) {
+        if (outcome.lost) return;  // fail() already reported it
+        for (const Result& result : outcome.results) {
+            if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+                fail(result_error(result.get(), "PREPARE").what());
+                return;
+            }
+        }
+        state_ = State::ready;
+        backoff_ = options_.min_backoff;
+        round_start_ = host_;
+        tried_ = 0;
+        round_errors_.clear();
+        last_error_.clear();
+        if (options_.on_state) options_.on_state(true, {}, host_);
+    });
     flush();
     wait_readable();
 }
@@ -155,17 +158,43 @@ void PipelinedConnection::submit(const std::vector<Statement>& statements, Done 
                                                    count, values.data(), nullptr, nullptr, 0);
         if (sent != 1) {
             // Only a broken connection refuses to queue: everything in flight is lost with it.
-            in_flight_.push_back({std::move(done), {}});
+            push_in_flight(std::move(done));
             fail("PostgreSQL connection lost: " + connection_error(connection, "send failed"));
             return;
         }
     }
-    in_flight_.push_back({std::move(done), {}});
+    push_in_flight(std::move(done));
     if (PQpipelineSync(connection) != 1) {
         fail("PostgreSQL connection lost: " + connection_error(connection, "sync failed"));
         return;
     }
     flush();
+}
+
+void PipelinedConnection::push_in_flight(Done done) {
+    in_flight_.push_back({std::move(done), {}, std::chrono::steady_clock::now()});
+    watch_answers();
+}
+
+// Keeps timer_ on the deadline of the oldest segment in flight. It is re-armed lazily, when it
+// fires early (the segment it was set for has been answered), not after every answer.
+void PipelinedConnection::watch_answers() {
+    if (watching_answers_ || in_flight_.empty() || options_.answer_timeout.count() <= 0) return;
+    watching_answers_ = true;
+    timer_.expires_at(in_flight_.front().sent + options_.answer_timeout);
+    timer_.async_wait([this, generation = generation_](const boost::system::error_code& error) {
+        if (error || generation != generation_) return;
+        watching_answers_ = false;
+        if (in_flight_.empty()) return;
+        if (std::chrono::steady_clock::now() < in_flight_.front().sent + options_.answer_timeout) {
+            watch_answers();
+            return;
+        }
+        fail("PostgreSQL did not answer within " +
+             std::to_string(options_.answer_timeout.count()) +
+             " ms; the connection is presumed lost and is replaced (what it was running is not "
+             "cancelled)");
+    });
 }
 
 void PipelinedConnection::flush() {
@@ -239,16 +268,39 @@ void PipelinedConnection::drain_results() {
 
 void PipelinedConnection::fail(const std::string& reason) {
     if (state_ == State::closed) return;
+    const bool attempt = state_ == State::connecting || state_ == State::preparing;
     ++generation_;
     timer_.cancel();
+    watching_answers_ = false;
     release_socket();
     connection_.reset();
     state_ = State::idle;
-    last_error_ = reason;
+    const std::size_t hosts = options_.targets.per_host.size();
+    std::string why = reason;
+    if (attempt) {
+        if (hosts > 1) {
+            if (!round_errors_.empty()) round_errors_ += "; ";
+            round_errors_ += options_.targets.labels.at(host_) + ": " + reason;
+        }
+        host_ = (host_ + 1) % hosts;
+        if (++tried_ < hosts) {
+            // The next host at once (the segment in flight, if any, is the internal PREPARE).
+            in_flight_.clear();
+            connect();
+            return;
+        }
+        why = "cannot connect to PostgreSQL: " + (hosts > 1 ? round_errors_ : reason);
+        host_ = round_start_;
+    } else {
+        round_start_ = host_ = (host_ + 1) % hosts;  // an established connection was lost
+    }
+    tried_ = 0;
+    round_errors_.clear();
+    last_error_ = why;
     auto lost = std::move(in_flight_);
     in_flight_.clear();
-    if (options_.on_state) options_.on_state(false, reason);
-    for (InFlight& segment : lost) segment.done({true, reason, {}});
+    if (options_.on_state) options_.on_state(false, why, host_);
+    for (InFlight& segment : lost) segment.done({true, why, {}});
     if (state_ != State::idle) return;  // a callback shut it down or it reconnected
     // Try again after a delay that doubles up to the maximum, so a database that is down is not
     // hammered by every instance at once.
@@ -260,14 +312,16 @@ void PipelinedConnection::fail(const std::string& reason) {
     });
 }
 
-void PipelinedConnection::retry_now() {
+void PipelinedConnection::retry_now(std::size_t host) {
     if (state_ != State::idle || generation_ == 0) return;  // connected, connecting, or closed
     backoff_ = options_.min_backoff;
+    round_start_ = host_ = host % options_.targets.per_host.size();
     connect();  // the pending backoff timer's handler sees a new generation and does nothing
 }
 
 void PipelinedConnection::shut_down() {
     if (state_ == State::closed) return;
+    state_ = State::idle;  // so that fail() does not go on to the next host
     fail("the store is closing");
     ++generation_;
     timer_.cancel();

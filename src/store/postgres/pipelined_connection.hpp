@@ -34,21 +34,28 @@ struct SegmentOutcome {
 };
 
 /// One connection, non-blocking and in pipeline mode: segments are sent without waiting for
-/// the answers to earlier ones, and answered in order. It connects by itself, prepares its
-/// statements, and after losing the server reconnects with exponential backoff. Every member
-/// runs on the event loop's single thread: it has no locks.
+/// the answers to earlier ones, and answered in order. It connects by itself (trying each host
+/// of a multi-host string in turn, each under the connect time-out), prepares its statements,
+/// and after losing the server reconnects with exponential backoff, trying first the hosts after
+/// the one it lost (after a failover the old primary is the least likely to be one). A server
+/// that keeps the connection open but stops answering (frozen, or cut off by a partition: TCP
+/// keepalives do not notice a stopped process) is given up after the answer time-out; what it
+/// was running is not cancelled (a COMMIT waiting for a synchronous standby must finish, not be
+/// cancelled). Every member runs on the event loop's single thread: it has no locks.
 class PipelinedConnection {
   public:
     using Done = std::function<void(SegmentOutcome)>;
     struct Options {
-        std::string conninfo;
+        ConnectTargets targets;
         /// (name, SQL) prepared after each connect.
         std::vector<std::pair<std::string, std::string>> prepared;
-        std::chrono::milliseconds connect_timeout{5000};
+        /// Longest wait for the answer to the oldest segment in flight; zero: no limit.
+        std::chrono::milliseconds answer_timeout{10000};
         std::chrono::milliseconds min_backoff{100};
         std::chrono::milliseconds max_backoff{5000};
-        /// Told when ready() changes, on the event loop.
-        std::function<void(bool ready, const std::string& reason)> on_state;
+        /// Told when ready() changes, on the event loop, with the index of the host (in
+        /// targets.per_host) it connected to.
+        std::function<void(bool ready, const std::string& reason, std::size_t host)> on_state;
     };
 
     PipelinedConnection(boost::asio::io_context& io, Options options);
@@ -68,8 +75,9 @@ class PipelinedConnection {
     /// Sends `statements` followed by a sync. `done` runs once, on the event loop, possibly
     /// before this returns (when not ready: lost, with the reason).
     void submit(const std::vector<Statement>& statements, Done done);
-    /// When waiting to reconnect, reconnects now (another connection found the server back).
-    void retry_now();
+    /// When waiting to reconnect, reconnects now, starting with host `host` (another
+    /// connection found the server there).
+    void retry_now(std::size_t host);
     /// Closes the connection for good; segments in flight end as lost. Call it before the
     /// connection is destroyed (and while the event loop's objects live).
     void shut_down();
@@ -79,6 +87,7 @@ class PipelinedConnection {
     struct InFlight {
         Done done;
         std::vector<Result> results;
+        std::chrono::steady_clock::time_point sent;
     };
 
     void connect();
@@ -91,12 +100,20 @@ class PipelinedConnection {
     void drain_results();
     void fail(const std::string& reason);
     void release_socket();
+    void push_in_flight(Done done);
+    void watch_answers();
 
     Options options_;
     Connection connection_;
     boost::asio::posix::stream_descriptor socket_;
-    boost::asio::steady_timer timer_;  ///< connect deadline, then reconnect delay
+    /// Connect deadline, reconnect delay, then (preparing, ready) the answer deadline.
+    boost::asio::steady_timer timer_;
+    bool watching_answers_ = false;  ///< timer_ waits for the oldest segment's deadline
     State state_ = State::idle;
+    std::size_t host_ = 0;          ///< index into options_.targets.per_host being tried or used
+    std::size_t round_start_ = 0;   ///< the host a round of connection attempts starts with
+    std::size_t tried_ = 0;         ///< hosts tried in this round
+    std::string round_errors_;      ///< why each host tried in this round failed
     std::uint64_t generation_ = 0;  ///< bumped at each (re)connect: stale handlers ignore it
     bool reading_ = false;
     bool writing_ = false;

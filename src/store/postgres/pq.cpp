@@ -1,5 +1,6 @@
 #include "store/postgres/pq.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 
@@ -58,7 +59,7 @@ std::string error_message(PGconn* connection) {
 
 void validate_conninfo(const std::string& conninfo) {
     if (conninfo.empty()) throw std::invalid_argument("invalid database URL: empty");
-    parse(conninfo);
+    connect_targets(conninfo);  // parses it, and checks that its host and port lists match
 }
 
 std::string redact_conninfo(const std::string& conninfo) {
@@ -84,6 +85,77 @@ std::string with_defaults(const std::string& conninfo) {
     std::string out;
     for (const auto& [key, value] : set) append_pair(out, key, value);
     return out;
+}
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& list) {
+    std::vector<std::string> items;
+    std::string::size_type start = 0;
+    for (;;) {
+        const auto comma = list.find(',', start);
+        items.push_back(list.substr(start, comma - start));
+        if (comma == std::string::npos) return items;
+        start = comma + 1;
+    }
+}
+
+}  // namespace
+
+ConnectTargets connect_targets(const std::string& conninfo) {
+    std::vector<std::pair<std::string, std::string>> settings;
+    for (auto& setting : parse(with_defaults(conninfo))) settings.push_back(std::move(setting));
+    std::vector<std::string> hosts;
+    std::vector<std::string> addresses;
+    std::vector<std::string> ports;
+    ConnectTargets targets;
+    for (const auto& [key, value] : settings) {
+        if (key == "host") hosts = split_list(value);
+        if (key == "hostaddr") addresses = split_list(value);
+        if (key == "port") ports = split_list(value);
+        if (key == "connect_timeout") {
+            long seconds = 0;
+            const auto [end, error] =
+                std::from_chars(value.data(), value.data() + value.size(), seconds);
+            if (error != std::errc() || end != value.data() + value.size()) {
+                throw std::invalid_argument("invalid database URL: connect_timeout is not a number");
+            }
+            targets.connect_timeout = std::chrono::seconds(seconds <= 0 ? 0 : std::max(2L, seconds));
+        }
+    }
+    const std::size_t count = std::max({hosts.size(), addresses.size(), std::size_t{1}});
+    if ((!hosts.empty() && hosts.size() != count) ||
+        (!addresses.empty() && addresses.size() != count)) {
+        throw std::invalid_argument("invalid database URL: host and hostaddr list " +
+                                    std::to_string(hosts.size()) + " and " +
+                                    std::to_string(addresses.size()) + " entries");
+    }
+    if (ports.size() > 1 && ports.size() != count) {
+        throw std::invalid_argument("invalid database URL: " + std::to_string(ports.size()) +
+                                    " ports for " + std::to_string(count) + " hosts");
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+        std::string one;
+        std::string label;
+        for (const auto& [key, value] : settings) {
+            if (key == "host" || key == "hostaddr" || key == "port") continue;
+            append_pair(one, key, value);
+        }
+        if (!hosts.empty()) {
+            append_pair(one, "host", hosts[i]);
+            label = hosts[i];
+        }
+        if (!addresses.empty()) {
+            append_pair(one, "hostaddr", addresses[i]);
+            if (label.empty()) label = addresses[i];
+        }
+        const std::string port = ports.empty() ? "" : ports[ports.size() == 1 ? 0 : i];
+        if (!port.empty()) append_pair(one, "port", port);
+        targets.per_host.push_back(std::move(one));
+        targets.labels.push_back((label.empty() ? "(default host)" : label) + ":" +
+                                 (port.empty() ? "(default port)" : port));
+    }
+    return targets;
 }
 
 void ignore_notices(PGconn* connection) {

@@ -52,6 +52,25 @@ std::string redact_conninfo(const std::string& conninfo);
 /// application name.
 std::string with_defaults(const std::string& conninfo);
 
+/// Where a connection string points, one host at a time. libpq's asynchronous connect (the
+/// one an event loop drives) does not apply connect_timeout at all, so with `host=a,b` a first
+/// host that accepts TCP but never answers (frozen, or cut off by a partition) would hold the
+/// attempt forever and the second host would never be tried. The caller tries these in order,
+/// each under `connect_timeout`, as libpq's blocking connect does.
+struct ConnectTargets {
+    /// One connection string per host, in the order given, each with every other setting
+    /// (target_session_attrs included); a string naming one host gives one.
+    std::vector<std::string> per_host;
+    /// "host:port" of each, for messages.
+    std::vector<std::string> labels;
+    /// connect_timeout (libpq's rule: below 2 s means 2 s); zero: none.
+    std::chrono::milliseconds connect_timeout{0};
+};
+
+/// `conninfo` with with_defaults applied, split per host (host, hostaddr and port lists of
+/// libpq's multi-host form). @throws std::invalid_argument when the lists do not match
+ConnectTargets connect_targets(const std::string& conninfo);
+
 /// Makes `connection` drop the server's notices (libpq prints them on stderr by default;
 /// plantstore's logs are JSON lines, and a notice is never something an operator must act on).
 void ignore_notices(PGconn* connection);

@@ -51,6 +51,17 @@ SELECT i.ord, d.id IS NOT NULL
 FROM input i LEFT JOIN deleted d ON d.tenant = i.tenant AND d.id = i.id
 ORDER BY i.ord)sql";
 
+/// Makes the transaction write WAL, so that its COMMIT waits for the synchronous standby (with
+/// synchronous replication) even when it changed no row. Without it, a batch whose creates are
+/// all replays (or conflicts, or deletes of nothing) commits read-only and answers at once,
+/// while the commit it saw may still be waiting for the standby, or may have stopped waiting
+/// because it was cancelled: a 200 for a plant a failover can lose. A transactional logical
+/// message is one small WAL record, assigns the transaction an id, touches no table, works at
+/// wal_level replica and needs no privilege; its WAL position comes after every commit the
+/// batch saw, and the standby confirms WAL in order.
+inline constexpr const char* kDurabilityMark =
+    "SELECT pg_logical_emit_message(true, 'plantstore', '')";
+
 /// Array literals for kInsertPlants (or, with only tenants and ids, kDeletePlants).
 struct PlantArrays {
     std::string tenants = "{";
