@@ -15,7 +15,13 @@ namespace plantstore::store {
 
 namespace {
 
-bool on_postgres(const StoreConfig& config) { return !config.database_url.empty(); }
+// Whether `config` names PostgreSQL. If so, also applies its answer time-out to the engine's
+// blocking calls: every entry point below asks this before opening anything.
+bool on_postgres(const StoreConfig& config) {
+    if (config.database_url.empty()) return false;
+    postgres::set_blocking_answer_timeout(config.answer_timeout);
+    return true;
+}
 
 }  // namespace
 

@@ -42,7 +42,7 @@ void PgPlantArchive::for_each_plant(const std::function<void(const StoredPlant&)
         }
         exec(connection, "COMMIT");
     } catch (...) {
-        PQclear(PQexec(connection, "ROLLBACK"));
+        rollback_quietly(connection);
         throw;
     }
 }
@@ -103,7 +103,7 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
         }
         exec(connection, "COMMIT");  // synchronous_commit decides durability; see the README
     } catch (...) {
-        PQclear(PQexec(connection, "ROLLBACK"));
+        rollback_quietly(connection);
         throw;
     }
     return outcomes;

@@ -50,9 +50,10 @@ bool PgTokenRepository::wait_for_change(std::chrono::milliseconds at_most) {
     PGconn* connection = connection_.get();
     if (!listening_) {
         // Engines without LISTEN (CockroachDB) refuse it: the caller then polls the counter.
-        Result result(PQexec(connection, (std::string("LISTEN ") + kTokenChannel).c_str()));
-        if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-            if (PQstatus(connection) == CONNECTION_BAD) throw result_error(result.get(), "LISTEN");
+        try {
+            exec(connection, std::string("LISTEN ") + kTokenChannel);
+        } catch (const PgError& error) {
+            if (error.sqlstate().empty()) throw;  // lost, or no answer: not a refusal
             return false;
         }
         listening_ = true;
@@ -91,7 +92,7 @@ bool PgTokenRepository::change(const std::string& sql,
         exec(connection, "COMMIT");
         return any;
     } catch (...) {
-        PQclear(PQexec(connection, "ROLLBACK"));
+        rollback_quietly(connection);
         throw;
     }
 }

@@ -1,6 +1,10 @@
 #include "store/postgres/pq.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <map>
 
@@ -183,6 +187,43 @@ PgError result_error(const PGresult* result, std::string_view context) {
 
 namespace {
 
+std::atomic<long long> blocking_answer_timeout_ms{10'000};
+
+// What PQexec does (the last result of the query string), waiting at most the blocking answer
+// time-out. libpq's blocking calls have no time-out of their own (connect_timeout covers only
+// the connection), hence this loop over its asynchronous calls.
+Result last_result(PGconn* connection, std::string_view sql) {
+    const long long limit = blocking_answer_timeout_ms.load(std::memory_order_relaxed);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit);
+    Result last;
+    for (;;) {
+        while (PQisBusy(connection) != 0) {
+            int wait_ms = -1;
+            if (limit > 0) {
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now());
+                if (left.count() <= 0) {
+                    const auto space = sql.find_first_of(" \n");
+                    throw PgError({}, std::string(sql.substr(0, space)) +
+                                          ": PostgreSQL did not answer within " +
+                                          std::to_string(limit) + " ms");
+                }
+                wait_ms = static_cast<int>(left.count());
+            }
+            pollfd descriptor{PQsocket(connection), POLLIN, 0};
+            if (::poll(&descriptor, 1, wait_ms) < 0 && errno != EINTR) {
+                throw PgError({}, "poll failed on a PostgreSQL connection");
+            }
+            if (PQconsumeInput(connection) != 1) {
+                throw PgError({}, "PostgreSQL connection lost: " + error_message(connection));
+            }
+        }
+        PGresult* result = PQgetResult(connection);
+        if (result == nullptr) return last;
+        last.reset(result);
+    }
+}
+
 Result checked(PGconn* connection, Result result, std::string_view sql) {
     if (!result) throw PgError({}, "PostgreSQL: " + error_message(connection));
     const auto status = PQresultStatus(result.get());
@@ -195,8 +236,15 @@ Result checked(PGconn* connection, Result result, std::string_view sql) {
 
 }  // namespace
 
+void set_blocking_answer_timeout(std::chrono::milliseconds timeout) {
+    blocking_answer_timeout_ms.store(timeout.count(), std::memory_order_relaxed);
+}
+
 Result exec(PGconn* connection, const std::string& sql) {
-    return checked(connection, Result(PQexec(connection, sql.c_str())), sql);
+    if (PQsendQuery(connection, sql.c_str()) != 1) {
+        throw PgError({}, "PostgreSQL: " + error_message(connection));
+    }
+    return checked(connection, last_result(connection, sql), sql);
 }
 
 Result exec(PGconn* connection, const std::string& sql,
@@ -206,10 +254,21 @@ Result exec(PGconn* connection, const std::string& sql,
     for (const auto& parameter : parameters) {
         values.push_back(parameter ? parameter->c_str() : nullptr);
     }
-    return checked(connection,
-                   Result(PQexecParams(connection, sql.c_str(), static_cast<int>(values.size()),
-                                       nullptr, values.data(), nullptr, nullptr, 0)),
-                   sql);
+    if (PQsendQueryParams(connection, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                          values.data(), nullptr, nullptr, 0) != 1) {
+        throw PgError({}, "PostgreSQL: " + error_message(connection));
+    }
+    return checked(connection, last_result(connection, sql), sql);
+}
+
+void rollback_quietly(PGconn* connection) {
+    const PGTransactionStatusType status = PQtransactionStatus(connection);
+    if (status != PQTRANS_INTRANS && status != PQTRANS_INERROR) return;
+    try {
+        exec(connection, "ROLLBACK");
+    } catch (const PgError&) {
+        // the connection broke or stopped answering: the server rolls back when it closes
+    }
 }
 
 void append_array_element(std::string& literal, const std::optional<std::string_view>& value) {

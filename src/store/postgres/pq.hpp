@@ -78,12 +78,23 @@ void ignore_notices(PGconn* connection);
 /// Connects (with_defaults applied) and waits. @throws PgError naming the reason
 Connection connect_blocking(const std::string& conninfo);
 
-/// Runs `sql` (one statement, or several without parameters) and waits.
+/// Sets how long the blocking calls below (exec; start-up, migrations, tokens, export, import,
+/// check) wait for an answer before giving up with a PgError: a primary that stopped answering
+/// (frozen, partitioned) keeps its TCP connection open, and waiting on it would hang the token
+/// refresher and shutdown. Zero: no limit. The store factory sets it from the configuration.
+void set_blocking_answer_timeout(std::chrono::milliseconds timeout);
+
+/// Runs `sql` (one statement, or several without parameters) and waits (bounded, see
+/// set_blocking_answer_timeout; after a time-out the connection is unusable: close it).
 /// @throws PgError with the SQLSTATE when it fails
 Result exec(PGconn* connection, const std::string& sql);
 /// Runs `sql` with text parameters (std::nullopt is NULL) and waits. @throws PgError
 Result exec(PGconn* connection, const std::string& sql,
             const std::vector<std::optional<std::string>>& parameters);
+
+/// Ends the transaction `connection` is in, ignoring failures, for error paths; does nothing
+/// when a statement is still running (after a time-out: the caller closes the connection).
+void rollback_quietly(PGconn* connection);
 
 /// The error a failed result carries (its SQLSTATE and message).
 PgError result_error(const PGresult* result, std::string_view context);

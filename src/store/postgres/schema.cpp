@@ -76,7 +76,7 @@ void migrate(PGconn* connection) {
              {std::to_string(kMigrations.size())});
         exec(connection, "COMMIT");
     } catch (...) {
-        PQclear(PQexec(connection, "ROLLBACK"));  // a broken connection rolls back by itself
+        rollback_quietly(connection);
         throw;
     }
 }
