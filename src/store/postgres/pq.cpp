@@ -168,13 +168,23 @@ void ignore_notices(PGconn* connection) {
 }
 
 Connection connect_blocking(const std::string& conninfo) {
-    Connection connection(PQconnectdb(with_defaults(conninfo).c_str()));
-    if (!connection) throw PgError({}, "cannot connect to PostgreSQL: out of memory");
-    if (PQstatus(connection.get()) != CONNECTION_OK) {
-        throw PgError({}, "cannot connect to PostgreSQL: " + error_message(connection.get()));
+    // One host at a time: libpq gives up on the whole list when a host answers with an error
+    // ("the database system is starting up", as a node rejoining after a failover says;
+    // "too many connections"), without trying the next one, which may be the primary.
+    const ConnectTargets targets = connect_targets(conninfo);
+    std::string errors;
+    for (std::size_t i = 0; i < targets.per_host.size(); ++i) {
+        Connection connection(PQconnectdb(targets.per_host[i].c_str()));
+        if (!connection) throw PgError({}, "cannot connect to PostgreSQL: out of memory");
+        if (PQstatus(connection.get()) == CONNECTION_OK) {
+            ignore_notices(connection.get());
+            return connection;
+        }
+        if (!errors.empty()) errors += "; ";
+        if (targets.per_host.size() > 1) errors += targets.labels[i] + ": ";
+        errors += error_message(connection.get());
     }
-    ignore_notices(connection.get());
-    return connection;
+    throw PgError({}, "cannot connect to PostgreSQL: " + errors);
 }
 
 PgError result_error(const PGresult* result, std::string_view context) {

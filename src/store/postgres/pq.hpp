@@ -75,7 +75,8 @@ ConnectTargets connect_targets(const std::string& conninfo);
 /// plantstore's logs are JSON lines, and a notice is never something an operator must act on).
 void ignore_notices(PGconn* connection);
 
-/// Connects (with_defaults applied) and waits. @throws PgError naming the reason
+/// Connects (with_defaults applied) and waits, trying each host of a multi-host string in
+/// turn (each under connect_timeout) until one accepts. @throws PgError naming the reasons
 Connection connect_blocking(const std::string& conninfo);
 
 /// Sets how long the blocking calls below (exec; start-up, migrations, tokens, export, import,
