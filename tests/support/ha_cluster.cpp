@@ -1,31 +1,15 @@
 #include "support/ha_cluster.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+
+#include "support/command.hpp"
 
 #ifndef PLANTSTORE_HA_CLUSTER_SCRIPT
 #error "PLANTSTORE_HA_CLUSTER_SCRIPT must name scripts/ha-cluster.sh"
 #endif
 
 namespace plantstore::testing_support {
-
-namespace {
-
-// Runs `command` with a shell; returns its standard output. @throws std::runtime_error
-std::string output_of(const std::string& command) {
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) throw std::runtime_error("cannot run " + command);
-    std::string output;
-    char buffer[512];
-    std::size_t got = 0;
-    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, got);
-    if (::pclose(pipe) != 0) throw std::runtime_error(command + " failed");
-    while (!output.empty() && output.back() == '\n') output.pop_back();
-    return output;
-}
-
-}  // namespace
 
 std::string ha_cluster_unavailable_reason() {
     for (const char* tool : {"patroni", "etcd", "/usr/lib/postgresql/15/bin/initdb"}) {
@@ -75,8 +59,8 @@ std::string HaCluster::run(const std::string& arguments) const {
     const auto space = arguments.find(' ');
     const std::string action = arguments.substr(0, space);
     const std::string rest = space == std::string::npos ? "" : arguments.substr(space);
-    return output_of(std::string(PLANTSTORE_HA_CLUSTER_SCRIPT) + " " + action + " '" +
-                     directory_.string() + "'" + rest);
+    return command_output(std::string(PLANTSTORE_HA_CLUSTER_SCRIPT) + " " + action + " '" +
+                          directory_.string() + "'" + rest);
 }
 
 }  // namespace plantstore::testing_support

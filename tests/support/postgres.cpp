@@ -10,6 +10,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "support/command.hpp"
+
 #ifndef PLANTSTORE_PG_CLUSTER_SCRIPT
 #error "PLANTSTORE_PG_CLUSTER_SCRIPT must name scripts/pg-cluster.sh"
 #endif
@@ -48,16 +50,7 @@ namespace {
 
 // Runs the cluster script; returns its standard output. @throws std::runtime_error
 std::string cluster_script(const std::string& arguments) {
-    const std::string command = std::string(PLANTSTORE_PG_CLUSTER_SCRIPT) + " " + arguments;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    if (pipe == nullptr) throw std::runtime_error("cannot run " + command);
-    std::string output;
-    char buffer[512];
-    std::size_t got = 0;
-    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, got);
-    if (::pclose(pipe) != 0) throw std::runtime_error(command + " failed");
-    while (!output.empty() && output.back() == '\n') output.pop_back();
-    return output;
+    return command_output(std::string(PLANTSTORE_PG_CLUSTER_SCRIPT) + " " + arguments);
 }
 
 }  // namespace
