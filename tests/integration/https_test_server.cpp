@@ -132,10 +132,16 @@ std::string HttpsTestServer::url(const std::string& path) const {
     return "https://127.0.0.1:" + std::to_string(port_) + path;
 }
 
-void HttpsTestServer::respond(int status, std::string body) {
+void HttpsTestServer::respond(int status, std::string body, std::vector<std::string> headers) {
     std::lock_guard lock(mutex_);
     status_ = status;
     body_ = std::move(body);
+    headers_ = std::move(headers);
+}
+
+std::string HttpsTestServer::last_request() {
+    std::lock_guard lock(mutex_);
+    return last_request_;
 }
 
 void HttpsTestServer::serve() {
@@ -157,14 +163,28 @@ void HttpsTestServer::serve() {
                 if (got <= 0) break;
                 request.append(buffer, static_cast<std::size_t>(got));
             }
-            if (request.find("\r\n\r\n") != std::string::npos) {
+            const auto head_end = request.find("\r\n\r\n");
+            if (head_end != std::string::npos) {
+                // The body, up to the Content-Length the head announces (bounded).
+                std::size_t length = 0;
+                const auto field = request.find("Content-Length: ");
+                if (field != std::string::npos && field < head_end) {
+                    length = std::stoul(request.substr(field + 16));
+                }
+                while (request.size() < head_end + 4 + std::min<std::size_t>(length, 65536)) {
+                    const int got = SSL_read(ssl, buffer, sizeof buffer);
+                    if (got <= 0) break;
+                    request.append(buffer, static_cast<std::size_t>(got));
+                }
                 std::string response;
                 {
                     std::lock_guard lock(mutex_);
+                    last_request_ = request;
                     response = "HTTP/1.1 " + std::to_string(status_) +
                                " Test\r\nContent-Type: application/json\r\nContent-Length: " +
-                               std::to_string(body_.size()) + "\r\nConnection: close\r\n\r\n" +
-                               body_;
+                               std::to_string(body_.size()) + "\r\nConnection: close\r\n";
+                    for (const std::string& header : headers_) response += header + "\r\n";
+                    response += "\r\n" + body_;
                 }
                 SSL_write(ssl, response.data(), static_cast<int>(response.size()));
                 ++requests_;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace plantstore::testing_support {
 
@@ -27,10 +28,12 @@ class HttpsTestServer {
     unsigned short port() const { return port_; }
     std::string url(const std::string& path = "/certs") const;
 
-    /// What every request gets from now on.
-    void respond(int status, std::string body);
+    /// What every request gets from now on (`headers`: extra "Name: value" lines).
+    void respond(int status, std::string body, std::vector<std::string> headers = {});
     /// Requests answered so far.
     int requests() const { return requests_; }
+    /// The last request received, head and body (read up to its Content-Length).
+    std::string last_request();
 
   private:
     void serve();
@@ -39,8 +42,10 @@ class HttpsTestServer {
     unsigned short port_ = 0;
     void* context_ = nullptr;  // SSL_CTX*
     std::mutex mutex_;
-    int status_ = 200;  // guarded by mutex_
-    std::string body_;  // guarded by mutex_
+    int status_ = 200;                  // guarded by mutex_
+    std::string body_;                  // guarded by mutex_
+    std::vector<std::string> headers_;  // guarded by mutex_
+    std::string last_request_;          // guarded by mutex_
     std::atomic<int> requests_{0};
     std::atomic<bool> stopping_{false};
     std::thread thread_;
