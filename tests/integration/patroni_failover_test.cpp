@@ -5,8 +5,9 @@
 // nothing answers) at a random moment (the seed is printed); the standby is promoted, both
 // instances find it by themselves, every answer is 200, 409 or 503 with Retry-After and comes
 // within the store's deadline, and every plant acknowledged before, during or after the failover
-// is on the new primary with its exact name and tag. Each test prints one "ha:" line with the
-// time from the failure to the first 200 of each instance and the number of 503s.
+// is on the new primary with its exact name and tag; /readyz says 503 while no primary is
+// reachable. Each test prints one "ha:" line with the time from the failure to the first 200 of
+// each instance and the number of 503s.
 #include <atomic>
 #include <cstdio>
 #include <iostream>
@@ -27,9 +28,7 @@ constexpr auto kStoreTimeout = 3s;
 // An answer later than this after the request was sent is a hang.
 constexpr auto kLongestAnswer = kStoreTimeout + 2s;
 
-double seconds(Clock::duration duration) {
-    return std::chrono::duration<double>(duration).count();
-}
+double seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
 
 // Creates through several instances, several clients each, every client with ids of its own.
 // A 503 is retried with the identical body (as a client should), so the unknown outcome of a
@@ -42,8 +41,9 @@ class CreateLoad {
             for (int client = 0; client < clients_per_port; ++client) {
                 const std::int64_t first_id =
                     static_cast<std::int64_t>(instance * clients_per_port + client) * 1'000'000;
-                threads_.emplace_back(
-                    [this, port = ports[instance], instance, first_id] { run(port, instance, first_id); });
+                threads_.emplace_back([this, port = ports[instance], instance, first_id] {
+                    run(port, instance, first_id);
+                });
             }
         }
     }
@@ -115,7 +115,8 @@ class CreateLoad {
                 continue;
             }
             if (answered - sent > kLongestAnswer) {
-                wrong.push_back("an answer after " + std::to_string(seconds(answered - sent)) + " s");
+                wrong.push_back("an answer after " + std::to_string(seconds(answered - sent)) +
+                                " s");
             }
             if (response->status == 200) {
                 acknowledged.push_back(id++);
@@ -137,10 +138,24 @@ class CreateLoad {
 
     std::string token_;
     std::atomic<bool> stop_{false};
-    std::optional<Clock::time_point> failure_at_;                  // guarded by mutex_
+    std::optional<Clock::time_point> failure_at_;                    // guarded by mutex_
     std::vector<std::optional<Clock::time_point>> first_200_after_;  // guarded by mutex_
     std::vector<std::thread> threads_;
 };
+
+// Waits (at most `limit`) until /readyz on `port` answers 503 naming PostgreSQL.
+bool readiness_turns_503(unsigned short port, Clock::duration limit) {
+    const auto until = Clock::now() + limit;
+    while (Clock::now() < until) {
+        HttpConnection probe(port);
+        const auto ready = probe.request("GET", "/readyz", "", {});
+        if (ready && ready->status == 503 && ready->body.find("PostgreSQL") != std::string::npos) {
+            return true;
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    return false;
+}
 
 std::string other_node(const std::string& node) { return node == "node1" ? "node2" : "node1"; }
 
@@ -163,7 +178,8 @@ void expect_all_acknowledged_stored(CreateLoad& load, unsigned short port,
     for (const std::int64_t id : load.acknowledged) {
         const auto found = stored.find(id);
         if (found == stored.end() || found->second != boost::json::parse(varied_plant_body(id))) {
-            if (++lost <= 5) ADD_FAILURE() << "acknowledged plant " << id << " is not stored as sent";
+            if (++lost <= 5)
+                ADD_FAILURE() << "acknowledged plant " << id << " is not stored as sent";
         }
     }
     EXPECT_EQ(lost, 0U) << "of " << load.acknowledged.size() << " acknowledged";
@@ -176,8 +192,8 @@ class PatroniFailover : public ::testing::Test {
         if (!missing.empty()) GTEST_SKIP() << "no Patroni cluster: " << missing;
         seed_ = std::random_device{}();
         if (const char* fixed = std::getenv("PLANTSTORE_HA_SEED")) seed_ = std::stoul(fixed);
-        std::cerr << "ha: seed " << seed_ << " (PLANTSTORE_HA_SEED=" << seed_
-                  << " repeats it)" << std::endl;
+        std::cerr << "ha: seed " << seed_ << " (PLANTSTORE_HA_SEED=" << seed_ << " repeats it)"
+                  << std::endl;
         cluster_ = std::make_unique<HaCluster>(dir_.path() / "ha");
         token_ = mint(cluster_->url(), "ha");
         const std::vector<std::string> arguments = {
@@ -199,10 +215,11 @@ class PatroniFailover : public ::testing::Test {
     void report(const std::string& what, CreateLoad& load) {
         const std::string recovery = load.recovery_report();
         std::lock_guard lock(load.mutex_);
-        std::cerr << "ha: " << what << ": first 200 after the failure:" << recovery << "; " << load.acknowledged.size() << " acknowledged, " << load.refused
+        std::cerr << "ha: " << what << ": first 200 after the failure:" << recovery << "; "
+                  << load.acknowledged.size() << " acknowledged, " << load.refused
                   << " answered 503, " << load.conflicts << " answered 409" << std::endl;
-        EXPECT_TRUE(load.wrong.empty()) << load.wrong.size() << " wrong answers, first: "
-                                        << load.wrong.front();
+        EXPECT_TRUE(load.wrong.empty())
+            << load.wrong.size() << " wrong answers, first: " << load.wrong.front();
     }
 
     unsigned seed_ = 0;
@@ -220,6 +237,7 @@ TEST_F(PatroniFailover, KilledPrimaryLosesNoAcknowledgedPlant) {
     ASSERT_FALSE(victim.empty());
     cluster_->kill(victim);
     load.mark_failure();
+    EXPECT_TRUE(readiness_turns_503(a_->port(), 10s)) << "/readyz did not say PostgreSQL is away";
     ASSERT_TRUE(wait_for_primary(*cluster_, other_node(victim), 60s))
         << "Patroni did not promote " << other_node(victim);
     EXPECT_TRUE(load.wait_for_recovery(30s)) << "an instance did not recover by itself";
@@ -238,6 +256,8 @@ TEST_F(PatroniFailover, FrozenPrimaryThatResumesAcceptsNoWriteAndLosesNone) {
     const std::string victim_url = cluster_->node_url(victim);
     cluster_->freeze(victim);
     load.mark_failure();
+    // Once --database-timeout-ms has given up the frozen connections.
+    EXPECT_TRUE(readiness_turns_503(a_->port(), 10s)) << "/readyz did not say PostgreSQL is away";
     ASSERT_TRUE(wait_for_primary(*cluster_, other_node(victim), 60s))
         << "Patroni did not promote " << other_node(victim);
     EXPECT_TRUE(load.wait_for_recovery(30s)) << "an instance did not recover by itself";
@@ -261,8 +281,9 @@ TEST_F(PatroniFailover, FrozenPrimaryThatResumesAcceptsNoWriteAndLosesNone) {
         if (in_recovery != "t") std::this_thread::sleep_for(200ms);
     }
     EXPECT_EQ(in_recovery, "t") << victim << " still runs as a primary";
-    EXPECT_THROW(run_sql(victim_url, "INSERT INTO plants (tenant, id, name, created_at) "
-                                     "VALUES ('default', -1, 'split brain', 0)"),
+    EXPECT_THROW(run_sql(victim_url,
+                         "INSERT INTO plants (tenant, id, name, created_at) "
+                         "VALUES ('default', -1, 'split brain', 0)"),
                  std::runtime_error);
 }
 
