@@ -10,6 +10,7 @@
 // each instance and the number of 503s.
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <random>
@@ -212,6 +213,30 @@ class PatroniFailover : public ::testing::Test {
             std::chrono::milliseconds(std::uniform_int_distribution<int>(1000, 4000)(random)));
     }
 
+    // After 1 to 4 s of `load`, fails the primary with `failure`, then checks what follows any
+    // failure: /readyz 503 naming PostgreSQL, the other node promoted, both instances back by
+    // themselves. Returns the failed node, or "" (the failure reported) when it cannot go on.
+    std::string fail_primary(CreateLoad& load,
+                             const std::function<void(const std::string&)>& failure) {
+        load_before_failure();
+        const std::string victim = cluster_->primary();
+        if (victim.empty()) {
+            ADD_FAILURE() << "no primary before the failure";
+            return {};
+        }
+        failure(victim);
+        load.mark_failure();
+        // (A frozen primary: once --database-timeout-ms has given up its connections.)
+        EXPECT_TRUE(readiness_turns_503(a_->port(), 10s))
+            << "/readyz did not say PostgreSQL is away";
+        if (!wait_for_primary(*cluster_, other_node(victim), 60s)) {
+            ADD_FAILURE() << "Patroni did not promote " << other_node(victim);
+            return {};
+        }
+        EXPECT_TRUE(load.wait_for_recovery(30s)) << "an instance did not recover by itself";
+        return victim;
+    }
+
     void report(const std::string& what, CreateLoad& load) {
         const std::string recovery = load.recovery_report();
         std::lock_guard lock(load.mutex_);
@@ -232,15 +257,9 @@ class PatroniFailover : public ::testing::Test {
 
 TEST_F(PatroniFailover, KilledPrimaryLosesNoAcknowledgedPlant) {
     CreateLoad load({a_->port(), b_->port()}, token_, 3);
-    load_before_failure();
-    const std::string victim = cluster_->primary();
-    ASSERT_FALSE(victim.empty());
-    cluster_->kill(victim);
-    load.mark_failure();
-    EXPECT_TRUE(readiness_turns_503(a_->port(), 10s)) << "/readyz did not say PostgreSQL is away";
-    ASSERT_TRUE(wait_for_primary(*cluster_, other_node(victim), 60s))
-        << "Patroni did not promote " << other_node(victim);
-    EXPECT_TRUE(load.wait_for_recovery(30s)) << "an instance did not recover by itself";
+    const std::string victim =
+        fail_primary(load, [this](const std::string& node) { cluster_->kill(node); });
+    if (victim.empty()) return;
     std::this_thread::sleep_for(2s);  // and goes on creating on the new primary
     load.stop();
     report("kill of the primary " + victim, load);
@@ -250,17 +269,10 @@ TEST_F(PatroniFailover, KilledPrimaryLosesNoAcknowledgedPlant) {
 
 TEST_F(PatroniFailover, FrozenPrimaryThatResumesAcceptsNoWriteAndLosesNone) {
     CreateLoad load({a_->port(), b_->port()}, token_, 3);
-    load_before_failure();
-    const std::string victim = cluster_->primary();
-    ASSERT_FALSE(victim.empty());
+    const std::string victim =
+        fail_primary(load, [this](const std::string& node) { cluster_->freeze(node); });
+    if (victim.empty()) return;
     const std::string victim_url = cluster_->node_url(victim);
-    cluster_->freeze(victim);
-    load.mark_failure();
-    // Once --database-timeout-ms has given up the frozen connections.
-    EXPECT_TRUE(readiness_turns_503(a_->port(), 10s)) << "/readyz did not say PostgreSQL is away";
-    ASSERT_TRUE(wait_for_primary(*cluster_, other_node(victim), 60s))
-        << "Patroni did not promote " << other_node(victim);
-    EXPECT_TRUE(load.wait_for_recovery(30s)) << "an instance did not recover by itself";
     // The old primary comes back as after a healed partition: PostgreSQL first, read-write and
     // unaware of the failover for about a second, then its Patroni, which demotes it.
     cluster_->thaw(victim, "postgres");

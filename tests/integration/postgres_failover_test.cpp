@@ -66,9 +66,9 @@ TEST(PostgresMultiHost, HostsThatRefuseOrNeverAnswerAreSkipped) {
     // libpq's asynchronous connect applies no connect_timeout: without a deadline per host the
     // silent one would hold every attempt and the working host would never be tried.
     const std::string url = database.url() + " host=127.0.0.1,127.0.0.1," +
-                            conninfo_value(database.url(), "host") + " port=" +
-                            std::to_string(refused_port()) + "," + std::to_string(silent.port()) +
-                            ",5432 connect_timeout=2";
+                            conninfo_value(database.url(), "host") +
+                            " port=" + std::to_string(refused_port()) + "," +
+                            std::to_string(silent.port()) + ",5432 connect_timeout=2";
     ServerProcess server(dir.path() / "data", {}, database_environment(url));
     HttpConnection connection(server.port());
     const auto created =
@@ -88,8 +88,9 @@ TEST(PostgresMultiHost, MismatchedHostAndPortListsAreRefusedAtStart) {
 }
 
 int count_sync_waiters(const std::string& url) {
-    return std::stoi(run_sql(url, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
-                                  "'SyncRep'"));
+    return std::stoi(run_sql(url,
+                             "SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
+                             "'SyncRep'"));
 }
 
 // With synchronous replication configured and the standby missing, every COMMIT waits. That is

@@ -93,11 +93,11 @@ class PgPlantStore::Engine {
 
     explicit Engine(Options options)
         : options_(std::move(options)),
-          conninfo_(with_defaults(options_.conninfo)),
           targets_(connect_targets(options_.conninfo)),
           work_(io_.get_executor()),
           close_timer_(io_) {
-        open_current_schema(conninfo_);  // migrations first, so that prepares find the tables
+        open_current_schema(
+            options_.conninfo);  // migrations first, so that prepares find the tables
         writer_up_.assign(std::max<std::size_t>(1, options_.write_connections), false);
         for (std::size_t i = 0; i < writer_up_.size(); ++i) {
             writers_.push_back({connection(writer_up_, i, &writer_error_), false});
@@ -567,7 +567,6 @@ class PgPlantStore::Engine {
     }
 
     Options options_;
-    std::string conninfo_;
     ConnectTargets targets_;
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;

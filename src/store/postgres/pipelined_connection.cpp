@@ -190,8 +190,7 @@ void PipelinedConnection::watch_answers() {
             watch_answers();
             return;
         }
-        fail("PostgreSQL did not answer within " +
-             std::to_string(options_.answer_timeout.count()) +
+        fail("PostgreSQL did not answer within " + std::to_string(options_.answer_timeout.count()) +
              " ms; the connection is presumed lost and is replaced (what it was running is not "
              "cancelled)");
     });

@@ -107,8 +107,7 @@ std::vector<std::string> split_list(const std::string& list) {
 }  // namespace
 
 ConnectTargets connect_targets(const std::string& conninfo) {
-    std::vector<std::pair<std::string, std::string>> settings;
-    for (auto& setting : parse(with_defaults(conninfo))) settings.push_back(std::move(setting));
+    const auto settings = parse(with_defaults(conninfo));
     std::vector<std::string> hosts;
     std::vector<std::string> addresses;
     std::vector<std::string> ports;
@@ -122,9 +121,11 @@ ConnectTargets connect_targets(const std::string& conninfo) {
             const auto [end, error] =
                 std::from_chars(value.data(), value.data() + value.size(), seconds);
             if (error != std::errc() || end != value.data() + value.size()) {
-                throw std::invalid_argument("invalid database URL: connect_timeout is not a number");
+                throw std::invalid_argument(
+                    "invalid database URL: connect_timeout is not a number");
             }
-            targets.connect_timeout = std::chrono::seconds(seconds <= 0 ? 0 : std::max(2L, seconds));
+            targets.connect_timeout =
+                std::chrono::seconds(seconds <= 0 ? 0 : std::max(2L, seconds));
         }
     }
     const std::size_t count = std::max({hosts.size(), addresses.size(), std::size_t{1}});
