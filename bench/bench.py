@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 LUA = os.path.join(BENCH_DIR, "plants.lua")
@@ -451,6 +452,87 @@ def logging_cost(args, binary, workdir, ids):
             "access_log_cost": 1 - on / off}
 
 
+SLOW_RECEIVER = """
+import http.server, sys, time
+class Slow(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        time.sleep(float(sys.argv[2]))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Slow).serve_forever()
+"""
+
+
+def metric(server, name):
+    """The value of one metric line (name with labels) of a plantstore's /metrics, or 0."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[-1])
+    return 0.0
+
+
+def subscribe(server, token, url):
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/webhooks", method="POST",
+        data=json.dumps({"url": url}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        assert r.status == 201, r.status
+
+
+def webhook_rows(args, binary, workdir, ids):
+    """Creates at 64 connections with no subscription, one to a fast receiver (nginx) and one to
+    a receiver that answers after a second; then how fast the fast receiver's events drain."""
+    rows, extra = [], {}
+    nginx = start_nginx(workdir)
+    slow_port = free_port()
+    slow = Server("slow receiver", [sys.executable, "-c", SLOW_RECEIVER, str(slow_port), "1"],
+                  slow_port)
+    try:
+        for name, url in (("plantstore, no webhook", None),
+                          ("plantstore, webhook to nginx", f"http://127.0.0.1:{nginx.port}/plants"),
+                          ("plantstore, webhook to a 1 s receiver",
+                           f"http://127.0.0.1:{slow_port}/hook")):
+            data_dir = os.path.join(workdir, "webhooks-" + str(len(rows)))
+            token = mint_token(binary, data_dir)
+            server = start_plantstore(binary, data_dir, ["--access-log", "off",
+                                                         "--webhook-allow-http", "on",
+                                                         "--webhook-allow-private-addresses", "on"],
+                                      name)
+            try:
+                if url:
+                    subscribe(server, token, url)
+                started = time.monotonic()
+                row = run_wrk(server, 64, args.duration, token, ids.take())
+                rows.append(row)
+                created = row["requests"] - row["non200"]
+                delivered = 'plantstore_webhook_attempts_total{outcome="delivered"}'
+                if url and "nginx" in name:
+                    deadline = time.monotonic() + 300
+                    while metric(server, delivered) < created and time.monotonic() < deadline:
+                        time.sleep(0.2)
+                    drained = time.monotonic() - started
+                    extra["webhook_fast_created"] = created
+                    extra["webhook_fast_delivered"] = metric(server, delivered)
+                    extra["webhook_fast_drain_s"] = drained
+                    extra["webhook_fast_deliveries_per_s"] = extra["webhook_fast_delivered"] / drained
+                if url and "1 s" in name:
+                    extra["webhook_slow_created"] = created
+                    extra["webhook_slow_delivered"] = metric(server, delivered)
+                print(f"{name:>40} {row['requests_per_s']:>9,.0f} req/s", file=sys.stderr)
+            finally:
+                server.stop()
+    finally:
+        nginx.stop()
+        slow.stop()
+    return rows, extra
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True)
@@ -464,6 +546,9 @@ def main():
     parser.add_argument("--postgres", action="store_true",
                         help="also measure instances on a throwaway PostgreSQL (one, two, and "
                              "one committing each request alone)")
+    parser.add_argument("--webhooks", action="store_true",
+                        help="also measure creates with a webhook subscription (fast and slow "
+                             "receivers) and how fast deliveries drain")
     parser.add_argument("--out", default=os.path.join(BENCH_DIR, "results", "latest.json"))
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
@@ -510,6 +595,10 @@ def main():
             extra = scaling(args, binary, workdir, ids)
         if args.logging:
             extra.update(logging_cost(args, binary, workdir, ids))
+        if args.webhooks:
+            webhook_table, webhook_extra = webhook_rows(args, binary, workdir, ids)
+            rows += webhook_table
+            extra.update(webhook_extra)
     finally:
         for server in servers:
             server.stop()
@@ -535,6 +624,13 @@ def main():
               f"{extra[f'throughput_{args.preload}']['ready_seconds']:.2f} s with {args.preload:,} "
               f"plants. Idle connections add {extra['idle_1000_added_mib']:.1f} MiB (1,000) and "
               f"{extra['idle_10000_added_mib']:.1f} MiB (10,000).")
+    if "webhook_fast_deliveries_per_s" in extra:
+        print(f"\nWebhooks: {extra['webhook_fast_delivered']:,.0f} of "
+              f"{extra['webhook_fast_created']:,} events delivered to nginx "
+              f"{extra['webhook_fast_drain_s']:.1f} s after the creates began: "
+              f"{extra['webhook_fast_deliveries_per_s']:,.0f} deliveries/s; the 1 s receiver got "
+              f"{extra['webhook_slow_delivered']:,.0f} of {extra['webhook_slow_created']:,} "
+              f"during the run (4 at a time).")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"machine": machine, "duration_s": args.duration, "rows": rows,

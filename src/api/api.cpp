@@ -6,10 +6,10 @@
 #include <chrono>
 #include <limits>
 
-#include "api/media_type.hpp"
 #include "api/openapi_document.hpp"
 #include "api/operations.hpp"
 #include "api/responses.hpp"
+#include "api/webhook_calls.hpp"
 #include "auth/bearer_credentials.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
@@ -25,24 +25,58 @@ constexpr std::string_view kChallenge = R"(Bearer realm="plantstore")";
 constexpr int kMaxListLimit = 1000;
 constexpr int kDefaultListLimit = 100;
 
-std::vector<Route> plant_routes(const std::string& base_path) {
+std::vector<Route> api_routes(const std::string& base_path, bool webhooks) {
     using auth::Scope;
-    return {
+    std::vector<Route> routes = {
         {"/plants",
          base_path + "/plants",
-         false,
          {{"GET", Operation::list_plants, Scope::read},
           {"POST", Operation::create_plant, Scope::write}}},
         {"/plants/{id}",
-         base_path + "/plants",
-         true,
+         base_path + "/plants/{id}",
          {{"GET", Operation::read_plant, Scope::read},
           {"DELETE", Operation::delete_plant, Scope::remove}}},
         {"/openapi.json",
          base_path + "/openapi.json",
-         false,
          {{"GET", Operation::openapi_document, std::nullopt}}},
     };
+    if (!webhooks) return routes;
+    const std::string prefix = base_path + "/webhooks";
+    routes.push_back({"/webhooks",
+                      prefix,
+                      {{"GET", Operation::list_webhooks, Scope::webhooks},
+                       {"POST", Operation::create_webhook, Scope::webhooks}}});
+    routes.push_back({"/webhooks/{id}",
+                      prefix + "/{id}",
+                      {{"GET", Operation::read_webhook, Scope::webhooks},
+                       {"PATCH", Operation::update_webhook, Scope::webhooks},
+                       {"DELETE", Operation::delete_webhook, Scope::webhooks}}});
+    routes.push_back({"/webhooks/{id}/rotate-secret",
+                      prefix + "/{id}/rotate-secret",
+                      {{"POST", Operation::rotate_webhook_secret, Scope::webhooks}}});
+    routes.push_back({"/webhooks/{id}/deliveries",
+                      prefix + "/{id}/deliveries",
+                      {{"GET", Operation::list_webhook_deliveries, Scope::webhooks}}});
+    routes.push_back({"/webhooks/{id}/deliveries/{event_id}/retry",
+                      prefix + "/{id}/deliveries/{event_id}/retry",
+                      {{"POST", Operation::retry_webhook_delivery, Scope::webhooks}}});
+    return routes;
+}
+
+bool is_webhook_operation(Operation operation) {
+    switch (operation) {
+        case Operation::create_webhook:
+        case Operation::list_webhooks:
+        case Operation::read_webhook:
+        case Operation::update_webhook:
+        case Operation::delete_webhook:
+        case Operation::rotate_webhook_secret:
+        case Operation::list_webhook_deliveries:
+        case Operation::retry_webhook_delivery:
+            return true;
+        default:
+            return false;
+    }
 }
 
 http::Response challenge(int status, std::string_view message, std::string_view error_code,
@@ -70,13 +104,6 @@ http::Response unavailable_response() {
 
 http::Response not_found_response(domain::PlantId id) {
     return error_response(404, "no plant with id " + std::to_string(id));
-}
-
-http::Response json_response(int status, std::string body) {
-    http::Response response;
-    response.status = status;
-    response.body = std::move(body);
-    return response;
 }
 
 http::Response write_outcome_response(const store::WriteResult& result, domain::PlantId id) {
@@ -246,15 +273,17 @@ class PlantCall final : public http::Continuation, public std::enable_shared_fro
 }  // namespace
 
 Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
-         const OperationsHandler* operations, const auth::JwtAuthenticator* jwt)
+         const OperationsHandler* operations, const auth::JwtAuthenticator* jwt,
+         outbox::SubscriptionService* webhooks)
     : options_(std::move(options)),
       plants_path_(options_.base_path + "/plants"),
       tokens_(tokens),
       jwt_(jwt),
       store_(store),
       operations_(operations),
+      webhooks_(webhooks),
       cors_(options_.cors_origins),
-      routes_(plant_routes(options_.base_path)),
+      routes_(api_routes(options_.base_path, webhooks != nullptr)),
       per_token_(options_.rate_limit, options_.rate_burst),
       per_subject_(options_.rate_limit, options_.rate_burst),
       auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst) {}
@@ -282,8 +311,25 @@ http::Decision Api::admit(const http::RequestHead& head) const {
     }
     Caller caller = std::get<Caller>(std::move(authenticated));
     if (auto refusal = check_scope_and_rate(caller, *endpoint)) {
-        http::Decision decision = answer(head, std::move(*refusal), &route);
-        decision.response.caller = caller->name;
+        return answer_caller(head, std::move(*refusal), route, *caller);
+    }
+
+    if (is_webhook_operation(endpoint->operation)) {
+        WebhookRequest request;
+        request.operation = endpoint->operation;
+        request.id = std::string(match.id);
+        request.event_id = std::string(match.second);
+        std::optional<http::Response> invalid;
+        if (endpoint->operation == Operation::list_webhook_deliveries) {
+            invalid = parse_deliveries_query(target->encoded_query(), request);
+        } else if (endpoint->operation == Operation::create_webhook ||
+                   endpoint->operation == Operation::update_webhook) {
+            invalid = require_json_body(head);
+        }
+        if (invalid) return answer_caller(head, std::move(*invalid), route, *caller);
+        http::Decision decision;
+        decision.next = make_webhook_call(*webhooks_, cors_, options_.base_path + "/webhooks",
+                                          std::move(request), caller, route.label, head.origin);
         return decision;
     }
 
@@ -310,16 +356,10 @@ http::Decision Api::admit(const http::RequestHead& head) const {
         }
         case Operation::create_plant:
         default:
-            if (!head.content_type || !is_json_media_type(*head.content_type)) {
-                invalid = error_response(415, "Content-Type must be application/json");
-            }
+            invalid = require_json_body(head);
             break;
     }
-    if (invalid) {
-        http::Decision decision = answer(head, std::move(*invalid), &route);
-        decision.response.caller = caller->name;
-        return decision;
-    }
+    if (invalid) return answer_caller(head, std::move(*invalid), route, *caller);
     http::Decision decision;
     decision.next = std::move(call);
     return decision;
@@ -330,6 +370,13 @@ http::Decision Api::answer(const http::RequestHead& head, http::Response respons
     if (route != nullptr) response.route = route->label;
     cors_.decorate(response, head.origin);
     return {std::move(response), nullptr};
+}
+
+http::Decision Api::answer_caller(const http::RequestHead& head, http::Response response,
+                                  const Route& route, const auth::Principal& caller) const {
+    http::Decision decision = answer(head, std::move(response), &route);
+    decision.response.caller = caller.name;
+    return decision;
 }
 
 http::Response Api::refuse_method(const http::RequestHead& head, const Route& route,

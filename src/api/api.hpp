@@ -26,6 +26,9 @@ namespace plantstore::auth {
 class JwtAuthenticator;
 class TokenRegistry;
 }  // namespace plantstore::auth
+namespace plantstore::outbox {
+class SubscriptionService;
+}
 
 namespace plantstore::api {
 
@@ -51,9 +54,11 @@ using Caller = std::shared_ptr<const auth::Principal>;
 class Api final : public http::Handler {
   public:
     /// `operations`, when not null, answers its own paths; `jwt`, when not null, accepts JWTs
-    /// beside `ps_` tokens. Both must outlive the Api.
+    /// beside `ps_` tokens; `webhooks`, when not null, serves {base}/webhooks. All must outlive
+    /// the Api.
     Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
-        const OperationsHandler* operations = nullptr, const auth::JwtAuthenticator* jwt = nullptr);
+        const OperationsHandler* operations = nullptr, const auth::JwtAuthenticator* jwt = nullptr,
+        outbox::SubscriptionService* webhooks = nullptr);
 
     /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400,
     /// and 429 after too many failures from one address), the scope (403), the token's rate
@@ -75,6 +80,9 @@ class Api final : public http::Handler {
     /// The answer `response` to `head`, final, with its route label and CORS headers.
     http::Decision answer(const http::RequestHead& head, http::Response response,
                           const Route* route) const;
+    /// answer(), for a request whose caller is known (named in the access log).
+    http::Decision answer_caller(const http::RequestHead& head, http::Response response,
+                                 const Route& route, const auth::Principal& caller) const;
     http::Response refuse_method(const http::RequestHead& head, const Route& route,
                                  std::string_view path) const;
     std::variant<http::Response, Caller> authenticate(const http::RequestHead& head) const;
@@ -91,6 +99,7 @@ class Api final : public http::Handler {
     const auth::JwtAuthenticator* jwt_;
     store::PlantStore& store_;
     const OperationsHandler* operations_;
+    outbox::SubscriptionService* webhooks_;
     CorsPolicy cors_;
     RouteTable routes_;
     mutable auth::RateLimiter per_token_;

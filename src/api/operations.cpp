@@ -11,11 +11,11 @@ namespace {
 
 std::vector<Route> operations_routes(bool with_metrics) {
     std::vector<Route> routes = {
-        {"/healthz", "/healthz", false, {{"GET", Operation::health, std::nullopt}}},
-        {"/readyz", "/readyz", false, {{"GET", Operation::readiness, std::nullopt}}},
+        {"/healthz", "/healthz", {{"GET", Operation::health, std::nullopt}}},
+        {"/readyz", "/readyz", {{"GET", Operation::readiness, std::nullopt}}},
     };
     if (with_metrics) {
-        routes.push_back({"/metrics", "/metrics", false, {{"GET", Operation::metrics, {}}}});
+        routes.push_back({"/metrics", "/metrics", {{"GET", Operation::metrics, {}}}});
     }
     return routes;
 }

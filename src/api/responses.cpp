@@ -3,9 +3,22 @@
 #include <cmath>
 #include <string>
 
+#include "api/media_type.hpp"
 #include "domain/json_encoding.hpp"
 
 namespace plantstore::api {
+
+http::Response json_response(int status, std::string body) {
+    http::Response response;
+    response.status = status;
+    response.body = std::move(body);
+    return response;
+}
+
+std::optional<http::Response> require_json_body(const http::RequestHead& head) {
+    if (head.content_type && is_json_media_type(*head.content_type)) return std::nullopt;
+    return error_response(415, "Content-Type must be application/json");
+}
 
 http::Response error_response(int status, std::string_view message) {
     http::Response response;

@@ -1,11 +1,19 @@
 // API layer (see api.hpp): the Error-shaped responses every handler of this layer gives.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "http/handler.hpp"
 
 namespace plantstore::api {
+
+/// A `status` response with a JSON `body` (empty for 204).
+http::Response json_response(int status, std::string body);
+
+/// 415 unless the request's Content-Type is JSON (operations that take a JSON body).
+std::optional<http::Response> require_json_body(const http::RequestHead& head);
 
 /// An Error-shaped response: `{"error": status, "message": message}`.
 http::Response error_response(int status, std::string_view message);

@@ -22,18 +22,31 @@ std::string Route::allow() const {
 
 RouteTable::RouteTable(std::vector<Route> routes) : routes_(std::move(routes)) {}
 
+namespace {
+
+// Whether `path` fits `pattern`, whose "{name}" parts each stand for one non-empty segment;
+// fills `match` with those segments' text.
+bool fits(std::string_view pattern, std::string_view path, RouteMatch& match) {
+    int captured = 0;
+    for (;;) {
+        const std::size_t brace = pattern.find('{');
+        if (brace == std::string_view::npos) return path == pattern;
+        if (path.substr(0, brace) != pattern.substr(0, brace)) return false;
+        path.remove_prefix(brace);
+        pattern.remove_prefix(pattern.find('}', brace) + 1);
+        const std::string_view segment = path.substr(0, path.find('/'));
+        if (segment.empty() || captured == 2) return false;
+        (captured++ == 0 ? match.id : match.second) = segment;
+        path.remove_prefix(segment.size());
+    }
+}
+
+}  // namespace
+
 RouteMatch RouteTable::match(std::string_view path) const {
     for (const Route& route : routes_) {
-        if (!route.has_id) {
-            if (path == route.path) return {&route, {}};
-            continue;
-        }
-        const std::string_view prefix = route.path;
-        if (path.size() > prefix.size() + 1 && path.starts_with(prefix) &&
-            path[prefix.size()] == '/') {
-            const std::string_view id = path.substr(prefix.size() + 1);
-            if (id.find('/') == std::string_view::npos) return {&route, id};
-        }
+        RouteMatch match{&route, {}, {}};
+        if (fits(route.path, path, match)) return match;
     }
     return {};
 }

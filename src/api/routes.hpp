@@ -17,6 +17,14 @@ enum class Operation {
     read_plant,
     delete_plant,
     openapi_document,
+    create_webhook,
+    list_webhooks,
+    read_webhook,
+    update_webhook,
+    delete_webhook,
+    rotate_webhook_secret,
+    list_webhook_deliveries,
+    retry_webhook_delivery,
     health,
     readiness,
     metrics,
@@ -30,8 +38,8 @@ struct Endpoint {
 
 struct Route {
     std::string_view label;  ///< metrics label, e.g. "/plants/{id}"
-    std::string path;        ///< the whole path; with `has_id`, the part before "/{id}"
-    bool has_id = false;
+    /// The whole path; each "{name}" stands for one non-empty segment, e.g. "/v1/plants/{id}".
+    std::string path;
     std::vector<Endpoint> endpoints;
     /// The endpoint for `method` (HEAD finds GET's), or null.
     const Endpoint* find(std::string_view method) const;
@@ -39,13 +47,14 @@ struct Route {
     std::string allow() const;
 };
 
-/// A matched route, and for a route with an id, the id's text as it appears in the path.
+/// A matched route, and the text of its path's segments in braces as they appear in the path.
 struct RouteMatch {
     const Route* route = nullptr;
-    std::string_view id;
+    std::string_view id;      ///< the first "{...}" segment
+    std::string_view second;  ///< the second, if the path has two
 };
 
-/// Routes matched by exact path, or by prefix and one more segment for `has_id`. Pure.
+/// Routes matched against their path templates, in table order. Pure.
 class RouteTable {
   public:
     explicit RouteTable(std::vector<Route> routes);

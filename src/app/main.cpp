@@ -18,10 +18,12 @@
 #include "app/service_manager.hpp"
 #include "app/token_refresher.hpp"
 #include "app/transfer.hpp"
+#include "app/webhook_setup.hpp"
 #include "auth/jwt.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
+#include "common/time_text.hpp"
 #include "ops/log.hpp"
 #include "ops/observability.hpp"
 #include "store/open.hpp"
@@ -89,6 +91,7 @@ struct ServeConfig {
     long jwt_jwks_refresh_seconds = 300;
     long jwt_jwks_min_refresh_seconds = 10;
     long jwt_jwks_timeout_ms = 5000;
+    app::WebhookConfig webhooks;
 };
 
 struct TokenCreateConfig {
@@ -129,15 +132,6 @@ std::string normalized_base_path(std::string path) {
                                    "must start with '/' and contain no '?', '#', '%' or spaces");
     }
     return path;
-}
-
-std::string format_utc(std::int64_t unix_seconds) {
-    const auto time = static_cast<std::time_t>(unix_seconds);
-    std::tm parts{};
-    gmtime_r(&time, &parts);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-    return text;
 }
 
 transport::ServerLimits server_limits(const ServeConfig& config) {
@@ -223,6 +217,26 @@ std::optional<auth::JwtPolicy> jwt_policy(const ServeConfig& config) {
                            config.jwt_tenant_claim, config.jwt_default_tenant};
 }
 
+// The store's observer during `serve`: metrics and logs, and a wake-up for the webhook
+// dispatcher after each committed batch (new plants may have queued deliveries).
+class WakingObserver final : public store::StoreObserver {
+  public:
+    WakingObserver(store::StoreObserver& next, outbox::Dispatcher* dispatcher)
+        : next_(next), dispatcher_(dispatcher) {}
+    void on_batch(std::size_t writes, std::chrono::nanoseconds duration,
+                  std::string_view failure) override {
+        next_.on_batch(writes, duration, failure);
+        if (dispatcher_ != nullptr && failure.empty()) dispatcher_->wake();
+    }
+    void on_maintenance_failed(std::string_view what) override {
+        next_.on_maintenance_failed(what);
+    }
+
+  private:
+    store::StoreObserver& next_;
+    outbox::Dispatcher* dispatcher_;
+};
+
 int serve(const ServeConfig& config) {
     const auto [host, port] = split_listen_address(config.listen);
     const auto level = ops::parse_log_level(config.log_level);
@@ -256,6 +270,13 @@ int serve(const ServeConfig& config) {
     if (config.database_timeout_ms < 0) {
         throw CLI::ValidationError("--database-timeout-ms", "must be 0 (no limit) or more");
     }
+    try {
+        app::validate_webhook_config(config.webhooks);
+    } catch (const std::invalid_argument& error) {
+        const std::string what = error.what();
+        const auto colon = what.find(": ");
+        throw CLI::ValidationError(what.substr(0, colon), what.substr(colon + 2));
+    }
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
@@ -270,7 +291,13 @@ int serve(const ServeConfig& config) {
     store_config.answer_timeout = std::chrono::milliseconds(config.database_timeout_ms);
     store_config.max_pending_writes = config.max_pending_writes;
     store_config.max_batch_writes = config.max_batch_writes;
-    store_config.observer = &observability;
+    // Webhooks: the subscription service and the dispatcher, on the same store. Every
+    // committed batch wakes the dispatcher (it looks only when some tenant subscribes).
+    app::Webhooks webhooks =
+        app::start_webhooks(config.webhooks, store_config,
+                            std::string("plantstore/") + PLANTSTORE_VERSION, observability);
+    WakingObserver store_observer(observability, webhooks.dispatcher.get());
+    store_config.observer = &store_observer;
     const std::unique_ptr<store::PlantStore> store = store::open_plant_store(store_config);
     observability.watch_store(*store);
     auth::TokenRegistry tokens;
@@ -309,7 +336,7 @@ int serve(const ServeConfig& config) {
                   config.rate_burst,
                   config.auth_failure_limit,
                   config.auth_failure_burst},
-                 tokens, *store, &operations, jwt.get());
+                 tokens, *store, &operations, jwt.get(), webhooks.service.get());
     observability.set_routes(api.route_labels());
 
     transport::ServerOptions options;
@@ -363,6 +390,7 @@ int serve(const ServeConfig& config) {
          {"cors_origins", std::to_string(config.cors_origins.size())},
          {"tls", config.tls_cert.empty() ? "off" : "on"},
          {"jwt_issuer", config.jwt_issuer.empty() ? "off" : config.jwt_issuer},
+         {"webhooks", webhooks.service ? "on" : "off: " + webhooks.off_reason},
          {"metrics_listen", metrics_server ? metrics_server->local_address() : "main listener"}});
     server.start();
     if (metrics_server) metrics_server->start();
@@ -406,6 +434,8 @@ int serve(const ServeConfig& config) {
     server.stop();
     observability.flush();
     store->close();  // everything acknowledged or accepted is committed before exit
+    if (webhooks.service) webhooks.service->close();
+    if (webhooks.dispatcher) webhooks.dispatcher->stop();  // attempts in flight end (bounded)
     const auto totals = observability.store_totals();
     ops::log_event(ops::LogLevel::info, "stopped",
                    {{"batches", std::to_string(totals.batches)},
@@ -461,7 +491,7 @@ int token_list(const store::StoreConfig& where) {
     std::cout << "NAME\tTENANT\tCREATED\tSCOPES\n";
     for (const auto& record : repository->list()) {
         std::cout << record.name << '\t' << record.tenant << '\t'
-                  << format_utc(record.created_at_unix) << '\t'
+                  << common::rfc3339(1000 * record.created_at_unix, false) << '\t'
                   << auth::format_scopes(record.scopes) << '\n';
     }
     return 0;
@@ -704,6 +734,50 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Least time between two JWKS fetches (unknown kids and failures ask for more)");
     option("--jwt-jwks-timeout-ms", config.jwt_jwks_timeout_ms, "PLANTSTORE_JWT_JWKS_TIMEOUT_MS",
            "Time one JWKS fetch may take (its body may be at most 1 MiB)");
+    const auto on_off = [&](const char* flag, bool& value, const char* env, const char* help) {
+        command
+            ->add_option_function<std::string>(
+                flag, [&value](const std::string& text) { value = text == "on"; }, help)
+            ->default_str(value ? "on" : "off")
+            ->check(CLI::IsMember({"on", "off"}))
+            ->envname(env);
+    };
+    auto& webhooks = config.webhooks;
+    on_off("--webhooks", webhooks.enabled, "PLANTSTORE_WEBHOOKS",
+           "Serve {base}/webhooks and deliver webhooks: on or off");
+    option("--webhook-key-file", webhooks.key_file, "PLANTSTORE_WEBHOOK_KEY_FILE",
+           "File with the key (base64 of 32 bytes) that seals webhook signing secrets at rest "
+           "(empty: <data-dir>/webhook.key, created on first start; required on PostgreSQL, "
+           "the same on every instance)");
+    option("--webhook-timeout-ms", webhooks.timeout_ms, "PLANTSTORE_WEBHOOK_TIMEOUT_MS",
+           "Time one delivery attempt may take, every phase included; slower is a failure");
+    command
+        ->add_option("--webhook-retry-schedule", webhooks.retry_schedule,
+                     "Delays before each delivery attempt, the first 0s (units ms, s, m, h, d; "
+                     "each varied by up to 20%)")
+        ->default_str(std::string(webhooks::kDefaultRetrySchedule))
+        ->envname("PLANTSTORE_WEBHOOK_RETRY_SCHEDULE");
+    option("--webhook-concurrency", webhooks.concurrency, "PLANTSTORE_WEBHOOK_CONCURRENCY",
+           "Delivery requests in flight to one subscription from this instance at most");
+    option("--webhook-workers", webhooks.workers, "PLANTSTORE_WEBHOOK_WORKERS",
+           "Delivery requests in flight from this instance at most");
+    option("--webhook-max-subscriptions", webhooks.max_subscriptions,
+           "PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS",
+           "Webhook subscriptions per tenant at most; more get 409");
+    on_off("--webhook-allow-http", webhooks.allow_http, "PLANTSTORE_WEBHOOK_ALLOW_HTTP",
+           "Accept http:// subscription URLs besides https://: on or off");
+    on_off("--webhook-allow-private-addresses", webhooks.allow_private_addresses,
+           "PLANTSTORE_WEBHOOK_ALLOW_PRIVATE_ADDRESSES",
+           "Deliver to loopback, private and link-local addresses too (development and tests "
+           "only): on or off");
+    option("--webhook-ca-file", webhooks.ca_file, "PLANTSTORE_WEBHOOK_CA_FILE",
+           "PEM certificate authorities trusted for deliveries besides the system's");
+    option("--webhook-retention-hours", webhooks.retention_hours,
+           "PLANTSTORE_WEBHOOK_RETENTION_HOURS",
+           "Delivered and failed events are kept this long for the deliveries endpoint");
+    option("--webhook-disable-after-hours", webhooks.disable_after_hours,
+           "PLANTSTORE_WEBHOOK_DISABLE_AFTER_HOURS",
+           "A subscription whose every attempt failed for this long is disabled");
 }
 
 // `--config FILE` (or PLANTSTORE_CONFIG) from the raw arguments: the file must be read before
@@ -775,8 +849,9 @@ int run(int argc, char** argv) {
         ->capture_default_str();
     create_command->add_option(
         "--scope", create_config.scopes,
-        "What it may do (repeatable): plants:read, plants:write, plants:delete; "
-        "default: all three");
+        "What it may do (repeatable): plants:read, plants:write, plants:delete, "
+        "webhooks:manage; "
+        "default: all four");
     add_store_options(create_command, token_store, false);
     auto* list_command =
         token_command->add_subcommand("list", "Show token names and creation times");

@@ -11,6 +11,7 @@
 
 #include "auth/base64url.hpp"
 #include "auth/token.hpp"
+#include "common/time_text.hpp"
 #include "domain/new_plant_decoder.hpp"
 #include "store/plant_archive.hpp"
 #include "store/token_repository.hpp"
@@ -22,23 +23,6 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::size_t kPlantsPerTransaction = 1000;
-
-// RFC 3339 in UTC: 2026-11-24T01:02:03Z, or with milliseconds .456 before the Z.
-std::string rfc3339(std::int64_t unix_ms, bool with_milliseconds) {
-    const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000 - (unix_ms % 1000 < 0));
-    std::tm parts{};
-    gmtime_r(&seconds, &parts);
-    char text[40];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
-    std::string result = text;
-    if (with_milliseconds) {
-        char fraction[8];
-        std::snprintf(fraction, sizeof fraction, ".%03d",
-                      static_cast<int>(((unix_ms % 1000) + 1000) % 1000));
-        result += fraction;
-    }
-    return result + "Z";
-}
 
 // The inverse of rfc3339 (either form); nullopt for anything else.
 std::optional<std::int64_t> parse_rfc3339_ms(std::string_view text) {
@@ -121,7 +105,7 @@ ExportCounts export_store(store::PlantArchive& archive, store::TokenRepository* 
         line["id"] = stored.id;
         line["name"] = stored.plant.name;
         if (stored.plant.tag) line["tag"] = *stored.plant.tag;
-        line["created_at"] = rfc3339(stored.created_at_ms, true);
+        line["created_at"] = common::rfc3339(stored.created_at_ms, true);
         out << json::serialize(line) << '\n';
         ++counts.plants;
     });
@@ -133,7 +117,7 @@ ExportCounts export_store(store::PlantArchive& archive, store::TokenRepository* 
             line["scopes"] = auth::format_scopes(record.scopes);
             line["token_digest"] = auth::base64url_encode(std::string_view(
                 reinterpret_cast<const char*>(record.digest.data()), record.digest.size()));
-            line["created_at"] = rfc3339(record.created_at_unix * 1000, false);
+            line["created_at"] = common::rfc3339(record.created_at_unix * 1000, false);
             out << json::serialize(line) << '\n';
             ++counts.tokens;
         }

@@ -30,7 +30,7 @@ TokenDigest digest_token(std::string_view token) {
 }
 
 namespace {
-constexpr Scope kScopes[] = {Scope::read, Scope::write, Scope::remove};
+constexpr Scope kScopes[] = {Scope::read, Scope::write, Scope::remove, Scope::webhooks};
 }
 
 std::string_view scope_name(Scope scope) {
@@ -41,6 +41,8 @@ std::string_view scope_name(Scope scope) {
             return "plants:write";
         case Scope::remove:
             return "plants:delete";
+        case Scope::webhooks:
+            return "webhooks:manage";
     }
     return {};
 }

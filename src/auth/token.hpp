@@ -17,17 +17,18 @@ bool valid_name(std::string_view name);
 
 /// What a token may do. Stored and shown as space-separated names ("plants:read ...").
 enum class Scope : unsigned {
-    read = 1U << 0,    ///< plants:read: list and read plants
-    write = 1U << 1,   ///< plants:write: create plants
-    remove = 1U << 2,  ///< plants:delete: delete plants
+    read = 1U << 0,      ///< plants:read: list and read plants
+    write = 1U << 1,     ///< plants:write: create plants
+    remove = 1U << 2,    ///< plants:delete: delete plants
+    webhooks = 1U << 3,  ///< webhooks:manage: manage the tenant's webhook subscriptions
 };
 using ScopeSet = unsigned;
-inline constexpr ScopeSet kAllScopes = 0b111;
+inline constexpr ScopeSet kAllScopes = 0b1111;
 
 constexpr bool has_scope(ScopeSet set, Scope scope) {
     return (set & static_cast<unsigned>(scope)) != 0;
 }
-/// "plants:read", "plants:write" or "plants:delete".
+/// "plants:read", "plants:write", "plants:delete" or "webhooks:manage".
 std::string_view scope_name(Scope scope);
 /// Parses space-separated scope names; nullopt when one is unknown. Pure.
 std::optional<ScopeSet> parse_scopes(std::string_view names);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/time_text.hpp"
 #include "ops/log.hpp"
 
 namespace plantstore::ops {
@@ -18,10 +19,14 @@ namespace {
 // Label values. Routes are the handler's route labels (Options::routes), at most kMaxRoutes;
 // anything else counts as the last one, "other".
 constexpr std::size_t kMaxRoutes = 16;
-constexpr std::array<std::string_view, 6> kMethods = {"GET",    "HEAD",    "POST",
+constexpr std::array<std::string_view, 7> kMethods = {"GET",    "HEAD",    "POST", "PATCH",
                                                       "DELETE", "OPTIONS", "other"};
-constexpr std::array<int, 17> kStatuses = {200, 204, 400, 401, 403, 404, 405, 408, 409,
-                                           413, 415, 429, 431, 500, 503, 100, 0};  // 0: other
+constexpr std::array<int, 19> kStatuses = {200, 201, 202, 204, 400, 401, 403, 404, 405, 408,
+                                           409, 413, 415, 429, 431, 500, 503, 100, 0};  // 0: other
+// Upper bounds of the webhook attempt-duration histogram, in seconds.
+constexpr std::array<double, 9> kAttemptSecondsBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,
+                                                          0.25,  1.0,  5.0,   15.0};
+constexpr std::array<std::string_view, 3> kAttemptOutcomes = {"delivered", "retry", "failed"};
 // Upper bounds of the store's commit-duration histogram, in seconds, and of its batch-size
 // histogram, in writes per transaction (+Inf is implied for both).
 constexpr std::array<double, 10> kCommitSecondsBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
@@ -93,6 +98,14 @@ std::string format_double(double value) {
     return text;
 }
 
+// The current values of a histogram's bucket counters.
+template <std::size_t N>
+std::array<std::uint64_t, N> snapshot(const std::array<std::atomic<std::uint64_t>, N>& counters) {
+    std::array<std::uint64_t, N> values{};
+    for (std::size_t b = 0; b < N; ++b) values[b] = counters[b].load();
+    return values;
+}
+
 // One histogram's lines: cumulative buckets, sum and count.
 template <std::size_t N>
 void render_histogram(std::string& out, std::string_view name, std::string_view labels,
@@ -138,10 +151,22 @@ struct Observability::StoreCounters {
     std::array<std::atomic<std::uint64_t>, kBatchSizeBuckets.size() + 1> batch_sizes{};
 };
 
+// Written by the webhook dispatcher's threads, read by scrapes.
+struct Observability::WebhookCounters {
+    std::array<std::atomic<std::uint64_t>, kAttemptOutcomes.size()> attempts{};
+    std::atomic<std::uint64_t> attempt_milliseconds{0};
+    std::array<std::atomic<std::uint64_t>, kAttemptSecondsBuckets.size() + 1> attempt_seconds{};
+    std::atomic<std::int64_t> pending{0};
+    std::atomic<std::int64_t> oldest_pending_created_at{0};  // 0: none pending
+    std::atomic<std::int64_t> disabled_subscriptions{0};
+    std::atomic<bool> reported{false};
+};
+
 Observability::Observability(Options options)
     : options_(std::move(options)),
       store_(nullptr),
       store_counters_(std::make_unique<StoreCounters>()),
+      webhook_counters_(std::make_unique<WebhookCounters>()),
       started_(std::chrono::system_clock::now()) {
     set_routes(std::move(options_.routes));
     for (unsigned i = 0; i < std::max(1U, options_.workers); ++i) {
@@ -264,6 +289,40 @@ void Observability::on_maintenance_failed(std::string_view what) {
     log_event(LogLevel::warn, "store_maintenance_failed", {{"reason", std::string(what)}});
 }
 
+void Observability::on_attempt(std::string_view subscription_id, std::string_view event_id,
+                               std::string_view outcome, std::chrono::milliseconds duration,
+                               std::string_view problem) {
+    constexpr auto relaxed = std::memory_order_relaxed;
+    WebhookCounters& counters = *webhook_counters_;
+    const std::size_t index =
+        std::min(index_of(kAttemptOutcomes, outcome), kAttemptOutcomes.size() - 1);
+    counters.attempts[index].fetch_add(1, relaxed);
+    counters.attempt_milliseconds.fetch_add(static_cast<std::uint64_t>(duration.count()), relaxed);
+    const double seconds = std::chrono::duration<double>(duration).count();
+    counters.attempt_seconds[bucket_of(kAttemptSecondsBuckets, seconds)].fetch_add(1, relaxed);
+    if (outcome != "delivered") {
+        // Never the secret or the body: which delivery, and what the receiver (or the network)
+        // did.
+        log_event(LogLevel::warn, "webhook_attempt_failed",
+                  {{"subscription", std::string(subscription_id)},
+                   {"event_id", std::string(event_id)},
+                   {"outcome", std::string(outcome)},
+                   {"problem", std::string(problem)}});
+    }
+}
+
+void Observability::on_outbox(const store::OutboxStats& stats) {
+    WebhookCounters& counters = *webhook_counters_;
+    counters.pending.store(stats.pending);
+    counters.oldest_pending_created_at.store(stats.oldest_pending_created_at.value_or(0));
+    counters.disabled_subscriptions.store(stats.disabled_subscriptions);
+    counters.reported.store(true);
+}
+
+void Observability::on_outbox_failed(std::string_view what) {
+    log_event(LogLevel::error, "webhook_outbox_failed", {{"reason", std::string(what)}});
+}
+
 Observability::StoreTotals Observability::store_totals() const {
     const StoreCounters& counters = *store_counters_;
     return {counters.batches.load(), counters.writes.load(), counters.failed_batches.load(),
@@ -339,24 +398,21 @@ std::string Observability::render_metrics() const {
         "# TYPE plantstore_store_failed_batches_total counter\n";
     out += "plantstore_store_failed_batches_total " + std::to_string(store.failed_batches.load()) +
            "\n";
-    std::array<std::uint64_t, kCommitSecondsBuckets.size() + 1> commit_counts{};
-    for (std::size_t b = 0; b < commit_counts.size(); ++b) {
-        commit_counts[b] = store.commit_seconds[b].load();
-    }
+    const auto commit_counts = snapshot(store.commit_seconds);
     out +=
         "# HELP plantstore_store_commit_duration_seconds Time of one transaction, fsync "
         "included.\n# TYPE plantstore_store_commit_duration_seconds histogram\n";
     render_histogram(out, "plantstore_store_commit_duration_seconds", "", kCommitSecondsBuckets,
                      commit_counts.data(),
                      static_cast<double>(store.commit_nanoseconds.load()) / 1e9);
-    std::array<std::uint64_t, kBatchSizeBuckets.size() + 1> size_counts{};
-    for (std::size_t b = 0; b < size_counts.size(); ++b)
-        size_counts[b] = store.batch_sizes[b].load();
+    const auto size_counts = snapshot(store.batch_sizes);
     out +=
         "# HELP plantstore_store_batch_size Writes per transaction (group commit).\n"
         "# TYPE plantstore_store_batch_size histogram\n";
     render_histogram(out, "plantstore_store_batch_size", "", kBatchSizeBuckets, size_counts.data(),
                      static_cast<double>(store.writes.load()));
+
+    render_webhook_metrics(out);
 
     rusage usage{};
     ::getrusage(RUSAGE_SELF, &usage);
@@ -392,6 +448,45 @@ std::string Observability::render_metrics() const {
         "# TYPE process_start_time_seconds gauge\n";
     out += "process_start_time_seconds " + format_double(start_seconds) + "\n";
     return out;
+}
+
+void Observability::render_webhook_metrics(std::string& out) const {
+    const WebhookCounters& counters = *webhook_counters_;
+    if (!counters.reported.load()) return;  // no dispatcher: webhooks are off
+    out +=
+        "# HELP plantstore_webhook_attempts_total Webhook delivery attempts, by outcome "
+        "(delivered; retry: failed, another attempt follows; failed: no attempt left).\n"
+        "# TYPE plantstore_webhook_attempts_total counter\n";
+    for (std::size_t i = 0; i < kAttemptOutcomes.size(); ++i) {
+        const std::uint64_t count = counters.attempts[i].load();
+        out += concat("plantstore_webhook_attempts_total{outcome=\"", kAttemptOutcomes[i], "\"} ",
+                      std::to_string(count), "\n");
+    }
+    const auto attempt_counts = snapshot(counters.attempt_seconds);
+    out +=
+        "# HELP plantstore_webhook_attempt_duration_seconds Time of one delivery attempt.\n"
+        "# TYPE plantstore_webhook_attempt_duration_seconds histogram\n";
+    render_histogram(out, "plantstore_webhook_attempt_duration_seconds", "", kAttemptSecondsBuckets,
+                     attempt_counts.data(),
+                     static_cast<double>(counters.attempt_milliseconds.load()) / 1e3);
+    out +=
+        "# HELP plantstore_webhook_outbox_depth Deliveries waiting to be made (all "
+        "instances).\n# TYPE plantstore_webhook_outbox_depth gauge\n";
+    out += "plantstore_webhook_outbox_depth " + std::to_string(counters.pending.load()) + "\n";
+    const std::int64_t oldest = counters.oldest_pending_created_at.load();
+    const std::int64_t now_ms = common::unix_ms_now();
+    out +=
+        "# HELP plantstore_webhook_outbox_oldest_age_seconds Age of the oldest waiting "
+        "delivery (0 when none waits).\n"
+        "# TYPE plantstore_webhook_outbox_oldest_age_seconds gauge\n";
+    out += "plantstore_webhook_outbox_oldest_age_seconds " +
+           format_double(oldest == 0 ? 0.0 : static_cast<double>(now_ms - oldest) / 1e3) + "\n";
+    out +=
+        "# HELP plantstore_webhook_subscriptions_disabled Subscriptions disabled (410 Gone, "
+        "failing too long, or by their tenant).\n"
+        "# TYPE plantstore_webhook_subscriptions_disabled gauge\n";
+    out += "plantstore_webhook_subscriptions_disabled " +
+           std::to_string(counters.disabled_subscriptions.load()) + "\n";
 }
 
 }  // namespace plantstore::ops

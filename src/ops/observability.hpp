@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "outbox/dispatcher.hpp"
 #include "store/plant_store.hpp"
 #include "transport/http_server.hpp"
 
@@ -22,7 +23,9 @@ namespace plantstore::ops {
 ///
 /// Metrics are written by hand in the Prometheus text format (version 0.0.4): Debian packages no
 /// Prometheus client library for C++.
-class Observability final : public transport::ExchangeObserver, public store::StoreObserver {
+class Observability final : public transport::ExchangeObserver,
+                            public store::StoreObserver,
+                            public outbox::DeliveryObserver {
   public:
     struct Options {
         unsigned workers = 1;
@@ -58,6 +61,12 @@ class Observability final : public transport::ExchangeObserver, public store::St
                   std::string_view failure) override;
     void on_maintenance_failed(std::string_view what) override;
 
+    void on_attempt(std::string_view subscription_id, std::string_view event_id,
+                    std::string_view outcome, std::chrono::milliseconds duration,
+                    std::string_view problem) override;
+    void on_outbox(const store::OutboxStats& stats) override;
+    void on_outbox_failed(std::string_view what) override;
+
     /// The route labels exchanges can carry (at most 16, "other" last). Before serving.
     /// @throws std::invalid_argument for an empty or too long list
     void set_routes(std::vector<std::string_view> routes);
@@ -74,10 +83,14 @@ class Observability final : public transport::ExchangeObserver, public store::St
   private:
     struct Shard;
     struct StoreCounters;
+    struct WebhookCounters;
+
+    void render_webhook_metrics(std::string& out) const;
 
     Options options_;
     const store::PlantStore* store_;
     std::unique_ptr<StoreCounters> store_counters_;
+    std::unique_ptr<WebhookCounters> webhook_counters_;
     std::vector<std::unique_ptr<Shard>> shards_;
     std::atomic<std::int64_t> open_connections_{0};
     std::atomic<std::int64_t> in_flight_{0};

@@ -288,4 +288,14 @@ PostResult post(const std::string& url,
     return result;
 }
 
+std::string check_destination(const std::string& url, const PostOptions& options) {
+    try {
+        const Target target = parse_target(url, options.allow_http);
+        allowed(target, resolve(target, Clock::now() + options.timeout), options.address_allowed);
+        return {};
+    } catch (const std::exception& error) {
+        return error.what();
+    }
+}
+
 }  // namespace plantstore::outbound

@@ -66,4 +66,9 @@ PostResult post(const std::string& url,
                 const std::vector<std::pair<std::string, std::string>>& headers,
                 const std::string& body, const PostOptions& options);
 
+/// Why `url` cannot be posted to under `options` (its scheme, a name that does not resolve
+/// within the time-out, or resolves only to addresses `address_allowed` refuses); empty when it
+/// can, today. Blocks for at most `options.timeout`; never throws.
+std::string check_destination(const std::string& url, const PostOptions& options);
+
 }  // namespace plantstore::outbound

@@ -3,6 +3,7 @@
 #include "store/postgres/pg_plant_archive.hpp"
 #include "store/postgres/pg_plant_store.hpp"
 #include "store/postgres/pg_token_repository.hpp"
+#include "store/postgres/pg_webhook_repository.hpp"
 #include "store/postgres/pq.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/sqlite/maintenance.hpp"
@@ -10,6 +11,7 @@
 #include "store/sqlite/sqlite_plant_archive.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
 #include "store/sqlite/sqlite_token_repository.hpp"
+#include "store/sqlite/sqlite_webhook_repository.hpp"
 
 namespace plantstore::store {
 
@@ -59,6 +61,13 @@ std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config
         return std::make_unique<postgres::PgTokenRepository>(config.database_url);
     }
     return std::make_unique<sqlite::SqliteTokenRepository>(config.data_dir);
+}
+
+std::unique_ptr<WebhookRepository> open_webhook_repository(const StoreConfig& config) {
+    if (on_postgres(config)) {
+        return std::make_unique<postgres::PgWebhookRepository>(config.database_url);
+    }
+    return std::make_unique<sqlite::SqliteWebhookRepository>(config.data_dir);
 }
 
 bool store_exists(const StoreConfig& config) {

@@ -11,6 +11,7 @@
 #include "store/plant_archive.hpp"
 #include "store/plant_store.hpp"
 #include "store/token_repository.hpp"
+#include "store/webhook_repository.hpp"
 
 namespace plantstore::store {
 
@@ -48,6 +49,10 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config);
 /// Opens the token records of the store `config` names (applying migrations first).
 /// @throws std::exception naming what could not be opened and why
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config);
+
+/// Opens the webhook subscriptions and outbox of the store `config` names (applying migrations
+/// first). @throws std::exception naming what could not be opened and why
+std::unique_ptr<WebhookRepository> open_webhook_repository(const StoreConfig& config);
 
 /// Whether the store `config` names exists (has been created by serve, token or import).
 bool store_exists(const StoreConfig& config);

@@ -138,4 +138,9 @@ std::optional<std::string> url_problem(std::string_view url, const DestinationPo
     return std::nullopt;
 }
 
+bool is_public_address_text(std::string_view address) {
+    const auto parsed = parse_ip_address(address);
+    return parsed && is_public_address(*parsed);
+}
+
 }  // namespace plantstore::webhooks

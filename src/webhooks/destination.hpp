@@ -44,4 +44,8 @@ std::optional<IpAddress> parse_ip_address(std::string_view text);
 /// follows Svix's webhook client and IANA's special-purpose registries.
 bool is_public_address(const IpAddress& address);
 
+/// is_public_address for an address in text form ("127.0.0.1", "::1"); false when it is not an
+/// address. The check a delivery's connection and a subscription's URL both pass.
+bool is_public_address_text(std::string_view address);
+
 }  // namespace plantstore::webhooks

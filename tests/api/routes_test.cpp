@@ -10,10 +10,12 @@ RouteTable table() {
     return RouteTable({
         {"/plants",
          "/v1/plants",
-         false,
          {{"GET", Operation::list_plants, auth::Scope::read},
           {"POST", Operation::create_plant, auth::Scope::write}}},
-        {"/plants/{id}", "/v1/plants", true, {{"DELETE", Operation::delete_plant, {}}}},
+        {"/plants/{id}", "/v1/plants/{id}", {{"DELETE", Operation::delete_plant, {}}}},
+        {"/webhooks/{id}/deliveries/{event_id}/retry",
+         "/v1/webhooks/{id}/deliveries/{event_id}/retry",
+         {{"POST", Operation::retry_webhook_delivery, auth::Scope::webhooks}}},
     });
 }
 
@@ -28,7 +30,21 @@ TEST(RouteTable, MatchesExactPathsAndOneIdSegment) {
     EXPECT_EQ(routes.match("/v1/plants/1/2").route, nullptr);
     EXPECT_EQ(routes.match("/v1/plantsx").route, nullptr);
     EXPECT_EQ(routes.match("/plants").route, nullptr);
-    EXPECT_EQ(routes.labels(), (std::vector<std::string_view>{"/plants", "/plants/{id}"}));
+    EXPECT_EQ(routes.labels(),
+              (std::vector<std::string_view>{"/plants", "/plants/{id}",
+                                             "/webhooks/{id}/deliveries/{event_id}/retry"}));
+}
+
+TEST(RouteTable, MatchesTemplatesWithTwoSegments) {
+    const RouteTable routes = table();
+    const RouteMatch retry = routes.match("/v1/webhooks/wh_1/deliveries/msg_2/retry");
+    ASSERT_NE(retry.route, nullptr);
+    EXPECT_EQ(retry.id, "wh_1");
+    EXPECT_EQ(retry.second, "msg_2");
+    EXPECT_EQ(routes.match("/v1/webhooks/wh_1/deliveries//retry").route, nullptr);
+    EXPECT_EQ(routes.match("/v1/webhooks/wh_1/deliveries/msg_2/retry/").route, nullptr);
+    EXPECT_EQ(routes.match("/v1/webhooks/wh_1/deliveries/msg_2").route, nullptr);
+    EXPECT_EQ(routes.match("/v1/webhooks/a/b/deliveries/msg_2/retry").route, nullptr);
 }
 
 TEST(RouteTable, HeadFindsGetAndAllowListsIt) {

@@ -42,7 +42,7 @@ TEST(Scopes, ParseAndFormatRoundTrip) {
               static_cast<ScopeSet>(Scope::read) | static_cast<ScopeSet>(Scope::remove));
     EXPECT_EQ(parse_scopes(""), 0U);
     EXPECT_EQ(parse_scopes("plants:read plants:admin"), std::nullopt);
-    EXPECT_EQ(format_scopes(kAllScopes), "plants:read plants:write plants:delete");
+    EXPECT_EQ(format_scopes(kAllScopes), "plants:read plants:write plants:delete webhooks:manage");
     EXPECT_EQ(format_scopes(static_cast<ScopeSet>(Scope::write)), "plants:write");
     EXPECT_EQ(parse_scopes(format_scopes(kAllScopes)), kAllScopes);
 }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
@@ -107,15 +108,21 @@ HttpsTestServer::HttpsTestServer(const std::filesystem::path& cert,
         throw std::runtime_error("cannot load the test server's certificate");
     }
     context_ = context;
+    listen();
+}
+
+HttpsTestServer::HttpsTestServer() { listen(); }
+
+void HttpsTestServer::listen() {
     listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length = sizeof address;
     if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(listener_, 16) != 0 ||
+        ::listen(listener_, 64) != 0 ||
         ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-        throw std::runtime_error("the test HTTPS server cannot listen");
+        throw std::runtime_error("the test HTTP server cannot listen");
     }
     port_ = ntohs(address.sin_port);
     thread_ = std::thread([this] { serve(); });
@@ -125,11 +132,12 @@ HttpsTestServer::~HttpsTestServer() {
     stopping_ = true;
     thread_.join();
     ::close(listener_);
-    SSL_CTX_free(static_cast<SSL_CTX*>(context_));
+    if (context_ != nullptr) SSL_CTX_free(static_cast<SSL_CTX*>(context_));
 }
 
 std::string HttpsTestServer::url(const std::string& path) const {
-    return "https://127.0.0.1:" + std::to_string(port_) + path;
+    return std::string(context_ != nullptr ? "https" : "http") +
+           "://127.0.0.1:" + std::to_string(port_) + path;
 }
 
 void HttpsTestServer::respond(int status, std::string body, std::vector<std::string> headers) {
@@ -139,9 +147,19 @@ void HttpsTestServer::respond(int status, std::string body, std::vector<std::str
     headers_ = std::move(headers);
 }
 
+void HttpsTestServer::script(std::vector<TestReply> replies) {
+    std::lock_guard lock(mutex_);
+    script_ = std::move(replies);
+}
+
 std::string HttpsTestServer::last_request() {
     std::lock_guard lock(mutex_);
-    return last_request_;
+    return requests_received_.empty() ? std::string() : requests_received_.back();
+}
+
+std::vector<std::string> HttpsTestServer::all_requests() {
+    std::lock_guard lock(mutex_);
+    return requests_received_;
 }
 
 void HttpsTestServer::serve() {
@@ -153,13 +171,20 @@ void HttpsTestServer::serve() {
         timeval timeout{2, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-        SSL* ssl = SSL_new(static_cast<SSL_CTX*>(context_));
-        SSL_set_fd(ssl, fd);
-        if (SSL_accept(ssl) == 1) {
+        SSL* ssl = nullptr;
+        if (context_ != nullptr) {
+            ssl = SSL_new(static_cast<SSL_CTX*>(context_));
+            SSL_set_fd(ssl, fd);
+        }
+        const auto read_some = [&](char* buffer, int size) {
+            return ssl != nullptr ? SSL_read(ssl, buffer, size)
+                                  : static_cast<int>(::recv(fd, buffer, size, 0));
+        };
+        if (ssl == nullptr || SSL_accept(ssl) == 1) {
             std::string request;
             char buffer[4096];
             while (request.find("\r\n\r\n") == std::string::npos && request.size() < 65536) {
-                const int got = SSL_read(ssl, buffer, sizeof buffer);
+                const int got = read_some(buffer, sizeof buffer);
                 if (got <= 0) break;
                 request.append(buffer, static_cast<std::size_t>(got));
             }
@@ -172,26 +197,40 @@ void HttpsTestServer::serve() {
                     length = std::stoul(request.substr(field + 16));
                 }
                 while (request.size() < head_end + 4 + std::min<std::size_t>(length, 65536)) {
-                    const int got = SSL_read(ssl, buffer, sizeof buffer);
+                    const int got = read_some(buffer, sizeof buffer);
                     if (got <= 0) break;
                     request.append(buffer, static_cast<std::size_t>(got));
                 }
                 std::string response;
+                int delay_ms = 0;
                 {
                     std::lock_guard lock(mutex_);
-                    last_request_ = request;
-                    response = "HTTP/1.1 " + std::to_string(status_) +
+                    requests_received_.push_back(request);
+                    TestReply reply{status_, headers_, 0};
+                    if (!script_.empty()) {
+                        reply = script_.front();
+                        script_.erase(script_.begin());
+                    }
+                    delay_ms = reply.delay_ms;
+                    response = "HTTP/1.1 " + std::to_string(reply.status) +
                                " Test\r\nContent-Type: application/json\r\nContent-Length: " +
                                std::to_string(body_.size()) + "\r\nConnection: close\r\n";
-                    for (const std::string& header : headers_) response += header + "\r\n";
+                    for (const std::string& header : reply.headers) response += header + "\r\n";
                     response += "\r\n" + body_;
                 }
-                SSL_write(ssl, response.data(), static_cast<int>(response.size()));
+                for (int waited = 0; waited < delay_ms && !stopping_; waited += 10) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                }
+                if (ssl != nullptr) {
+                    SSL_write(ssl, response.data(), static_cast<int>(response.size()));
+                } else {
+                    ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+                }
                 ++requests_;
             }
-            SSL_shutdown(ssl);
+            if (ssl != nullptr) SSL_shutdown(ssl);
         }
-        SSL_free(ssl);
+        if (ssl != nullptr) SSL_free(ssl);
         ::close(fd);
     }
 }

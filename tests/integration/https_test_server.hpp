@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -17,10 +18,21 @@ namespace plantstore::testing_support {
 void write_test_pki(const std::filesystem::path& ca_cert, const std::filesystem::path& server_cert,
                     const std::filesystem::path& server_key);
 
+/// One scripted answer: its status, extra header lines, and how long to wait before sending it.
+struct TestReply {
+    int status = 200;
+    std::vector<std::string> headers;
+    int delay_ms = 0;
+};
+
+/// Serves one connection at a time, reads each request whole, and answers it: with the next
+/// scripted reply if any is left, otherwise as respond() says. Remembers every request.
 class HttpsTestServer {
   public:
     /// Listens on 127.0.0.1 (a free port) with this certificate and key.
     HttpsTestServer(const std::filesystem::path& cert, const std::filesystem::path& key);
+    /// Listens on 127.0.0.1 (a free port), plain HTTP.
+    HttpsTestServer();
     ~HttpsTestServer();
     HttpsTestServer(const HttpsTestServer&) = delete;
     HttpsTestServer& operator=(const HttpsTestServer&) = delete;
@@ -34,18 +46,24 @@ class HttpsTestServer {
     int requests() const { return requests_; }
     /// The last request received, head and body (read up to its Content-Length).
     std::string last_request();
+    /// Every request received so far, in order.
+    std::vector<std::string> all_requests();
+    /// Answers the next requests with `replies`, in order, before falling back to respond().
+    void script(std::vector<TestReply> replies);
 
   private:
+    void listen();
     void serve();
 
     int listener_ = -1;
     unsigned short port_ = 0;
     void* context_ = nullptr;  // SSL_CTX*
     std::mutex mutex_;
-    int status_ = 200;                  // guarded by mutex_
-    std::string body_;                  // guarded by mutex_
-    std::vector<std::string> headers_;  // guarded by mutex_
-    std::string last_request_;          // guarded by mutex_
+    int status_ = 200;                            // guarded by mutex_
+    std::string body_;                            // guarded by mutex_
+    std::vector<std::string> headers_;            // guarded by mutex_
+    std::vector<std::string> requests_received_;  // guarded by mutex_
+    std::vector<TestReply> script_;               // guarded by mutex_, next first
     std::atomic<int> requests_{0};
     std::atomic<bool> stopping_{false};
     std::thread thread_;

@@ -3,6 +3,7 @@
 // operation is observed here, except 500 (a bug). Store failures come from the fault-injecting
 // SQLite VFS (tests/faults).
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <fstream>
 #include <set>
@@ -32,7 +33,9 @@ class OpenApiContract : public ServerTest {
                 const std::string& path_template, const std::string& target,
                 const std::string& body = "") {
         std::vector<std::string> headers = {"Authorization: Bearer " + with_token};
-        if (method == "POST") headers.emplace_back("Content-Type: application/json");
+        if (method == "POST" || method == "PATCH") {
+            headers.emplace_back("Content-Type: application/json");
+        }
         return call(method, path_template, target, headers, body);
     }
     // A request whose head never completes: the server's request time-out answers it.
@@ -54,6 +57,32 @@ struct Operation {
     std::string body;
 };
 
+// Runs `sql` on the SQLite store in `data_dir` while the server has it open.
+void run_sqlite(const std::filesystem::path& data_dir, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((data_dir / "plantstore.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+}
+
+// The webhook operations, on the subscription `id` and the event `event`.
+std::vector<Operation> webhook_operations(const std::string& id, const std::string& event) {
+    const std::string one = "/webhooks/" + id;
+    return {
+        {"GET", "/webhooks", "/webhooks", ""},
+        {"POST", "/webhooks", "/webhooks", R"({"url":"http://127.0.0.1:9/hook"})"},
+        {"GET", "/webhooks/{id}", one, ""},
+        {"PATCH", "/webhooks/{id}", one, R"({"enabled":true})"},
+        {"POST", "/webhooks/{id}/rotate-secret", one + "/rotate-secret", ""},
+        {"GET", "/webhooks/{id}/deliveries", one + "/deliveries", ""},
+        {"POST", "/webhooks/{id}/deliveries/{event_id}/retry",
+         one + "/deliveries/" + event + "/retry", ""},
+        {"DELETE", "/webhooks/{id}", one, ""},
+    };
+}
+
 TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     const std::string reader = create_token(data_dir(), "reader", "default", {"plants:read"});
     const std::string writer = create_token(data_dir(), "writer", "default", {"plants:write"});
@@ -64,7 +93,26 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         {"DELETE", "/plants/{id}", "/plants/1", ""},
     };
 
-    start({"--request-timeout-ms", "300", "--cors-origin", "https://docs.example"});
+    // Webhooks: a key for their secrets (required on PostgreSQL), one subscription per tenant,
+    // and a receiver that refuses connections (port 9 on 127.0.0.1), so events fail at once.
+    const auto key_file = dir.path() / "webhook.key";
+    std::ofstream(key_file) << "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=\n";
+    const std::vector<std::string> webhook_args = {"--webhook-key-file",
+                                                   key_file.string(),
+                                                   "--webhook-allow-http",
+                                                   "on",
+                                                   "--webhook-allow-private-addresses",
+                                                   "on",
+                                                   "--webhook-max-subscriptions",
+                                                   "1",
+                                                   "--webhook-retry-schedule",
+                                                   "0s"};
+    const auto with_webhooks = [&](std::vector<std::string> args) {
+        args.insert(args.end(), webhook_args.begin(), webhook_args.end());
+        return args;
+    };
+
+    start(with_webhooks({"--request-timeout-ms", "300", "--cors-origin", "https://docs.example"}));
     for (const auto& op : plant_operations) {
         call_as(token, op.method, op.path_template, op.target, op.body);  // 200 / 204
         if (op.method == "DELETE")
@@ -93,6 +141,66 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
              {"Origin: https://docs.example", "Access-Control-Request-Method: GET"});  // 204
         call("OPTIONS", path_template, target, {});                                    // 405
     }
+    // Webhook management: every status of every operation.
+    std::string id;
+    {
+        HttpConnection connection(port());
+        const auto created = connection.request(
+            "POST", "/webhooks", R"({"url":"http://127.0.0.1:9/hook"})",
+            {"Authorization: Bearer " + token, "Content-Type: application/json"});
+        ASSERT_TRUE(created && created->status == 201);
+        observed.emplace("/webhooks", "POST", 201);
+        id = std::string(boost::json::parse(created->body).at("id").as_string());
+    }
+    ASSERT_EQ(call_as(token, "POST", "/plants", "/plants", R"({"id":77,"name":"w"})"), 200);
+    std::string event;  // the plant's event, failed at its only attempt (nothing listens)
+    for (int poll = 0; poll < 200 && event.empty(); ++poll) {
+        HttpConnection connection(port());
+        const auto listed = connection.request("GET", "/webhooks/" + id + "/deliveries", "",
+                                               {"Authorization: Bearer " + token});
+        const auto attempts = boost::json::parse(listed->body);
+        if (!attempts.as_array().empty() &&
+            attempts.as_array()[0].at("state").as_string() == "failed") {
+            event = std::string(attempts.as_array()[0].at("event_id").as_string());
+        }
+        if (event.empty()) std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_FALSE(event.empty());
+    const auto webhook_ops = webhook_operations(id, event);
+    for (const auto& op : webhook_ops) {
+        if (op.method != "DELETE" && !(op.method == "POST" && op.path_template == "/webhooks")) {
+            call_as(token, op.method, op.path_template, op.target, op.body);  // 200 / 202
+        }
+        call(op.method, op.path_template, op.target, {});                  // 401
+        call_as(reader, op.method, op.path_template, op.target, op.body);  // 403
+        call(op.method, op.path_template, op.target,
+             {"Authorization: Bearer " + token, "Authorization: Bearer " + token});  // 400
+        call(op.method, op.path_template, op.target,
+             {"Authorization: Bearer " + token, "X-Pad: " + std::string(20 * 1024, 'p')});  // 431
+        call_slowly(op.method, op.path_template, op.target);                                // 408
+        if (op.path_template != "/webhooks") {
+            const std::string missing =
+                op.target.substr(0, 10) + "wh_missing" + op.target.substr(10 + id.size());
+            call_as(token, op.method, op.path_template, missing, op.body);  // 404
+        }
+    }
+    call_as(token, "POST", "/webhooks", "/webhooks", R"({"url":"http://127.0.0.1:9/b"})");  // 409
+    call_as(token, "POST", "/webhooks", "/webhooks", "{");                                  // 400
+    call_as(token, "PATCH", "/webhooks/{id}", "/webhooks/" + id, R"({"enabled":1})");       // 400
+    call_as(token, "GET", "/webhooks/{id}/deliveries", "/webhooks/" + id + "/deliveries?limit=0");
+    for (const auto& path_template : {"/webhooks", "/webhooks/{id}"}) {
+        const std::string target =
+            path_template == std::string("/webhooks") ? "/webhooks" : "/webhooks/" + id;
+        const std::string method = path_template == std::string("/webhooks") ? "POST" : "PATCH";
+        call_as(token, method, path_template, target,
+                R"({"url":")" + std::string(70 * 1024, 'x') + "\"}");  // 413
+        call(method, path_template, target,
+             {"Authorization: Bearer " + token, "Content-Type: text/plain"}, "x");  // 415
+    }
+    call_as(token, "PATCH", "/webhooks/{id}", "/webhooks/" + id, R"({"enabled":false})");
+    call_as(token, "POST", "/webhooks/{id}/deliveries/{event_id}/retry",
+            "/webhooks/" + id + "/deliveries/" + event + "/retry");  // 409: disabled
+    call_as(token, "DELETE", "/webhooks/{id}", "/webhooks/" + id);   // 204
     for (const char* path : {"/openapi.json", "/healthz", "/readyz", "/metrics"}) {
         call("GET", path, path, {});  // 200
     }
@@ -100,9 +208,12 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     call("GET", "/nowhere", "/nowhere", {});  // 404 for a path it does not have
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
-    start({"--rate-limit", "0.01", "--rate-burst", "1", "--metrics", "off"});
+    start(with_webhooks({"--rate-limit", "0.01", "--rate-burst", "1", "--metrics", "off"}));
     call_as(token, "POST", "/plants", "/plants", R"({"id":3,"name":"a"})");  // spends the burst
     for (const auto& op : plant_operations) {
+        call_as(token, op.method, op.path_template, op.target, op.body);  // 429
+    }
+    for (const auto& op : webhook_ops) {
         call_as(token, op.method, op.path_template, op.target, op.body);  // 429
     }
     call("GET", "/metrics", "/metrics", {});  // 404: turned off
@@ -149,6 +260,29 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         std::filesystem::remove(fault_dir / "fail-write");
         ASSERT_EQ(server->stop(SIGTERM), 0);
     }
+
+    // A failing webhook store: its tables renamed away, every webhook statement fails (503).
+    start(with_webhooks({}));
+    const char* rename_away =
+        "ALTER TABLE webhook_subscriptions RENAME TO webhook_subscriptions_elsewhere;"
+        "ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_elsewhere";
+    const char* rename_back =
+        "ALTER TABLE webhook_subscriptions_elsewhere RENAME TO webhook_subscriptions;"
+        "ALTER TABLE webhook_deliveries_elsewhere RENAME TO webhook_deliveries";
+    if (testing_on_postgres()) {
+        database->query(rename_away);
+    } else {
+        run_sqlite(data_dir(), rename_away);
+    }
+    for (const auto& op : webhook_ops) {
+        call_as(token, op.method, op.path_template, op.target, op.body);  // 503
+    }
+    if (testing_on_postgres()) {
+        database->query(rename_back);
+    } else {
+        run_sqlite(data_dir(), rename_back);
+    }
+    ASSERT_EQ(server->stop(SIGTERM), 0);
 
     // Compare with the document.
     std::ifstream source(PLANTSTORE_SOURCE_DIR "/docs/openapi.json");

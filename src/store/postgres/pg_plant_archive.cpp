@@ -78,7 +78,7 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
             }
             arrays.close();
             const Result rows =
-                exec(connection, kInsertPlants,
+                exec(connection, insert_plants_quietly_statement(),
                      {arrays.tenants, arrays.ids, arrays.names, arrays.tags, arrays.created_at});
             std::vector<std::size_t> again;
             for (int row = 0; row < PQntuples(rows.get()); ++row) {

@@ -51,7 +51,7 @@ const char* const kTaggedPage =
     "ORDER BY id LIMIT $3";
 
 std::vector<std::pair<std::string, std::string>> prepared_statements() {
-    return {{"insert_plants", kInsertPlants},
+    return {{"insert_plants", insert_plants_statement()},
             {"delete_plants", kDeletePlants},
             {"durability_mark", kDurabilityMark},
             {"read_one", kReadOne},

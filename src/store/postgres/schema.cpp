@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 1> kMigrations = {
+constexpr std::array<std::string_view, 2> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -31,6 +31,58 @@ constexpr std::array<std::string_view, 1> kMigrations = {
     );
     CREATE TABLE change_counters (name text PRIMARY KEY, value bigint NOT NULL);
     INSERT INTO change_counters VALUES ('tokens', 0);
+    )sql",
+    // 2: webhook subscriptions (secrets sealed), the outbox of their deliveries (written in the
+    // transaction that stores each plant), and every delivery attempt.
+    R"sql(
+    CREATE TABLE webhook_subscriptions (
+        tenant                 text    NOT NULL,
+        id                     text    NOT NULL,
+        url                    text    NOT NULL,
+        secret                 text    NOT NULL,
+        previous_secret        text,
+        previous_secret_until  bigint  NOT NULL DEFAULT 0,
+        enabled                boolean NOT NULL DEFAULT true,
+        disabled_reason        text,
+        failing_since          bigint,
+        created_at             bigint  NOT NULL,
+        PRIMARY KEY (tenant, id)
+    );
+    CREATE TABLE webhook_deliveries (
+        id               text    PRIMARY KEY,
+        tenant           text    NOT NULL,
+        subscription_id  text    NOT NULL,
+        plant_id         bigint  NOT NULL,
+        name             text    NOT NULL,
+        tag              text,
+        created_at       bigint  NOT NULL,
+        state            text    NOT NULL DEFAULT 'pending',
+        attempts         integer NOT NULL DEFAULT 0,
+        next_attempt_at  bigint,
+        lease_owner      text,
+        lease_until      bigint,
+        finished_at      bigint
+    );
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at)
+        WHERE state = 'pending';
+    CREATE INDEX webhook_deliveries_by_subscription
+        ON webhook_deliveries (tenant, subscription_id, state);
+    CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at)
+        WHERE finished_at IS NOT NULL;
+    CREATE TABLE webhook_attempts (
+        sequence         bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        delivery_id      text    NOT NULL,
+        tenant           text    NOT NULL,
+        subscription_id  text    NOT NULL,
+        attempt          integer NOT NULL,
+        at               bigint  NOT NULL,
+        status           integer,
+        error            text    NOT NULL DEFAULT '',
+        duration_ms      bigint  NOT NULL
+    );
+    CREATE INDEX webhook_attempts_by_subscription
+        ON webhook_attempts (tenant, subscription_id, sequence);
+    CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id);
     )sql",
 };
 

@@ -11,15 +11,10 @@
 
 namespace plantstore::store::postgres {
 
-/// Inserts many plants in one statement without overwriting any, and says per input row what
-/// happened. Parameters: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[],
-/// $5 created_at bigint[] (milliseconds). One row per input, in input order: (ord, outcome,
-/// stored name, stored tag), the stored plant being the one found for 'p' and 'x'; outcome is 'c'
-/// (inserted), 'p' (the same plant was there: a replay), 'x' (a different plant has the id) or 'r':
-/// a concurrent transaction committed the id after this statement's snapshot, so it was neither
-/// inserted nor visible: run it again. Inputs must not repeat a (tenant, id); sorting them by
-/// (tenant, id) gives concurrent batches one lock order.
-inline constexpr const char* kInsertPlants = R"sql(
+/// The parts of insert_plants_statement(), so that the archive (import) can insert without
+/// queueing webhooks.
+namespace insert_plants_sql {
+inline constexpr const char* kInput = R"sql(
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[])
         WITH ORDINALITY AS t(tenant, id, name, tag, created_at, ord)),
@@ -27,7 +22,18 @@ inserted AS (
     INSERT INTO plants (tenant, id, name, tag, created_at)
     SELECT tenant, id, name, tag, created_at FROM input ORDER BY ord
     ON CONFLICT (tenant, id) DO NOTHING
-    RETURNING tenant, id)
+    RETURNING tenant, id))sql";
+inline constexpr const char* kQueueEvents = R"sql(,
+events AS (
+    INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, created_at,
+                                    next_attempt_at)
+    SELECT 'msg_' || lpad(to_hex(i.created_at), 12, '0') ||
+           substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), s.tenant, s.id, i.id,
+           i.name, i.tag, i.created_at, i.created_at
+    FROM inserted n
+    JOIN input i ON i.tenant = n.tenant AND i.id = n.id
+    JOIN webhook_subscriptions s ON s.tenant = n.tenant AND s.enabled))sql";
+inline constexpr const char* kAnswer = R"sql(
 SELECT i.ord,
        CASE WHEN n.id IS NOT NULL THEN 'c'
             WHEN p.id IS NULL THEN 'r'
@@ -38,6 +44,32 @@ FROM input i
 LEFT JOIN inserted n ON n.tenant = i.tenant AND n.id = i.id
 LEFT JOIN plants p ON n.id IS NULL AND p.tenant = i.tenant AND p.id = i.id
 ORDER BY i.ord)sql";
+}  // namespace insert_plants_sql
+
+/// Inserts many plants in one statement without overwriting any, and says per input row what
+/// happened. Parameters: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[],
+/// $5 created_at bigint[] (milliseconds). One row per input, in input order: (ord, outcome,
+/// stored name, stored tag), the stored plant being the one found for 'p' and 'x'; outcome is 'c'
+/// (inserted), 'p' (the same plant was there: a replay), 'x' (a different plant has the id) or 'r':
+/// a concurrent transaction committed the id after this statement's snapshot, so it was neither
+/// inserted nor visible: run it again. Each inserted plant also queues one webhook delivery per
+/// enabled subscription of its tenant (the outbox, store/webhook_repository.hpp), in the same
+/// transaction; event ids begin with the time in hex, so new rows go to the end of the primary
+/// key's B-tree. Inputs must not repeat a (tenant, id); sorting them by
+/// (tenant, id) gives concurrent batches one lock order.
+inline const std::string& insert_plants_statement() {
+    static const std::string statement = std::string(insert_plants_sql::kInput) +
+                                         insert_plants_sql::kQueueEvents +
+                                         insert_plants_sql::kAnswer;
+    return statement;
+}
+/// insert_plants_statement() without the webhook deliveries: imports restore plants, they do
+/// not announce them.
+inline const std::string& insert_plants_quietly_statement() {
+    static const std::string statement =
+        std::string(insert_plants_sql::kInput) + insert_plants_sql::kAnswer;
+    return statement;
+}
 
 /// Deletes many plants in one statement. Parameters: $1 tenants text[], $2 ids bigint[]. One
 /// row per input, in input order: (ord, deleted) with deleted 't' or 'f'.
@@ -62,7 +94,7 @@ ORDER BY i.ord)sql";
 inline constexpr const char* kDurabilityMark =
     "SELECT pg_logical_emit_message(true, 'plantstore', '')";
 
-/// Array literals for kInsertPlants (or, with only tenants and ids, kDeletePlants).
+/// Array literals for insert_plants_statement() (or, with only tenants and ids, kDeletePlants).
 struct PlantArrays {
     std::string tenants = "{";
     std::string ids = "{";

@@ -42,6 +42,12 @@ Statement& Statement::bind(int index, const std::optional<std::string>& text) {
     return *this;
 }
 
+Statement& Statement::bind(int index, std::optional<std::int64_t> value) {
+    if (value) return bind(index, *value);
+    remember_bind_result(sqlite3_bind_null(statement_, index));
+    return *this;
+}
+
 void Statement::remember_bind_result(int rc) {
     if (bind_result_ == SQLITE_OK) bind_result_ = rc;
 }
@@ -79,6 +85,11 @@ std::string Statement::column_text(int index) const {
 std::optional<std::string> Statement::column_optional_text(int index) const {
     if (sqlite3_column_type(statement_, index) == SQLITE_NULL) return std::nullopt;
     return column_text(index);
+}
+
+std::optional<std::int64_t> Statement::column_optional_int64(int index) const {
+    if (sqlite3_column_type(statement_, index) == SQLITE_NULL) return std::nullopt;
+    return column_int64(index);
 }
 
 std::string_view Statement::column_blob(int index) const {

@@ -37,6 +37,7 @@ class Statement {
     Statement& bind(int index, std::int64_t value);
     Statement& bind(int index, std::string_view text);
     Statement& bind(int index, const std::optional<std::string>& text);
+    Statement& bind(int index, std::optional<std::int64_t> value);
 
     /// Steps once: true when a row is available, false when done. @throws SqliteError
     bool step();
@@ -48,6 +49,7 @@ class Statement {
     std::int64_t column_int64(int index) const;
     std::string column_text(int index) const;
     std::optional<std::string> column_optional_text(int index) const;
+    std::optional<std::int64_t> column_optional_int64(int index) const;
     std::string_view column_blob(int index) const;
 
   private:

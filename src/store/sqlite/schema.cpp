@@ -12,7 +12,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 2> kMigrations = {
+constexpr std::array<std::string_view, 3> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -44,6 +44,58 @@ constexpr std::array<std::string_view, 2> kMigrations = {
     // 2: listing filtered by tag walks an index instead of every plant of the tenant.
     R"sql(
     CREATE INDEX plants_by_tag ON plants (tenant, tag, id);
+    )sql",
+    // 3: webhook subscriptions (secrets sealed), the outbox of their deliveries (written in the
+    // transaction that stores each plant), and every delivery attempt.
+    R"sql(
+    CREATE TABLE webhook_subscriptions (
+        tenant                 TEXT    NOT NULL,
+        id                     TEXT    NOT NULL,
+        url                    TEXT    NOT NULL,
+        secret                 TEXT    NOT NULL,
+        previous_secret        TEXT,
+        previous_secret_until  INTEGER NOT NULL DEFAULT 0,
+        enabled                INTEGER NOT NULL DEFAULT 1,
+        disabled_reason        TEXT,
+        failing_since          INTEGER,
+        created_at             INTEGER NOT NULL,
+        PRIMARY KEY (tenant, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE webhook_deliveries (
+        id               TEXT    PRIMARY KEY,
+        tenant           TEXT    NOT NULL,
+        subscription_id  TEXT    NOT NULL,
+        plant_id         INTEGER NOT NULL,
+        name             TEXT    NOT NULL,
+        tag              TEXT,
+        created_at       INTEGER NOT NULL,
+        state            TEXT    NOT NULL DEFAULT 'pending',
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at  INTEGER,
+        lease_owner      TEXT,
+        lease_until      INTEGER,
+        finished_at      INTEGER
+    );
+    CREATE INDEX webhook_deliveries_due
+        ON webhook_deliveries (subscription_id, next_attempt_at) WHERE state = 'pending';
+    CREATE INDEX webhook_deliveries_by_subscription
+        ON webhook_deliveries (tenant, subscription_id, state);
+    CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at)
+        WHERE finished_at IS NOT NULL;
+    CREATE TABLE webhook_attempts (
+        sequence         INTEGER PRIMARY KEY,
+        delivery_id      TEXT    NOT NULL,
+        tenant           TEXT    NOT NULL,
+        subscription_id  TEXT    NOT NULL,
+        attempt          INTEGER NOT NULL,
+        at               INTEGER NOT NULL,
+        status           INTEGER,
+        error            TEXT    NOT NULL DEFAULT '',
+        duration_ms      INTEGER NOT NULL
+    );
+    CREATE INDEX webhook_attempts_by_subscription
+        ON webhook_attempts (tenant, subscription_id, sequence);
+    CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id);
     )sql",
 };
 

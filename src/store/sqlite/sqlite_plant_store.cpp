@@ -117,7 +117,17 @@ class SqlitePlantStore::Writer {
           insert_(db_->prepare("INSERT INTO plants (tenant, id, name, tag, created_at) "
                                "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, id) DO NOTHING")),
           select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
-          delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")) {
+          delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")),
+          // The outbox: one pending delivery per enabled webhook subscription of the tenant,
+          // in the transaction that stores the plant (store/webhook_repository.hpp). Event ids
+          // start with the time in hex, so a batch's rows go to the end of the primary key's
+          // B-tree (a few pages) instead of one random page each.
+          enqueue_events_(db_->prepare(
+              "INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, "
+              "created_at, next_attempt_at) SELECT 'msg_' || printf('%012x', ?5) || "
+              "lower(hex(randomblob(10))), tenant, "
+              "id, ?2, ?3, ?4, ?5, ?5 FROM webhook_subscriptions WHERE tenant = ?1 AND "
+              "enabled = 1")) {
         // Replaces SQLite's automatic checkpoint, which would run inside a commit.
         sqlite3_wal_hook(db_->handle(), &Writer::after_commit, this);
         // One durable write at start proves the data directory takes them (not read-only, not
@@ -161,6 +171,15 @@ class SqlitePlantStore::Writer {
             insert_.reset();
             if (rc != SQLITE_DONE) return fail("INSERT", insert_);
             if (db_->changes() == 1) {
+                enqueue_events_.bind(1, std::string_view(pending.tenant))
+                    .bind(2, plant.id)
+                    .bind(3, std::string_view(plant.plant.name))
+                    .bind(4, plant.plant.tag)
+                    .bind(5, created_at);
+                const int enqueued = enqueue_events_.try_step();
+                enqueue_events_.reset();
+                if (enqueued != SQLITE_DONE)
+                    return fail("INSERT webhook_deliveries", enqueue_events_);
                 results.push_back({WriteResult::Outcome::created, plant.plant, {}});
                 continue;
             }
@@ -229,6 +248,7 @@ class SqlitePlantStore::Writer {
     Statement insert_;
     Statement select_;
     Statement delete_;
+    Statement enqueue_events_;
 };
 
 // One read connection and its statements. Ids are compared with >= so that "no lower bound"

@@ -1,0 +1,36 @@
+// Common (see http_text.hpp): times as text. Calls only the C and C++ standard libraries.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+namespace plantstore::common {
+
+/// Now, in milliseconds since the Unix epoch (the system clock).
+inline std::int64_t unix_ms_now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+/// RFC 3339 in UTC: 2026-11-24T01:02:03Z, or with milliseconds (.456 before the Z).
+inline std::string rfc3339(std::int64_t unix_ms, bool with_milliseconds) {
+    const auto seconds = static_cast<std::time_t>(unix_ms / 1000 - (unix_ms % 1000 < 0));
+    std::tm parts{};
+    gmtime_r(&seconds, &parts);
+    char text[40];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+    std::string result = text;
+    if (with_milliseconds) {
+        char fraction[8];
+        std::snprintf(fraction, sizeof fraction, ".%03d",
+                      static_cast<int>(((unix_ms % 1000) + 1000) % 1000));
+        result += fraction;
+    }
+    return result + "Z";
+}
+
+}  // namespace plantstore::common

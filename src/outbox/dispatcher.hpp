@@ -1,0 +1,142 @@
+// Outbox layer: the I/O of webhooks. Owns the dispatcher, which claims due deliveries from the
+// outbox (store/webhook_repository.hpp), sends them signed (webhooks/signature.hpp) through the
+// outbound client, records each attempt and schedules the next (webhooks/retry_schedule.hpp),
+// and the subscription service the API's management endpoints call. May call the webhooks
+// (rules), store (interfaces only), outbound and domain layers; knows nothing of the API or the
+// server's connections. The application wires it to a concrete store.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "store/webhook_repository.hpp"
+#include "webhooks/retry_schedule.hpp"
+#include "webhooks/secret_box.hpp"
+
+namespace plantstore::outbox {
+
+/// How deliveries are made; every field is a documented serve option.
+struct DeliveryOptions {
+    webhooks::RetrySchedule schedule;
+    /// One attempt, every phase included (--webhook-timeout-ms).
+    std::chrono::milliseconds timeout{15000};
+    /// Requests in flight to one subscription from this instance (--webhook-concurrency).
+    std::size_t per_subscription = 4;
+    /// Requests in flight from this instance in all (--webhook-workers).
+    std::size_t workers = 16;
+    bool allow_http = false;               ///< --webhook-allow-http
+    bool allow_private_addresses = false;  ///< --webhook-allow-private-addresses
+    std::string ca_file;                   ///< --webhook-ca-file: trusted besides the system's
+    /// Finished deliveries are kept this long for the deliveries endpoint (--webhook-retention).
+    std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};
+    /// A subscription whose every attempt failed for this long is disabled.
+    std::chrono::milliseconds disable_after{std::chrono::hours(24 * 5)};
+    std::string user_agent = "plantstore";
+    /// How often the outbox is looked at when nothing announced new deliveries.
+    std::chrono::milliseconds poll_interval{1000};
+};
+
+/// Receives what deliveries do, for metrics and logs. Thread-safe and cheap.
+class DeliveryObserver {
+  public:
+    virtual ~DeliveryObserver() = default;
+    /// One attempt ended: `outcome` is "delivered", "retry" (failed, another attempt follows)
+    /// or "failed" (failed, the event has no attempt left or its subscription was disabled).
+    /// `problem` says why it failed (a status or an error), empty when delivered.
+    virtual void on_attempt(std::string_view subscription_id, std::string_view event_id,
+                            std::string_view outcome, std::chrono::milliseconds duration,
+                            std::string_view problem) = 0;
+    /// What the outbox holds, every few seconds.
+    virtual void on_outbox(const store::OutboxStats& stats) = 0;
+    /// The outbox could not be read or written (the store is down); deliveries wait for it.
+    virtual void on_outbox_failed(std::string_view what) = 0;
+};
+
+/// The values of the Standard Webhooks headers and the body of one attempt. Pure.
+struct SignedRequest {
+    std::string body;  ///< the NewPlant JSON
+    std::vector<std::pair<std::string, std::string>> headers;
+};
+/// Builds the attempt of `delivery` at `timestamp` (Unix seconds) signed with `keys` (the
+/// secrets' bytes: the current one, and the previous one during a rotation).
+SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
+                            const std::vector<std::string>& keys, std::int64_t timestamp,
+                            std::string_view user_agent);
+
+/// Delivers the outbox: one thread claims due deliveries and records attempts; `workers`
+/// threads make the requests. Starts on construction; stop() (or the destructor) ends it: the
+/// attempts in flight finish (each bounded by the time-out) and are recorded; claimed jobs not
+/// yet sent keep their leases until they expire and are then claimed again (at least once).
+class Dispatcher {
+  public:
+    Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
+               std::unique_ptr<store::WebhookRepository> repository, DeliveryObserver& observer);
+    ~Dispatcher();
+    Dispatcher(const Dispatcher&) = delete;
+    Dispatcher& operator=(const Dispatcher&) = delete;
+
+    /// New deliveries may be due (plants were stored): look soon, if any tenant subscribes.
+    /// Cheap; any thread.
+    void wake();
+    /// Subscriptions changed (one was created or enabled, an event was queued again): look
+    /// soon, whatever the last look found. Any thread.
+    void subscriptions_changed();
+    void stop();
+
+  private:
+    struct Job {
+        store::ClaimedDelivery delivery;
+        std::int64_t lease_until = 0;
+    };
+    struct Done {
+        store::ClaimedDelivery delivery;
+        store::AttemptRecord record;
+        std::string outcome;
+        std::string problem;
+    };
+
+    void run_claimer();
+    void run_worker();
+    Done attempt(const store::ClaimedDelivery& delivery) const;
+    /// Claims due deliveries within the budget (four jobs per worker held here at most).
+    void claim(std::int64_t now);
+    /// Moves waiting jobs whose subscription has room to the workers. Under mutex_.
+    void promote_waiting(std::int64_t now);
+    void record(std::vector<Done>& done);
+    void housekeep(std::int64_t now);
+
+    DeliveryOptions options_;
+    webhooks::SecretKey key_;
+    std::unique_ptr<store::WebhookRepository> repository_;  // the claimer thread's only
+    DeliveryObserver& observer_;
+    std::string owner_;  // this instance's lease name
+
+    std::mutex mutex_;
+    std::condition_variable claimer_wake_;
+    std::condition_variable worker_wake_;
+    bool stopping_ = false;
+    bool woken_ = false;
+    std::deque<Job> waiting_;  // claimed, their subscription at its concurrency: not yet sent
+    std::deque<Job> ready_;    // for the workers
+    std::vector<Done> done_;
+    std::map<std::string, std::size_t> in_flight_;  // by subscription, ready and sending
+    std::size_t busy_workers_ = 0;
+    std::atomic<bool> outbox_active_{true};  // the last look found subscriptions or deliveries
+
+    std::vector<std::thread> workers_;
+    std::thread claimer_;
+};
+
+}  // namespace plantstore::outbox

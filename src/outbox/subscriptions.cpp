@@ -1,0 +1,225 @@
+#include "outbox/subscriptions.hpp"
+
+#include <utility>
+
+#include "common/time_text.hpp"
+#include "outbound/https_client.hpp"
+#include "outbox/random_id.hpp"
+#include "webhooks/signature.hpp"
+
+namespace plantstore::outbox {
+
+namespace {
+
+SubscriptionOutcome outcome(SubscriptionOutcome::Kind kind, std::string message = {}) {
+    SubscriptionOutcome result;
+    result.kind = kind;
+    result.message = std::move(message);
+    return result;
+}
+
+SubscriptionOutcome not_found(const std::string& id) {
+    return outcome(SubscriptionOutcome::Kind::not_found, "no webhook subscription with id " + id);
+}
+
+std::string seal_context(const std::string& tenant, const std::string& id) {
+    return tenant + "/" + id;
+}
+
+}  // namespace
+
+SubscriptionService::SubscriptionService(SubscriptionOptions options, webhooks::SecretKey key,
+                                         std::unique_ptr<store::WebhookRepository> repository,
+                                         DeliveryObserver* observer)
+    : options_(std::move(options)),
+      key_(std::move(key)),
+      repository_(std::move(repository)),
+      observer_(observer),
+      thread_([this] { run(); }) {}
+
+SubscriptionService::~SubscriptionService() { close(); }
+
+void SubscriptionService::close() {
+    {
+        std::lock_guard lock(mutex_);
+        closing_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void SubscriptionService::submit(const Callback& done, std::function<SubscriptionOutcome()> work) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!closing_ && queue_.size() < options_.max_queued) {
+            queue_.emplace_back([this, done, work = std::move(work)] {
+                SubscriptionOutcome result;
+                try {
+                    result = work();
+                } catch (const std::exception& error) {
+                    result = outcome(SubscriptionOutcome::Kind::unavailable, error.what());
+                    if (observer_ != nullptr) {
+                        observer_->on_outbox_failed(
+                            std::string("a webhook subscription call failed: ") + error.what());
+                    }
+                }
+                done(std::move(result));
+            });
+            wake_.notify_one();
+            return;
+        }
+    }
+    done(outcome(SubscriptionOutcome::Kind::unavailable,
+                 "the webhook subscription service is closing or has too many requests queued"));
+}
+
+void SubscriptionService::run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // closing, and everything queued was answered
+        auto job = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        job();
+        lock.lock();
+    }
+}
+
+SubscriptionOutcome SubscriptionService::found(const std::string& tenant, const std::string& id) {
+    auto subscription = repository_->find_subscription(tenant, id);
+    if (!subscription) return not_found(id);
+    SubscriptionOutcome result;
+    result.subscriptions.push_back(std::move(*subscription));
+    return result;
+}
+
+void SubscriptionService::create(std::string tenant, std::string url, const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), url = std::move(url)] {
+        if (auto problem = webhooks::url_problem(url, options_.policy)) {
+            return outcome(SubscriptionOutcome::Kind::invalid, *problem);
+        }
+        // The host must resolve, now, to addresses a delivery may reach (checked again at each
+        // delivery: DNS may change).
+        outbound::PostOptions check;
+        check.allow_http = options_.policy.allow_http;
+        check.timeout = options_.resolve_timeout;
+        if (!options_.policy.allow_private_addresses) {
+            check.address_allowed = [](const std::string& address) {
+                return webhooks::is_public_address_text(address);
+            };
+        }
+        if (const std::string problem = outbound::check_destination(url, check); !problem.empty()) {
+            return outcome(SubscriptionOutcome::Kind::invalid, "url: " + problem);
+        }
+        store::WebhookSubscription subscription;
+        subscription.tenant = tenant;
+        subscription.id = random_id("wh_");
+        subscription.url = url;
+        subscription.created_at = common::unix_ms_now();
+        const std::string secret = webhooks::new_secret();
+        subscription.sealed_secret =
+            webhooks::seal(key_, secret, seal_context(tenant, subscription.id));
+        if (!repository_->add_subscription(subscription, options_.max_per_tenant)) {
+            return outcome(SubscriptionOutcome::Kind::conflict,
+                           "this tenant already has " + std::to_string(options_.max_per_tenant) +
+                               " webhook subscriptions, the most allowed; delete one first");
+        }
+        if (options_.on_change) options_.on_change();
+        SubscriptionOutcome result;
+        result.subscriptions.push_back(std::move(subscription));
+        result.secret = secret;
+        return result;
+    });
+}
+
+void SubscriptionService::list(std::string tenant, const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant)] {
+        SubscriptionOutcome result;
+        result.subscriptions = repository_->list_subscriptions(tenant);
+        return result;
+    });
+}
+
+void SubscriptionService::get(std::string tenant, std::string id, const Callback& done) {
+    submit(done,
+           [this, tenant = std::move(tenant), id = std::move(id)] { return found(tenant, id); });
+}
+
+void SubscriptionService::remove(std::string tenant, std::string id, const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), id = std::move(id)] {
+        if (!repository_->remove_subscription(tenant, id)) return not_found(id);
+        return SubscriptionOutcome{};
+    });
+}
+
+void SubscriptionService::set_enabled(std::string tenant, std::string id, bool enabled,
+                                      const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), id = std::move(id), enabled] {
+        if (!repository_->set_enabled(tenant, id, enabled, "disabled by the tenant",
+                                      common::unix_ms_now())) {
+            return not_found(id);
+        }
+        if (enabled && options_.on_change) options_.on_change();
+        return found(tenant, id);
+    });
+}
+
+void SubscriptionService::rotate_secret(std::string tenant, std::string id, const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), id = std::move(id)] {
+        const std::string secret = webhooks::new_secret();
+        const std::int64_t previous_until =
+            common::unix_ms_now() + options_.rotation_overlap.count();
+        if (!repository_->rotate_secret(tenant, id,
+                                        webhooks::seal(key_, secret, seal_context(tenant, id)),
+                                        previous_until)) {
+            return not_found(id);
+        }
+        SubscriptionOutcome result = found(tenant, id);
+        result.secret = secret;
+        return result;
+    });
+}
+
+void SubscriptionService::attempts(std::string tenant, std::string id, int limit,
+                                   std::optional<std::int64_t> before, const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), id = std::move(id), limit, before] {
+        if (!repository_->find_subscription(tenant, id)) return not_found(id);
+        SubscriptionOutcome result;
+        result.attempts = repository_->list_attempts(tenant, id, limit + 1, before);
+        if (result.attempts.size() > static_cast<std::size_t>(limit)) {
+            result.attempts.pop_back();
+            result.more = true;
+        }
+        return result;
+    });
+}
+
+void SubscriptionService::retry(std::string tenant, std::string id, std::string event_id,
+                                const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), id = std::move(id),
+                  event_id = std::move(event_id)] {
+        const auto subscription = repository_->find_subscription(tenant, id);
+        if (!subscription) return not_found(id);
+        if (!subscription->enabled) {
+            return outcome(SubscriptionOutcome::Kind::conflict,
+                           "the subscription is disabled; enable it first (PATCH with "
+                           "{\"enabled\": true})");
+        }
+        using Retry = store::WebhookRepository::RetryOutcome;
+        switch (repository_->retry_event(tenant, id, event_id, common::unix_ms_now())) {
+            case Retry::queued:
+                if (options_.on_change) options_.on_change();
+                return SubscriptionOutcome{};
+            case Retry::not_failed:
+                return outcome(SubscriptionOutcome::Kind::conflict,
+                               "event " + event_id + " has not failed: it is pending or delivered");
+            case Retry::not_found:
+            default:
+                return outcome(SubscriptionOutcome::Kind::not_found,
+                               "no event " + event_id + " for webhook subscription " + id);
+        }
+    });
+}
+
+}  // namespace plantstore::outbox

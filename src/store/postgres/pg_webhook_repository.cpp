@@ -1,0 +1,320 @@
+#include "store/postgres/pg_webhook_repository.hpp"
+
+#include "store/postgres/schema.hpp"
+
+namespace plantstore::store::postgres {
+
+namespace {
+
+std::string number(std::int64_t value) { return std::to_string(value); }
+
+std::optional<std::string> optional_number(std::optional<std::int64_t> value) {
+    if (!value) return std::nullopt;
+    return std::to_string(*value);
+}
+
+std::optional<std::int64_t> optional_int64_at(const PGresult* result, int row, int column) {
+    if (PQgetisnull(result, row, column) != 0) return std::nullopt;
+    return int64_at(result, row, column);
+}
+
+constexpr const char* kSubscriptionColumns =
+    "s.tenant, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, s.enabled, "
+    "s.disabled_reason, s.failing_since, s.created_at, "
+    "(SELECT count(*) FILTER (WHERE d.state = 'pending') FROM webhook_deliveries d "
+    " WHERE d.tenant = s.tenant AND d.subscription_id = s.id), "
+    "(SELECT count(*) FILTER (WHERE d.state = 'delivered') FROM webhook_deliveries d "
+    " WHERE d.tenant = s.tenant AND d.subscription_id = s.id), "
+    "(SELECT count(*) FILTER (WHERE d.state = 'failed') FROM webhook_deliveries d "
+    " WHERE d.tenant = s.tenant AND d.subscription_id = s.id)";
+
+WebhookSubscription read_subscription(const PGresult* rows, int row) {
+    WebhookSubscription subscription;
+    subscription.tenant = text_at(rows, row, 0);
+    subscription.id = text_at(rows, row, 1);
+    subscription.url = text_at(rows, row, 2);
+    subscription.sealed_secret = text_at(rows, row, 3);
+    subscription.sealed_previous_secret = optional_text_at(rows, row, 4);
+    subscription.previous_secret_until = int64_at(rows, row, 5);
+    subscription.enabled = text_at(rows, row, 6) == "t";
+    subscription.disabled_reason = optional_text_at(rows, row, 7);
+    subscription.failing_since = optional_int64_at(rows, row, 8);
+    subscription.created_at = int64_at(rows, row, 9);
+    subscription.pending = int64_at(rows, row, 10);
+    subscription.delivered = int64_at(rows, row, 11);
+    subscription.failed = int64_at(rows, row, 12);
+    return subscription;
+}
+
+}  // namespace
+
+PgWebhookRepository::PgWebhookRepository(std::string conninfo)
+    : conninfo_(std::move(conninfo)), connection_(open_current_schema(conninfo_)) {}
+
+Result PgWebhookRepository::run(const std::string& sql, const Parameters& parameters) {
+    if (!connection_ || PQstatus(connection_.get()) == CONNECTION_BAD) {
+        connection_.reset();
+        connection_ = connect_blocking(conninfo_);
+    }
+    try {
+        return parameters.empty() ? exec(connection_.get(), sql)
+                                  : exec(connection_.get(), sql, parameters);
+    } catch (const PgError& error) {
+        // No SQLSTATE: lost, or no answer in time; the connection is unusable either way.
+        if (error.sqlstate().empty()) connection_.reset();
+        throw;
+    }
+}
+
+template <typename Work>
+auto PgWebhookRepository::in_transaction(Work work) {
+    run("BEGIN");
+    try {
+        auto result = work();
+        run("COMMIT");
+        return result;
+    } catch (...) {
+        if (connection_) rollback_quietly(connection_.get());
+        throw;
+    }
+}
+
+bool PgWebhookRepository::add_subscription(const WebhookSubscription& subscription,
+                                           std::size_t max_per_tenant) {
+    return in_transaction([&] {
+        // Concurrent adds for one tenant (on several instances) count one after the other.
+        run("SELECT pg_advisory_xact_lock(hashtext('plantstore.webhooks.' || $1))",
+            {subscription.tenant});
+        const Result count = run("SELECT count(*) FROM webhook_subscriptions WHERE tenant = $1",
+                                 {subscription.tenant});
+        if (static_cast<std::size_t>(int64_at(count.get(), 0, 0)) >= max_per_tenant) return false;
+        run("INSERT INTO webhook_subscriptions (tenant, id, url, secret, created_at) "
+            "VALUES ($1, $2, $3, $4, $5)",
+            {subscription.tenant, subscription.id, subscription.url, subscription.sealed_secret,
+             number(subscription.created_at)});
+        return true;
+    });
+}
+
+std::vector<WebhookSubscription> PgWebhookRepository::list_subscriptions(
+    const std::string& tenant) {
+    const Result rows = run(std::string("SELECT ") + kSubscriptionColumns +
+                                " FROM webhook_subscriptions s WHERE s.tenant = $1 "
+                                "ORDER BY s.created_at, s.id",
+                            {tenant});
+    std::vector<WebhookSubscription> subscriptions;
+    subscriptions.reserve(static_cast<std::size_t>(PQntuples(rows.get())));
+    for (int row = 0; row < PQntuples(rows.get()); ++row) {
+        subscriptions.push_back(read_subscription(rows.get(), row));
+    }
+    return subscriptions;
+}
+
+std::optional<WebhookSubscription> PgWebhookRepository::find_subscription(const std::string& tenant,
+                                                                          const std::string& id) {
+    const Result rows = run(std::string("SELECT ") + kSubscriptionColumns +
+                                " FROM webhook_subscriptions s WHERE s.tenant = $1 AND s.id = $2",
+                            {tenant, id});
+    if (PQntuples(rows.get()) == 0) return std::nullopt;
+    return read_subscription(rows.get(), 0);
+}
+
+bool PgWebhookRepository::remove_subscription(const std::string& tenant, const std::string& id) {
+    return in_transaction([&] {
+        run("DELETE FROM webhook_attempts WHERE tenant = $1 AND subscription_id = $2",
+            {tenant, id});
+        run("DELETE FROM webhook_deliveries WHERE tenant = $1 AND subscription_id = $2",
+            {tenant, id});
+        const Result erased =
+            run("DELETE FROM webhook_subscriptions WHERE tenant = $1 AND id = $2 RETURNING id",
+                {tenant, id});
+        return PQntuples(erased.get()) == 1;
+    });
+}
+
+bool PgWebhookRepository::set_enabled(const std::string& tenant, const std::string& id,
+                                      bool enabled, const std::string& reason, std::int64_t now) {
+    return in_transaction([&] {
+        const Result updated =
+            run("UPDATE webhook_subscriptions SET enabled = $3, disabled_reason = $4, "
+                "failing_since = NULL WHERE tenant = $1 AND id = $2 RETURNING id",
+                {tenant, id, enabled ? "true" : "false",
+                 enabled ? std::nullopt : std::optional<std::string>(reason)});
+        if (PQntuples(updated.get()) != 1) return false;
+        if (!enabled) {
+            run("UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, "
+                "lease_owner = NULL, lease_until = NULL, finished_at = $3 "
+                "WHERE tenant = $1 AND subscription_id = $2 AND state = 'pending'",
+                {tenant, id, number(now)});
+        }
+        return true;
+    });
+}
+
+bool PgWebhookRepository::rotate_secret(const std::string& tenant, const std::string& id,
+                                        const std::string& sealed_secret,
+                                        std::int64_t previous_until) {
+    const Result updated =
+        run("UPDATE webhook_subscriptions SET previous_secret = secret, secret = $3, "
+            "previous_secret_until = $4 WHERE tenant = $1 AND id = $2 RETURNING id",
+            {tenant, id, sealed_secret, number(previous_until)});
+    return PQntuples(updated.get()) == 1;
+}
+
+std::vector<DeliveryAttemptView> PgWebhookRepository::list_attempts(
+    const std::string& tenant, const std::string& subscription_id, int limit,
+    std::optional<std::int64_t> before) {
+    const Result rows =
+        run("SELECT a.sequence, a.delivery_id, d.plant_id, a.attempt, a.at, a.status, a.error, "
+            "a.duration_ms, d.state, d.next_attempt_at FROM webhook_attempts a "
+            "JOIN webhook_deliveries d ON d.id = a.delivery_id "
+            "WHERE a.tenant = $1 AND a.subscription_id = $2 AND a.sequence < $3 "
+            "ORDER BY a.sequence DESC LIMIT $4",
+            {tenant, subscription_id, number(before.value_or(INT64_MAX)), number(limit)});
+    std::vector<DeliveryAttemptView> attempts;
+    for (int row = 0; row < PQntuples(rows.get()); ++row) {
+        DeliveryAttemptView view;
+        view.sequence = int64_at(rows.get(), row, 0);
+        view.event_id = text_at(rows.get(), row, 1);
+        view.plant_id = int64_at(rows.get(), row, 2);
+        view.attempt = static_cast<int>(int64_at(rows.get(), row, 3));
+        view.at = int64_at(rows.get(), row, 4);
+        if (const auto status = optional_int64_at(rows.get(), row, 5)) {
+            view.status = static_cast<int>(*status);
+        }
+        view.error = text_at(rows.get(), row, 6);
+        view.duration_ms = int64_at(rows.get(), row, 7);
+        view.state = text_at(rows.get(), row, 8);
+        if (view.state == "pending") view.next_attempt_at = optional_int64_at(rows.get(), row, 9);
+        attempts.push_back(std::move(view));
+    }
+    return attempts;
+}
+
+WebhookRepository::RetryOutcome PgWebhookRepository::retry_event(const std::string& tenant,
+                                                                 const std::string& subscription_id,
+                                                                 const std::string& event_id,
+                                                                 std::int64_t now) {
+    return in_transaction([&] {
+        const Result found =
+            run("SELECT state FROM webhook_deliveries WHERE tenant = $1 AND subscription_id = $2 "
+                "AND id = $3 FOR UPDATE",
+                {tenant, subscription_id, event_id});
+        if (PQntuples(found.get()) == 0) return RetryOutcome::not_found;
+        if (text_at(found.get(), 0, 0) != "failed") return RetryOutcome::not_failed;
+        run("UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = $2, "
+            "finished_at = NULL WHERE id = $1",
+            {event_id, number(now)});
+        return RetryOutcome::queued;
+    });
+}
+
+std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
+    std::int64_t now, std::int64_t lease_until, std::size_t limit,
+    const std::vector<std::string>& busy_subscriptions, const std::string& owner) {
+    std::string busy = "{";
+    for (const std::string& id : busy_subscriptions) append_array_element(busy, id);
+    busy += '}';
+    // SKIP LOCKED: rows another instance is claiming right now are left to it.
+    const Result rows = run(
+        "WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' "
+        "AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) "
+        "AND NOT (subscription_id = ANY ($5::text[])) ORDER BY next_attempt_at LIMIT $3 "
+        "FOR UPDATE SKIP LOCKED), "
+        "claimed AS (UPDATE webhook_deliveries d SET lease_owner = $4, lease_until = $2 "
+        "FROM due WHERE d.id = due.id RETURNING d.*) "
+        "SELECT c.id, c.tenant, c.subscription_id, c.plant_id, c.name, c.tag, c.attempts, "
+        "c.created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, "
+        "s.failing_since FROM claimed c JOIN webhook_subscriptions s "
+        "ON s.tenant = c.tenant AND s.id = c.subscription_id",
+        {number(now), number(lease_until), number(static_cast<std::int64_t>(limit)), owner, busy});
+    std::vector<ClaimedDelivery> claimed;
+    for (int row = 0; row < PQntuples(rows.get()); ++row) {
+        ClaimedDelivery delivery;
+        delivery.event_id = text_at(rows.get(), row, 0);
+        delivery.tenant = text_at(rows.get(), row, 1);
+        delivery.subscription_id = text_at(rows.get(), row, 2);
+        delivery.plant_id = int64_at(rows.get(), row, 3);
+        delivery.name = text_at(rows.get(), row, 4);
+        delivery.tag = optional_text_at(rows.get(), row, 5);
+        delivery.attempts = static_cast<int>(int64_at(rows.get(), row, 6));
+        delivery.created_at = int64_at(rows.get(), row, 7);
+        delivery.url = text_at(rows.get(), row, 8);
+        delivery.sealed_secret = text_at(rows.get(), row, 9);
+        delivery.sealed_previous_secret = optional_text_at(rows.get(), row, 10);
+        delivery.previous_secret_until = int64_at(rows.get(), row, 11);
+        delivery.failing_since = optional_int64_at(rows.get(), row, 12);
+        claimed.push_back(std::move(delivery));
+    }
+    return claimed;
+}
+
+void PgWebhookRepository::record_attempts(const std::vector<RecordedAttempt>& attempts,
+                                          const std::string& owner) {
+    in_transaction([&] {
+        for (const auto& [delivery, record] : attempts) {
+            run("INSERT INTO webhook_attempts (delivery_id, tenant, subscription_id, attempt, at, "
+                "status, error, duration_ms) SELECT id, tenant, subscription_id, $2, $3, $4, $5, "
+                "$6 FROM webhook_deliveries WHERE id = $1",
+                {delivery.event_id, number(delivery.attempts + 1), number(record.at),
+                 record.status ? std::optional<std::string>(std::to_string(*record.status))
+                               : std::nullopt,
+                 record.error, number(record.duration_ms)});
+            const char* state = record.delivered         ? "delivered"
+                                : record.next_attempt_at ? "pending"
+                                                         : "failed";
+            const bool finished = record.delivered || !record.next_attempt_at;
+            run("UPDATE webhook_deliveries SET attempts = attempts + 1, state = $3, "
+                "next_attempt_at = $4, finished_at = $5, lease_owner = NULL, lease_until = NULL "
+                "WHERE id = $1 AND lease_owner = $2",
+                {delivery.event_id, owner, std::string(state),
+                 record.delivered ? std::nullopt : optional_number(record.next_attempt_at),
+                 finished ? std::optional<std::string>(number(record.at)) : std::nullopt});
+            if (record.delivered) {
+                run("UPDATE webhook_subscriptions SET failing_since = NULL WHERE tenant = $1 AND "
+                    "id = $2 AND failing_since IS NOT NULL",
+                    {delivery.tenant, delivery.subscription_id});
+            } else {
+                run("UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, $3) "
+                    "WHERE tenant = $1 AND id = $2",
+                    {delivery.tenant, delivery.subscription_id, number(record.at)});
+            }
+        }
+        return 0;
+    });
+    for (const auto& [delivery, record] : attempts) {
+        if (record.disable_reason) {
+            set_enabled(delivery.tenant, delivery.subscription_id, false, *record.disable_reason,
+                        record.at);
+        }
+    }
+}
+
+std::size_t PgWebhookRepository::prune(std::int64_t before, std::size_t limit) {
+    return in_transaction([&] {
+        const Result doomed =
+            run("SELECT id FROM webhook_deliveries WHERE finished_at < $1 ORDER BY finished_at, id "
+                "LIMIT $2 FOR UPDATE SKIP LOCKED",
+                {number(before), number(static_cast<std::int64_t>(limit))});
+        std::string ids = "{";
+        for (int row = 0; row < PQntuples(doomed.get()); ++row) {
+            append_array_element(ids, text_at(doomed.get(), row, 0));
+        }
+        ids += '}';
+        run("DELETE FROM webhook_attempts WHERE delivery_id = ANY ($1::text[])", {ids});
+        run("DELETE FROM webhook_deliveries WHERE id = ANY ($1::text[])", {ids});
+        return static_cast<std::size_t>(PQntuples(doomed.get()));
+    });
+}
+
+OutboxStats PgWebhookRepository::stats() {
+    const Result rows =
+        run("SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'), "
+            "(SELECT min(created_at) FROM webhook_deliveries WHERE state = 'pending'), "
+            "(SELECT count(*) FROM webhook_subscriptions WHERE NOT enabled), "
+            "(SELECT count(*) FROM webhook_subscriptions WHERE enabled)");
+    return {int64_at(rows.get(), 0, 0), optional_int64_at(rows.get(), 0, 1),
+            int64_at(rows.get(), 0, 2), int64_at(rows.get(), 0, 3)};
+}
+
+}  // namespace plantstore::store::postgres

@@ -1,0 +1,382 @@
+#include "store/sqlite/sqlite_webhook_repository.hpp"
+
+#include "store/sqlite/schema.hpp"
+
+namespace plantstore::store::sqlite {
+
+namespace {
+
+// A JSON array of strings, for json_each(): the busy subscriptions a claim skips.
+std::string json_string_array(const std::vector<std::string>& values) {
+    std::string json = "[";
+    for (const std::string& value : values) {
+        if (json.size() > 1) json += ',';
+        json += '"';
+        for (const char c : value) {
+            if (c == '"' || c == '\\') json += '\\';
+            json += c;
+        }
+        json += '"';
+    }
+    return json + "]";
+}
+
+// Deliveries due at ?1 whose lease expired, of enabled subscriptions not in the JSON array ?5,
+// found subscription by subscription through the (subscription_id, next_attempt_at) index, each
+// subscription's oldest first: a subscription with a large backlog that is busy (a slow
+// receiver) costs a look nothing, where one scan in time order over every pending delivery
+// would skip its backlog row by row. CROSS JOIN keeps subscriptions the outer loop.
+constexpr const char* kDueDeliveries =
+    "webhook_subscriptions s CROSS JOIN webhook_deliveries d "
+    "WHERE s.enabled = 1 AND s.id NOT IN (SELECT value FROM json_each(?5)) "
+    "AND d.subscription_id = s.id AND d.tenant = s.tenant AND d.state = 'pending' "
+    "AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)";
+
+constexpr const char* kSubscriptionColumns =
+    "s.tenant, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, s.enabled, "
+    "s.disabled_reason, s.failing_since, s.created_at, "
+    "(SELECT count(*) FROM webhook_deliveries d WHERE d.tenant = s.tenant AND "
+    "d.subscription_id = s.id AND d.state = 'pending'), "
+    "(SELECT count(*) FROM webhook_deliveries d WHERE d.tenant = s.tenant AND "
+    "d.subscription_id = s.id AND d.state = 'delivered'), "
+    "(SELECT count(*) FROM webhook_deliveries d WHERE d.tenant = s.tenant AND "
+    "d.subscription_id = s.id AND d.state = 'failed')";
+
+WebhookSubscription read_subscription(const Statement& row) {
+    WebhookSubscription subscription;
+    subscription.tenant = row.column_text(0);
+    subscription.id = row.column_text(1);
+    subscription.url = row.column_text(2);
+    subscription.sealed_secret = row.column_text(3);
+    subscription.sealed_previous_secret = row.column_optional_text(4);
+    subscription.previous_secret_until = row.column_int64(5);
+    subscription.enabled = row.column_int64(6) != 0;
+    subscription.disabled_reason = row.column_optional_text(7);
+    subscription.failing_since = row.column_optional_int64(8);
+    subscription.created_at = row.column_int64(9);
+    subscription.pending = row.column_int64(10);
+    subscription.delivered = row.column_int64(11);
+    subscription.failed = row.column_int64(12);
+    return subscription;
+}
+
+}  // namespace
+
+SqliteWebhookRepository::SqliteWebhookRepository(const std::filesystem::path& data_dir)
+    : db_(open_store_database(data_dir)) {
+    // Leases left by a process that died: this process is the only one serving the directory.
+    db_->exec(
+        "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL "
+        "WHERE lease_until IS NOT NULL");
+}
+
+SqliteWebhookRepository::~SqliteWebhookRepository() = default;
+
+template <typename Work>
+auto SqliteWebhookRepository::in_transaction(Work work) {
+    db_->exec("BEGIN IMMEDIATE");
+    try {
+        auto result = work();
+        db_->exec("COMMIT");
+        return result;
+    } catch (...) {
+        db_->try_exec("ROLLBACK");
+        throw;
+    }
+}
+
+bool SqliteWebhookRepository::add_subscription(const WebhookSubscription& subscription,
+                                               std::size_t max_per_tenant) {
+    return in_transaction([&] {
+        auto count = db_->prepare("SELECT count(*) FROM webhook_subscriptions WHERE tenant = ?1");
+        count.bind(1, std::string_view(subscription.tenant));
+        count.step();
+        if (static_cast<std::size_t>(count.column_int64(0)) >= max_per_tenant) return false;
+        auto insert = db_->prepare(
+            "INSERT INTO webhook_subscriptions (tenant, id, url, secret, created_at) "
+            "VALUES (?1, ?2, ?3, ?4, ?5)");
+        insert.bind(1, std::string_view(subscription.tenant))
+            .bind(2, std::string_view(subscription.id))
+            .bind(3, std::string_view(subscription.url))
+            .bind(4, std::string_view(subscription.sealed_secret))
+            .bind(5, subscription.created_at);
+        insert.step();
+        return true;
+    });
+}
+
+std::vector<WebhookSubscription> SqliteWebhookRepository::list_subscriptions(
+    const std::string& tenant) {
+    auto query = db_->prepare(std::string("SELECT ") + kSubscriptionColumns +
+                              " FROM webhook_subscriptions s WHERE s.tenant = ?1 "
+                              "ORDER BY s.created_at, s.id");
+    query.bind(1, std::string_view(tenant));
+    std::vector<WebhookSubscription> subscriptions;
+    while (query.step()) subscriptions.push_back(read_subscription(query));
+    return subscriptions;
+}
+
+std::optional<WebhookSubscription> SqliteWebhookRepository::find_subscription(
+    const std::string& tenant, const std::string& id) {
+    auto query = db_->prepare(std::string("SELECT ") + kSubscriptionColumns +
+                              " FROM webhook_subscriptions s WHERE s.tenant = ?1 AND s.id = ?2");
+    query.bind(1, std::string_view(tenant)).bind(2, std::string_view(id));
+    if (!query.step()) return std::nullopt;
+    return read_subscription(query);
+}
+
+bool SqliteWebhookRepository::remove_subscription(const std::string& tenant,
+                                                  const std::string& id) {
+    return in_transaction([&] {
+        for (const char* sql :
+             {"DELETE FROM webhook_attempts WHERE tenant = ?1 AND subscription_id = ?2",
+              "DELETE FROM webhook_deliveries WHERE tenant = ?1 AND subscription_id = ?2"}) {
+            auto statement = db_->prepare(sql);
+            statement.bind(1, std::string_view(tenant)).bind(2, std::string_view(id)).step();
+        }
+        auto erase =
+            db_->prepare("DELETE FROM webhook_subscriptions WHERE tenant = ?1 AND id = ?2");
+        erase.bind(1, std::string_view(tenant)).bind(2, std::string_view(id)).step();
+        return db_->changes() == 1;
+    });
+}
+
+bool SqliteWebhookRepository::set_enabled(const std::string& tenant, const std::string& id,
+                                          bool enabled, const std::string& reason,
+                                          std::int64_t now) {
+    return in_transaction([&] {
+        auto update = db_->prepare(
+            "UPDATE webhook_subscriptions SET enabled = ?3, disabled_reason = ?4, "
+            "failing_since = NULL WHERE tenant = ?1 AND id = ?2");
+        const std::optional<std::string> disabled_reason =
+            enabled ? std::nullopt : std::optional<std::string>(reason);
+        update.bind(1, std::string_view(tenant))
+            .bind(2, std::string_view(id))
+            .bind(3, std::int64_t{enabled ? 1 : 0})
+            .bind(4, disabled_reason)
+            .step();
+        if (db_->changes() != 1) return false;
+        if (!enabled) {
+            auto fail_pending = db_->prepare(
+                "UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, "
+                "lease_owner = NULL, lease_until = NULL, finished_at = ?3 "
+                "WHERE tenant = ?1 AND subscription_id = ?2 AND state = 'pending'");
+            fail_pending.bind(1, std::string_view(tenant))
+                .bind(2, std::string_view(id))
+                .bind(3, now)
+                .step();
+        }
+        return true;
+    });
+}
+
+bool SqliteWebhookRepository::rotate_secret(const std::string& tenant, const std::string& id,
+                                            const std::string& sealed_secret,
+                                            std::int64_t previous_until) {
+    auto update = db_->prepare(
+        "UPDATE webhook_subscriptions SET previous_secret = secret, secret = ?3, "
+        "previous_secret_until = ?4 WHERE tenant = ?1 AND id = ?2");
+    update.bind(1, std::string_view(tenant))
+        .bind(2, std::string_view(id))
+        .bind(3, std::string_view(sealed_secret))
+        .bind(4, previous_until)
+        .step();
+    return db_->changes() == 1;
+}
+
+std::vector<DeliveryAttemptView> SqliteWebhookRepository::list_attempts(
+    const std::string& tenant, const std::string& subscription_id, int limit,
+    std::optional<std::int64_t> before) {
+    auto query = db_->prepare(
+        "SELECT a.sequence, a.delivery_id, d.plant_id, a.attempt, a.at, a.status, a.error, "
+        "a.duration_ms, d.state, d.next_attempt_at FROM webhook_attempts a "
+        "JOIN webhook_deliveries d ON d.id = a.delivery_id "
+        "WHERE a.tenant = ?1 AND a.subscription_id = ?2 AND a.sequence < ?3 "
+        "ORDER BY a.sequence DESC LIMIT ?4");
+    query.bind(1, std::string_view(tenant))
+        .bind(2, std::string_view(subscription_id))
+        .bind(3, before.value_or(INT64_MAX))
+        .bind(4, std::int64_t{limit});
+    std::vector<DeliveryAttemptView> attempts;
+    while (query.step()) {
+        DeliveryAttemptView view;
+        view.sequence = query.column_int64(0);
+        view.event_id = query.column_text(1);
+        view.plant_id = query.column_int64(2);
+        view.attempt = static_cast<int>(query.column_int64(3));
+        view.at = query.column_int64(4);
+        if (const auto status = query.column_optional_int64(5)) {
+            view.status = static_cast<int>(*status);
+        }
+        view.error = query.column_text(6);
+        view.duration_ms = query.column_int64(7);
+        view.state = query.column_text(8);
+        if (view.state == "pending") view.next_attempt_at = query.column_optional_int64(9);
+        attempts.push_back(std::move(view));
+    }
+    return attempts;
+}
+
+WebhookRepository::RetryOutcome SqliteWebhookRepository::retry_event(
+    const std::string& tenant, const std::string& subscription_id, const std::string& event_id,
+    std::int64_t now) {
+    return in_transaction([&] {
+        auto query = db_->prepare(
+            "SELECT state FROM webhook_deliveries WHERE tenant = ?1 AND subscription_id = ?2 "
+            "AND id = ?3");
+        query.bind(1, std::string_view(tenant))
+            .bind(2, std::string_view(subscription_id))
+            .bind(3, std::string_view(event_id));
+        if (!query.step()) return RetryOutcome::not_found;
+        if (query.column_text(0) != "failed") return RetryOutcome::not_failed;
+        auto update = db_->prepare(
+            "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?2, "
+            "finished_at = NULL WHERE id = ?1");
+        update.bind(1, std::string_view(event_id)).bind(2, now).step();
+        return RetryOutcome::queued;
+    });
+}
+
+std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
+    std::int64_t now, std::int64_t lease_until, std::size_t limit,
+    const std::vector<std::string>& busy_subscriptions, const std::string& owner) {
+    const std::string busy = json_string_array(busy_subscriptions);
+    // Whether anything is due, without the write lock: the plant writer shares it, and many
+    // looks find nothing to claim.
+    auto due = db_->prepare(std::string("SELECT 1 FROM ") + kDueDeliveries + " LIMIT 1");
+    due.bind(1, now).bind(5, std::string_view(busy));
+    if (!due.step()) return {};
+    due.reset();
+    return in_transaction([&] {
+        auto claim = db_->prepare(
+            std::string("UPDATE webhook_deliveries SET lease_owner = ?4, lease_until = ?2 WHERE "
+                        "id IN (SELECT d.id FROM ") +
+            kDueDeliveries +
+            " LIMIT ?3) "
+            "RETURNING id, tenant, subscription_id, plant_id, name, tag, attempts, created_at");
+        claim.bind(1, now)
+            .bind(2, lease_until)
+            .bind(3, static_cast<std::int64_t>(limit))
+            .bind(4, std::string_view(owner))
+            .bind(5, std::string_view(busy));
+        std::vector<ClaimedDelivery> claimed;
+        while (claim.step()) {
+            ClaimedDelivery delivery;
+            delivery.event_id = claim.column_text(0);
+            delivery.tenant = claim.column_text(1);
+            delivery.subscription_id = claim.column_text(2);
+            delivery.plant_id = claim.column_int64(3);
+            delivery.name = claim.column_text(4);
+            delivery.tag = claim.column_optional_text(5);
+            delivery.attempts = static_cast<int>(claim.column_int64(6));
+            delivery.created_at = claim.column_int64(7);
+            claimed.push_back(std::move(delivery));
+        }
+        claim.reset();
+        auto subscription = db_->prepare(
+            "SELECT url, secret, previous_secret, previous_secret_until, failing_since "
+            "FROM webhook_subscriptions WHERE tenant = ?1 AND id = ?2");
+        for (ClaimedDelivery& delivery : claimed) {
+            subscription.bind(1, std::string_view(delivery.tenant))
+                .bind(2, std::string_view(delivery.subscription_id));
+            if (subscription.step()) {
+                delivery.url = subscription.column_text(0);
+                delivery.sealed_secret = subscription.column_text(1);
+                delivery.sealed_previous_secret = subscription.column_optional_text(2);
+                delivery.previous_secret_until = subscription.column_int64(3);
+                delivery.failing_since = subscription.column_optional_int64(4);
+            }
+            subscription.reset();
+        }
+        return claimed;
+    });
+}
+
+void SqliteWebhookRepository::record_attempts(const std::vector<RecordedAttempt>& attempts,
+                                              const std::string& owner) {
+    in_transaction([&] {
+        auto log = db_->prepare(
+            "INSERT INTO webhook_attempts (delivery_id, tenant, subscription_id, attempt, at, "
+            "status, error, duration_ms) SELECT id, tenant, subscription_id, ?2, ?3, ?4, ?5, ?6 "
+            "FROM webhook_deliveries WHERE id = ?1");
+        auto update = db_->prepare(
+            "UPDATE webhook_deliveries SET attempts = attempts + 1, state = ?3, "
+            "next_attempt_at = ?4, finished_at = ?5, lease_owner = NULL, lease_until = NULL "
+            "WHERE id = ?1 AND lease_owner = ?2");
+        auto succeeded = db_->prepare(
+            "UPDATE webhook_subscriptions SET failing_since = NULL "
+            "WHERE tenant = ?1 AND id = ?2 AND failing_since IS NOT NULL");
+        auto failed = db_->prepare(
+            "UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, ?3) "
+            "WHERE tenant = ?1 AND id = ?2");
+        for (const auto& [delivery, record] : attempts) {
+            const std::optional<std::int64_t> status =
+                record.status ? std::optional<std::int64_t>(*record.status) : std::nullopt;
+            log.bind(1, std::string_view(delivery.event_id))
+                .bind(2, std::int64_t{delivery.attempts + 1})
+                .bind(3, record.at)
+                .bind(4, status)
+                .bind(5, std::string_view(record.error))
+                .bind(6, record.duration_ms)
+                .step();
+            log.reset();
+            const char* state = record.delivered         ? "delivered"
+                                : record.next_attempt_at ? "pending"
+                                                         : "failed";
+            const bool finished = record.delivered || !record.next_attempt_at;
+            update.bind(1, std::string_view(delivery.event_id))
+                .bind(2, std::string_view(owner))
+                .bind(3, std::string_view(state))
+                .bind(4, record.delivered ? std::nullopt : record.next_attempt_at)
+                .bind(5, finished ? std::optional<std::int64_t>(record.at) : std::nullopt)
+                .step();
+            update.reset();
+            if (record.delivered) {
+                succeeded.bind(1, std::string_view(delivery.tenant))
+                    .bind(2, std::string_view(delivery.subscription_id))
+                    .step();
+                succeeded.reset();
+            } else {
+                failed.bind(1, std::string_view(delivery.tenant))
+                    .bind(2, std::string_view(delivery.subscription_id))
+                    .bind(3, record.at)
+                    .step();
+                failed.reset();
+            }
+        }
+        return 0;
+    });
+    for (const auto& [delivery, record] : attempts) {
+        if (record.disable_reason) {
+            set_enabled(delivery.tenant, delivery.subscription_id, false, *record.disable_reason,
+                        record.at);
+        }
+    }
+}
+
+std::size_t SqliteWebhookRepository::prune(std::int64_t before, std::size_t limit) {
+    return in_transaction([&] {
+        auto attempts = db_->prepare(
+            "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries "
+            "WHERE finished_at < ?1 ORDER BY finished_at, id LIMIT ?2)");
+        attempts.bind(1, before).bind(2, static_cast<std::int64_t>(limit)).step();
+        auto deliveries = db_->prepare(
+            "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries "
+            "WHERE finished_at < ?1 ORDER BY finished_at, id LIMIT ?2)");
+        deliveries.bind(1, before).bind(2, static_cast<std::int64_t>(limit)).step();
+        return static_cast<std::size_t>(db_->changes());
+    });
+}
+
+OutboxStats SqliteWebhookRepository::stats() {
+    auto query = db_->prepare(
+        "SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'), "
+        "(SELECT min(created_at) FROM webhook_deliveries WHERE state = 'pending'), "
+        "(SELECT count(*) FROM webhook_subscriptions WHERE enabled = 0), "
+        "(SELECT count(*) FROM webhook_subscriptions WHERE enabled = 1)");
+    query.step();
+    return {query.column_int64(0), query.column_optional_int64(1), query.column_int64(2),
+            query.column_int64(3)};
+}
+
+}  // namespace plantstore::store::sqlite

@@ -1,0 +1,152 @@
+// Store layer, interface (see plant_store.hpp): webhook subscriptions and the outbox of their
+// deliveries. The outbox rows themselves are written by the plant stores, in the transaction
+// that stores each new plant (one pending delivery per enabled subscription of the tenant);
+// this interface manages subscriptions, lets a dispatcher claim due deliveries under a lease and
+// record each attempt, and prunes what is finished. Times are milliseconds since the Unix epoch,
+// given by the caller. Knows no HTTP and no policy (schedules, signing): the webhooks layer does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace plantstore::store {
+
+/// A subscription as stored. Secrets are stored sealed (webhooks/secret_box.hpp): opaque here.
+struct WebhookSubscription {
+    std::string tenant;
+    std::string id;  ///< "wh_..."
+    std::string url;
+    std::string sealed_secret;
+    /// The secret replaced by a rotation, still used to sign until `previous_secret_until`.
+    std::optional<std::string> sealed_previous_secret;
+    std::int64_t previous_secret_until = 0;
+    bool enabled = true;
+    std::optional<std::string> disabled_reason;
+    /// Since when every attempt failed (unset after a success, and while none failed).
+    std::optional<std::int64_t> failing_since;
+    std::int64_t created_at = 0;
+    /// Deliveries in each state (filled when read, not stored).
+    std::int64_t pending = 0;
+    std::int64_t delivered = 0;
+    std::int64_t failed = 0;
+};
+
+/// One recorded delivery attempt, with its event's current state, for the deliveries endpoint.
+struct DeliveryAttemptView {
+    std::int64_t sequence = 0;  ///< increasing over all attempts: the page cursor
+    std::string event_id;
+    std::int64_t plant_id = 0;
+    int attempt = 0;  ///< 1 for the first
+    std::int64_t at = 0;
+    std::optional<int> status;  ///< the receiver's status, when it answered
+    std::string error;          ///< why it failed without (or despite) a status; empty on success
+    std::int64_t duration_ms = 0;
+    std::string state;  ///< the event's state now: "pending", "delivered" or "failed"
+    std::optional<std::int64_t> next_attempt_at;  ///< while pending
+};
+
+/// A due delivery claimed under a lease: what the dispatcher needs to send and sign it.
+struct ClaimedDelivery {
+    std::string event_id;
+    std::string tenant;
+    std::string subscription_id;
+    std::int64_t plant_id = 0;
+    std::string name;
+    std::optional<std::string> tag;
+    int attempts = 0;  ///< attempts made before this one
+    std::int64_t created_at = 0;
+    std::string url;
+    std::string sealed_secret;
+    std::optional<std::string> sealed_previous_secret;
+    std::int64_t previous_secret_until = 0;
+    std::optional<std::int64_t> failing_since;
+};
+
+/// What one attempt gave, and what follows from it (decided by the dispatcher).
+struct AttemptRecord {
+    std::int64_t at = 0;
+    std::optional<int> status;
+    std::string error;
+    std::int64_t duration_ms = 0;
+    bool delivered = false;
+    /// When not delivered: the next attempt's time, or nullopt when the event has failed.
+    std::optional<std::int64_t> next_attempt_at;
+    /// Disable the subscription, with this reason (410 Gone, failing for too long); its pending
+    /// deliveries then fail.
+    std::optional<std::string> disable_reason;
+};
+
+/// An attempt and the delivery it was made for.
+struct RecordedAttempt {
+    ClaimedDelivery delivery;
+    AttemptRecord record;
+};
+
+/// What an outbox holds, for /metrics.
+struct OutboxStats {
+    std::int64_t pending = 0;
+    std::optional<std::int64_t> oldest_pending_created_at;
+    std::int64_t disabled_subscriptions = 0;
+    std::int64_t enabled_subscriptions = 0;
+};
+
+/// Subscriptions and deliveries of every tenant; each call names the tenant it acts in and never
+/// sees another's. Not thread-safe: each thread that needs one opens its own. Every method
+/// throws std::runtime_error (or a subclass) when the store cannot answer.
+class WebhookRepository {
+  public:
+    virtual ~WebhookRepository() = default;
+
+    /// Stores `subscription` unless its tenant has `max_per_tenant` already: false then.
+    virtual bool add_subscription(const WebhookSubscription& subscription,
+                                  std::size_t max_per_tenant) = 0;
+    /// The tenant's subscriptions with their delivery counts, oldest first.
+    virtual std::vector<WebhookSubscription> list_subscriptions(const std::string& tenant) = 0;
+    virtual std::optional<WebhookSubscription> find_subscription(const std::string& tenant,
+                                                                 const std::string& id) = 0;
+    /// Removes the subscription and every delivery (pending or not) to it; false when none.
+    virtual bool remove_subscription(const std::string& tenant, const std::string& id) = 0;
+    /// Enables or disables it (with `reason` when disabling; pending deliveries then fail).
+    virtual bool set_enabled(const std::string& tenant, const std::string& id, bool enabled,
+                             const std::string& reason, std::int64_t now) = 0;
+    /// Replaces the secret, keeping the current one as the previous until `previous_until`.
+    virtual bool rotate_secret(const std::string& tenant, const std::string& id,
+                               const std::string& sealed_secret, std::int64_t previous_until) = 0;
+    /// The most recent attempts of the subscription's deliveries, newest first, those with a
+    /// sequence below `before` when given.
+    virtual std::vector<DeliveryAttemptView> list_attempts(const std::string& tenant,
+                                                           const std::string& subscription_id,
+                                                           int limit,
+                                                           std::optional<std::int64_t> before) = 0;
+
+    enum class RetryOutcome { queued, not_found, not_failed };
+    /// Queues one more attempt of a failed event, due at `now`.
+    virtual RetryOutcome retry_event(const std::string& tenant, const std::string& subscription_id,
+                                     const std::string& event_id, std::int64_t now) = 0;
+
+    /// Claims up to `limit` pending deliveries due at `now` whose lease (if any) expired, and
+    /// none of `busy_subscriptions`, leasing them to `owner` until `lease_until`, oldest due
+    /// first. Engines with several writers (PostgreSQL) let each delivery go to one claimer.
+    virtual std::vector<ClaimedDelivery> claim_due(
+        std::int64_t now, std::int64_t lease_until, std::size_t limit,
+        const std::vector<std::string>& busy_subscriptions, const std::string& owner) = 0;
+    /// Records attempts of deliveries claimed by `owner`, and their consequences, in one
+    /// transaction (one durable commit however many). A delivery no longer held by `owner` (its
+    /// lease expired and another claimed it) or gone (its subscription was deleted) keeps its
+    /// state; the attempt is still logged if the delivery exists.
+    virtual void record_attempts(const std::vector<RecordedAttempt>& attempts,
+                                 const std::string& owner) = 0;
+    void record_attempt(const ClaimedDelivery& delivery, const AttemptRecord& record,
+                        const std::string& owner) {
+        record_attempts({{delivery, record}}, owner);
+    }
+    /// Deletes deliveries (and their attempts) finished before `before`, at most `limit`; returns
+    /// how many.
+    virtual std::size_t prune(std::int64_t before, std::size_t limit) = 0;
+    virtual OutboxStats stats() = 0;
+};
+
+}  // namespace plantstore::store

@@ -1,0 +1,538 @@
+// Webhooks, end to end: the real binary delivers to real HTTP(S) receivers on 127.0.0.1; the
+// tests check what a receiver sees (body, Standard Webhooks headers, signatures computed here
+// with OpenSSL), what a tenant sees through the management endpoints, and that acknowledged
+// plants are announced after a kill -9. On SQLite; ctest's Postgres.Webhooks* run them again on
+// PostgreSQL.
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <thread>
+
+#include "fixture.hpp"
+#include "https_test_server.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The server's key for sealing secrets: the base64 of 32 bytes.
+constexpr const char* kKey = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=";
+
+// A request as a receiver got it.
+struct Received {
+    std::map<std::string, std::string> headers;  // lower-case names
+    std::string body;
+};
+
+Received parse_request(const std::string& raw) {
+    Received received;
+    const auto head_end = raw.find("\r\n\r\n");
+    received.body = head_end == std::string::npos ? "" : raw.substr(head_end + 4);
+    std::size_t line = raw.find("\r\n") + 2;
+    while (line < head_end) {
+        const auto end = raw.find("\r\n", line);
+        const std::string field = raw.substr(line, end - line);
+        const auto colon = field.find(':');
+        std::string name = field.substr(0, colon);
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        received.headers[name] = field.substr(field.find_first_not_of(' ', colon + 1));
+        line = end + 2;
+    }
+    return received;
+}
+
+std::string base64(const unsigned char* bytes, std::size_t size) {
+    std::string text(4 * ((size + 2) / 3), '\0');
+    EVP_EncodeBlock(reinterpret_cast<unsigned char*>(text.data()), bytes, static_cast<int>(size));
+    return text;
+}
+
+// The Standard Webhooks signature of `received` with `secret` ("whsec_..."), computed here.
+std::string expected_signature(const std::string& secret, const Received& received) {
+    const std::string encoded = secret.substr(6);
+    std::string key(encoded.size(), '\0');
+    const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(key.data()),
+                                        reinterpret_cast<const unsigned char*>(encoded.data()),
+                                        static_cast<int>(encoded.size()));
+    key.resize(static_cast<std::size_t>(decoded) - (encoded.ends_with("==")  ? 2
+                                                    : encoded.ends_with("=") ? 1
+                                                                             : 0));
+    const std::string content = received.headers.at("webhook-id") + "." +
+                                received.headers.at("webhook-timestamp") + "." + received.body;
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+         reinterpret_cast<const unsigned char*>(content.data()), content.size(), digest, &length);
+    return "v1," + base64(digest, length);
+}
+
+// The signatures of a webhook-signature header.
+std::set<std::string> signatures(const Received& received) {
+    std::set<std::string> result;
+    std::istringstream list(received.headers.at("webhook-signature"));
+    for (std::string entry; list >> entry;) result.insert(entry);
+    return result;
+}
+
+// Polls `done` every 50 ms for at most `limit`.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (done()) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return done();
+}
+
+class Webhooks : public ServerTest {
+  protected:
+    void SetUp() override {
+        ServerTest::SetUp();
+        key_file = dir.path() / "webhook.key";
+        std::ofstream(key_file) << kKey << "\n";
+    }
+
+    // The options every test starts with: receivers are on 127.0.0.1 over plain HTTP, and the
+    // retry schedule is shrunk.
+    std::vector<std::string> webhook_options(std::vector<std::string> extra = {},
+                                             bool allow_private = true) const {
+        std::vector<std::string> args = {"--webhook-key-file", key_file.string()};
+        const auto given = [&](const char* flag) {
+            return std::find(extra.begin(), extra.end(), flag) != extra.end();
+        };
+        if (!given("--webhook-retry-schedule")) {
+            args.insert(args.end(), {"--webhook-retry-schedule", "0s,1500ms,2s"});
+        }
+        if (!given("--webhook-timeout-ms"))
+            args.insert(args.end(), {"--webhook-timeout-ms", "2000"});
+        if (allow_private) {
+            args.insert(args.end(),
+                        {"--webhook-allow-http", "on", "--webhook-allow-private-addresses", "on"});
+        }
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    }
+
+    HttpResponse call(const std::string& method, const std::string& target,
+                      const std::string& body = "", const std::string& as = "") {
+        HttpConnection connection(port());
+        std::vector<std::string> headers = {"Authorization: Bearer " + (as.empty() ? token : as)};
+        if (!body.empty()) headers.emplace_back("Content-Type: application/json");
+        auto response = connection.request(method, target, body, headers);
+        if (!response) throw std::runtime_error(method + " " + target + ": no response");
+        return *response;
+    }
+
+    boost::json::object subscribe(const std::string& url) {
+        const HttpResponse response = call("POST", "/webhooks", R"({"url":")" + url + R"("})");
+        EXPECT_EQ(response.status, 201) << response.body;
+        auto object = boost::json::parse(response.body).as_object();
+        EXPECT_EQ(response.header("location"),
+                  "/webhooks/" + std::string(object.at("id").as_string()));
+        return object;
+    }
+
+    boost::json::array deliveries(const std::string& id) {
+        const HttpResponse response = call("GET", "/webhooks/" + id + "/deliveries");
+        EXPECT_EQ(response.status, 200) << response.body;
+        return boost::json::parse(response.body).as_array();
+    }
+
+    boost::json::object subscription(const std::string& id) {
+        const HttpResponse response = call("GET", "/webhooks/" + id);
+        EXPECT_EQ(response.status, 200) << response.body;
+        return boost::json::parse(response.body).as_object();
+    }
+
+    std::filesystem::path key_file;
+};
+
+std::string text(const boost::json::value& value) { return std::string(value.as_string()); }
+
+TEST_F(Webhooks, ACreatedPlantIsDeliveredSignedReplaysConflictsAndDeletesAreNot) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    const auto created = subscribe(receiver.url("/hooks"));
+    const std::string secret = text(created.at("secret"));
+    EXPECT_TRUE(secret.starts_with("whsec_"));
+    EXPECT_EQ(secret.size(), 6U + 44U);  // base64 of 32 bytes
+    EXPECT_EQ(boost::json::serialize(created.at("events")), R"(["plant.created"])");
+    EXPECT_TRUE(created.at("enabled").as_bool());
+
+    ASSERT_EQ(post(R"({"id":7,"name":"Fern","tag":"green"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 1; }));
+    const std::string raw = receiver.last_request();
+    EXPECT_TRUE(raw.starts_with("POST /hooks HTTP/1.1\r\n")) << raw;
+    const Received received = parse_request(raw);
+    EXPECT_EQ(received.body, R"({"id":7,"name":"Fern","tag":"green"})");
+    EXPECT_EQ(received.headers.at("content-type"), "application/json");
+    EXPECT_TRUE(received.headers.at("user-agent").starts_with("plantstore/"));
+    EXPECT_TRUE(received.headers.at("webhook-id").starts_with("msg_"));
+    const auto sent_at = std::stoll(received.headers.at("webhook-timestamp"));
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    EXPECT_LE(std::llabs(now - sent_at), 60);
+    EXPECT_EQ(signatures(received), std::set<std::string>{expected_signature(secret, received)});
+
+    // A replay, a conflict and a delete announce nothing; a plant without a tag has no "tag".
+    EXPECT_EQ(post(R"({"id":7,"name":"Fern","tag":"green"})").status, 200);
+    EXPECT_EQ(post(R"({"id":7,"name":"Other"})").status, 409);
+    EXPECT_EQ(call("DELETE", "/plants/7").status, 204);
+    ASSERT_EQ(post(R"({"id":8,"name":"Moss"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() >= 2; }));
+    std::this_thread::sleep_for(500ms);
+    EXPECT_EQ(receiver.requests(), 2);
+    EXPECT_EQ(parse_request(receiver.last_request()).body, R"({"id":8,"name":"Moss"})");
+
+    const std::string id = text(created.at("id"));
+    const auto attempts = deliveries(id);
+    ASSERT_EQ(attempts.size(), 2U);
+    const auto& first = attempts.back().as_object();  // newest first
+    EXPECT_EQ(text(first.at("event_id")), received.headers.at("webhook-id"));
+    EXPECT_EQ(first.at("plant_id").as_int64(), 7);
+    EXPECT_EQ(first.at("attempt").as_int64(), 1);
+    EXPECT_EQ(first.at("status").as_int64(), 200);
+    EXPECT_EQ(text(first.at("state")), "delivered");
+    const auto shown = subscription(id);
+    EXPECT_FALSE(shown.contains("secret"));  // shown only when created or rotated
+    EXPECT_EQ(shown.at("deliveries").at("delivered").as_int64(), 2);
+    EXPECT_EQ(server->log().find(secret), std::string::npos);  // never logged
+}
+
+TEST_F(Webhooks, FailedAttemptsAreRetriedWithTheSameIdAndNewSignatures) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    receiver.script({{500, {}, 0}, {500, {}, 0}});  // then 200
+    const auto created = subscribe(receiver.url());
+    const std::string secret = text(created.at("secret"));
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 3; }));
+    std::vector<Received> seen;
+    for (const auto& raw : receiver.all_requests()) seen.push_back(parse_request(raw));
+    std::set<std::string> ids;
+    std::set<std::string> timestamps;
+    for (const Received& received : seen) {
+        ids.insert(received.headers.at("webhook-id"));
+        timestamps.insert(received.headers.at("webhook-timestamp"));
+        EXPECT_EQ(signatures(received),
+                  std::set<std::string>{expected_signature(secret, received)});
+        EXPECT_EQ(received.body, R"({"id":1,"name":"Ivy"})");
+    }
+    EXPECT_EQ(ids.size(), 1U);
+    EXPECT_EQ(timestamps.size(), 3U);  // the schedule puts 1.2 s or more between attempts
+    const std::string id = text(created.at("id"));
+    ASSERT_TRUE(eventually([&] {
+        const auto attempts = deliveries(id);
+        return attempts.size() == 3 && text(attempts[0].at("state")) == "delivered";
+    }));
+    const auto attempts = deliveries(id);
+    EXPECT_EQ(attempts[0].at("attempt").as_int64(), 3);
+    EXPECT_EQ(attempts[1].at("status").as_int64(), 500);
+    EXPECT_EQ(attempts[2].at("attempt").as_int64(), 1);
+    EXPECT_NE(server->log().find("webhook_attempt_failed"), std::string::npos);
+}
+
+TEST_F(Webhooks, AnEventThatRunsOutOfAttemptsFailsAndTheRetryEndpointQueuesOneMore) {
+    start(webhook_options({"--webhook-retry-schedule", "0s,300ms"}));
+    HttpsTestServer receiver;
+    receiver.respond(503, "");
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    ASSERT_EQ(post(R"({"id":5,"name":"Aloe"})").status, 200);
+    ASSERT_TRUE(eventually([&] {
+        const auto attempts = deliveries(id);
+        return attempts.size() == 2 && text(attempts[0].at("state")) == "failed";
+    }));
+    const auto failed = deliveries(id);
+    EXPECT_FALSE(failed[0].as_object().contains("next_attempt_at"));
+    EXPECT_EQ(subscription(id).at("deliveries").at("failed").as_int64(), 1);
+    const std::string event = text(failed[0].at("event_id"));
+
+    receiver.respond(200, "");
+    const HttpResponse retried =
+        call("POST", "/webhooks/" + id + "/deliveries/" + event + "/retry");
+    EXPECT_EQ(retried.status, 202) << retried.body;
+    ASSERT_TRUE(eventually([&] {
+        const auto attempts = deliveries(id);
+        return attempts.size() == 3 && text(attempts[0].at("state")) == "delivered";
+    }));
+    EXPECT_EQ(receiver.requests(), 3);
+    expect_error(call("POST", "/webhooks/" + id + "/deliveries/" + event + "/retry"), 409,
+                 "has not failed");
+    expect_error(call("POST", "/webhooks/" + id + "/deliveries/msg_unknown/retry"), 404);
+}
+
+TEST_F(Webhooks, GoneDisablesTheSubscriptionUntilItIsEnabledAgain) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    receiver.respond(410, "");
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return !subscription(id).at("enabled").as_bool(); }));
+    EXPECT_NE(text(subscription(id).at("disabled_reason")).find("410"), std::string::npos);
+    EXPECT_EQ(receiver.requests(), 1);  // not retried
+    ASSERT_EQ(post(R"({"id":2,"name":"Oak"})").status, 200);
+    std::this_thread::sleep_for(500ms);
+    EXPECT_EQ(receiver.requests(), 1);  // a disabled subscription gets no events
+
+    receiver.respond(200, "");
+    const HttpResponse enabled = call("PATCH", "/webhooks/" + id, R"({"enabled":true})");
+    EXPECT_EQ(enabled.status, 200) << enabled.body;
+    EXPECT_TRUE(boost::json::parse(enabled.body).at("enabled").as_bool());
+    ASSERT_EQ(post(R"({"id":3,"name":"Elm"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 2; }));
+    EXPECT_EQ(parse_request(receiver.last_request()).body, R"({"id":3,"name":"Elm"})");
+}
+
+TEST_F(Webhooks, RedirectsAreNotFollowedAndTheTimeOutCutsSlowReceivers) {
+    start(webhook_options({"--webhook-retry-schedule", "0s", "--webhook-timeout-ms", "500"}));
+    HttpsTestServer elsewhere;
+    HttpsTestServer redirecting;
+    redirecting.respond(307, "", {"Location: " + elsewhere.url()});
+    const std::string redirected = text(subscribe(redirecting.url()).at("id"));
+    HttpsTestServer slow;
+    slow.script({{200, {}, 2000}});
+    const std::string timed_out = text(subscribe(slow.url()).at("id"));
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] {
+        const auto slow_attempts = deliveries(timed_out);
+        return deliveries(redirected).size() == 1 && slow_attempts.size() == 1 &&
+               text(slow_attempts[0].at("state")) == "failed";
+    }));
+    const auto redirects = deliveries(redirected);
+    const auto redirect = redirects[0].as_object();
+    EXPECT_EQ(redirect.at("status").as_int64(), 307);
+    EXPECT_EQ(text(redirect.at("state")), "failed");
+    EXPECT_NE(text(redirect.at("error")).find("redirect"), std::string::npos);
+    EXPECT_EQ(elsewhere.requests(), 0);
+    const auto slow_attempts = deliveries(timed_out);
+    const auto slow_attempt = slow_attempts[0].as_object();
+    EXPECT_FALSE(slow_attempt.contains("status"));
+    EXPECT_NE(text(slow_attempt.at("error")).find("timed out"), std::string::npos)
+        << text(slow_attempt.at("error"));
+}
+
+TEST_F(Webhooks, HttpsReceiversAreVerifiedAgainstTheConfiguredAuthority) {
+    const auto ca = dir.path() / "ca.pem";
+    const auto cert = dir.path() / "server.pem";
+    const auto key = dir.path() / "server.key";
+    write_test_pki(ca, cert, key);
+    start(webhook_options({"--webhook-ca-file", ca.string()}));
+    HttpsTestServer receiver(cert, key);
+    const auto created = subscribe(receiver.url("/secure"));
+    ASSERT_EQ(post(R"({"id":9,"name":"Palm"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 1; }));
+    const Received received = parse_request(receiver.last_request());
+    EXPECT_EQ(received.body, R"({"id":9,"name":"Palm"})");
+    EXPECT_EQ(signatures(received),
+              std::set<std::string>{expected_signature(text(created.at("secret")), received)});
+}
+
+TEST_F(Webhooks, InternalAddressesAreRefusedWithoutTheDevelopmentFlag) {
+    start(webhook_options({}, false));
+    for (const std::string url :
+         {"https://127.0.0.1/hook", "https://10.1.2.3/hook", "https://192.168.0.1/hook",
+          "https://169.254.169.254/latest", "https://[::1]/hook", "https://[fe80::1]/hook",
+          "https://[::ffff:127.0.0.1]/hook", "https://localhost/hook"}) {
+        expect_error(call("POST", "/webhooks", R"({"url":")" + url + R"("})"), 400, "url");
+    }
+    expect_error(call("POST", "/webhooks", R"({"url":"http://example.com/hook"})"), 400, "url");
+    EXPECT_EQ(boost::json::parse(call("GET", "/webhooks").body).as_array().size(), 0U);
+}
+
+TEST_F(Webhooks, DuringARotationDeliveriesCarryBothSignatures) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    const auto created = subscribe(receiver.url());
+    const std::string id = text(created.at("id"));
+    const std::string old_secret = text(created.at("secret"));
+    const HttpResponse rotated = call("POST", "/webhooks/" + id + "/rotate-secret");
+    ASSERT_EQ(rotated.status, 200) << rotated.body;
+    const auto rotation = boost::json::parse(rotated.body).as_object();
+    const std::string new_secret = text(rotation.at("secret"));
+    EXPECT_NE(new_secret, old_secret);
+    EXPECT_TRUE(rotation.contains("previous_secret_valid_until"));
+    ASSERT_EQ(post(R"({"id":4,"name":"Cactus"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 1; }));
+    const Received received = parse_request(receiver.last_request());
+    EXPECT_EQ(signatures(received),
+              (std::set<std::string>{expected_signature(old_secret, received),
+                                     expected_signature(new_secret, received)}));
+}
+
+TEST_F(Webhooks, SubscriptionsStayInsideTheirTenantAndNeedTheirScope) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    const std::string other = create_token(data_dir(), "other", "tenant-b");
+    const std::string plants_only =
+        create_token(data_dir(), "plants-only", "default", {"plants:read", "plants:write"});
+    // A running server learns of new tokens within a second.
+    ASSERT_TRUE(eventually([&] { return get_status(port(), plants_only, "/plants") == 200; }));
+    EXPECT_EQ(boost::json::parse(call("GET", "/webhooks", "", other).body).as_array().size(), 0U);
+    expect_error(call("GET", "/webhooks/" + id, "", other), 404);
+    expect_error(call("DELETE", "/webhooks/" + id, "", other), 404);
+    expect_error(call("PATCH", "/webhooks/" + id, R"({"enabled":false})", other), 404);
+    expect_error(call("POST", "/webhooks/" + id + "/rotate-secret", "", other), 404);
+    expect_error(call("GET", "/webhooks/" + id + "/deliveries", "", other), 404);
+    // tenant-b's plants are not announced to the default tenant's subscription
+    EXPECT_EQ(post_plant(port(), other, R"({"id":1,"name":"Ivy"})").status, 200);
+    std::this_thread::sleep_for(500ms);
+    EXPECT_EQ(receiver.requests(), 0);
+
+    expect_error(call("GET", "/webhooks", "", plants_only), 403, "webhooks:manage");
+    EXPECT_EQ(call("DELETE", "/webhooks/" + id).status, 204);
+    expect_error(call("GET", "/webhooks/" + id), 404);
+}
+
+TEST_F(Webhooks, BadInputToEveryManagementEndpointIsA400NamingTheField) {
+    start(webhook_options({"--webhook-max-subscriptions", "2"}));
+    HttpsTestServer receiver;
+    expect_error(call("POST", "/webhooks", "{"), 400, "JSON");
+    expect_error(call("POST", "/webhooks", "[]"), 400, "object");
+    expect_error(call("POST", "/webhooks", "{}"), 400, "url");
+    expect_error(call("POST", "/webhooks", R"({"url":5})"), 400, "url");
+    expect_error(call("POST", "/webhooks", R"({"url":"ftp://127.0.0.1/x"})"), 400, "url");
+    expect_error(call("POST", "/webhooks", R"({"url":"/relative"})"), 400, "url");
+    expect_error(call("POST", "/webhooks", R"({"url":"http://user:pw@127.0.0.1/x"})"), 400, "url");
+    expect_error(call("POST", "/webhooks",
+                      R"({"url":"http://127.0.0.1/)" + std::string(2100, 'a') + R"("})"),
+                 400, "url");
+    expect_error(call("POST", "/webhooks", R"({"url":"http://127.0.0.1/x","secret":"s"})"), 400,
+                 "secret");
+    expect_error(call("POST", "/webhooks", R"({"url":"http://127.0.0.1/x","events":["x"]})"), 400,
+                 "events");
+    {
+        HttpConnection connection(port());
+        const auto response =
+            connection.request("POST", "/webhooks", R"({"url":"http://127.0.0.1/x"})",
+                               {"Authorization: Bearer " + token, "Content-Type: text/plain"});
+        ASSERT_TRUE(response);
+        expect_error(*response, 415);
+    }
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    subscribe(receiver.url("/second"));
+    expect_error(call("POST", "/webhooks", R"({"url":")" + receiver.url() + R"("})"), 409, "2");
+    expect_error(call("PATCH", "/webhooks/" + id, R"({"enabled":"yes"})"), 400, "enabled");
+    expect_error(call("PATCH", "/webhooks/" + id, "{}"), 400, "enabled");
+    expect_error(call("PATCH", "/webhooks/" + id, R"({"url":"x"})"), 400, "url");
+    expect_error(call("GET", "/webhooks/" + id + "/deliveries?limit=0"), 400, "limit");
+    expect_error(call("GET", "/webhooks/" + id + "/deliveries?limit=101"), 400, "limit");
+    expect_error(call("GET", "/webhooks/" + id + "/deliveries?after=x"), 400, "after");
+    expect_error(call("GET", "/webhooks/" + id + "/deliveries?page=2"), 400, "page");
+    expect_error(call("GET", "/webhooks/wh_missing"), 404);
+    expect_error(call("PUT", "/webhooks/" + id, "{}"), 405);
+}
+
+TEST_F(Webhooks, DeliveriesArePagedNewestFirst) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    for (int plant = 1; plant <= 5; ++plant) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(plant) + R"(,"name":"p"})").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] { return deliveries(id).size() == 5; }));
+    std::set<std::int64_t> plants;
+    std::string target = "/webhooks/" + id + "/deliveries?limit=2";
+    for (int page = 0; page < 5 && !target.empty(); ++page) {
+        const HttpResponse response = call("GET", target);
+        ASSERT_EQ(response.status, 200) << target << ": " << response.body;
+        const auto page_of_attempts = boost::json::parse(response.body);
+        for (const auto& attempt : page_of_attempts.as_array()) {
+            plants.insert(attempt.at("plant_id").as_int64());
+        }
+        const auto link = response.headers.find("link");
+        target = link == response.headers.end()
+                     ? ""
+                     : link->second.substr(1, link->second.find('>') - 1);
+    }
+    EXPECT_EQ(plants, (std::set<std::int64_t>{1, 2, 3, 4, 5}));
+}
+
+TEST_F(Webhooks, EveryAcknowledgedPlantIsAnnouncedAfterAKill9) {
+    // Nothing is delivered before the kill: the receiver refuses, so every event is pending.
+    HttpsTestServer receiver;
+    receiver.respond(503, "");
+    start(webhook_options({"--webhook-retry-schedule", "0s,1s,1s,1s,1s,1s,1s,1s,1s,1s"}));
+    subscribe(receiver.url());
+    constexpr int kPlants = 40;
+    for (int plant = 1; plant <= kPlants; ++plant) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(plant) + R"(,"name":"p"})").status, 200);
+    }
+    server->kill_hard();
+    // Every request so far was refused; from here on each is answered 200 (a delivery).
+    const std::size_t refused = receiver.all_requests().size();
+    receiver.respond(200, "");
+    start(webhook_options({"--webhook-retry-schedule", "0s,1s,1s,1s,1s,1s,1s,1s,1s,1s"}));
+    std::set<std::string> delivered;
+    ASSERT_TRUE(eventually(
+        [&] {
+            const auto requests = receiver.all_requests();
+            delivered.clear();
+            for (std::size_t i = refused; i < requests.size(); ++i) {
+                delivered.insert(parse_request(requests[i]).body);
+            }
+            return delivered.size() == kPlants;
+        },
+        60s))
+        << delivered.size() << " of " << kPlants << " plants announced";
+    for (int plant = 1; plant <= kPlants; ++plant) {
+        EXPECT_EQ(delivered.count(R"({"id":)" + std::to_string(plant) + R"(,"name":"p"})"), 1U);
+    }
+    ASSERT_TRUE(eventually(
+        [&] {
+            const auto listed = boost::json::parse(call("GET", "/webhooks").body);
+            const auto& first = listed.as_array().at(0);
+            return first.at("deliveries").at("delivered").as_int64() == kPlants;
+        },
+        60s));
+}
+
+TEST_F(Webhooks, MetricsShowTheOutboxAndAttempts) {
+    start(webhook_options({"--webhook-retry-schedule", "0s,1h"}));
+    HttpsTestServer receiver;
+    receiver.respond(500, "");
+    subscribe(receiver.url());
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] {
+        const auto metrics = call("GET", "/metrics").body;
+        return metrics.find(R"(plantstore_webhook_attempts_total{outcome="retry"} 1)") !=
+                   std::string::npos &&
+               metrics.find("plantstore_webhook_outbox_depth 1") != std::string::npos;
+    }));
+    const auto metrics = call("GET", "/metrics").body;
+    EXPECT_NE(metrics.find("plantstore_webhook_attempt_duration_seconds_count 1"),
+              std::string::npos);
+    EXPECT_NE(metrics.find("plantstore_webhook_outbox_oldest_age_seconds"), std::string::npos);
+    EXPECT_NE(metrics.find("plantstore_webhook_subscriptions_disabled 0"), std::string::npos);
+}
+
+// PostgreSQL only: instances share the outbox; one that dies mid-delivery loses its lease and
+// another delivers.
+TEST_F(Webhooks, OnPostgresAnotherInstanceDeliversWhatADeadOneHeld) {
+    if (!testing_on_postgres()) GTEST_SKIP() << "several instances share PostgreSQL only";
+    HttpsTestServer receiver;
+    receiver.script({{200, {}, 1500}});  // the first attempt is still in flight at the kill
+    start(webhook_options());
+    subscribe(receiver.url());
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(
+        eventually([&] { return receiver.requests() == 0 && !receiver.all_requests().empty(); }));
+    server->kill_hard();
+    const auto first = parse_request(receiver.all_requests().front());
+    start(webhook_options());  // a second instance on the same database
+    ASSERT_TRUE(eventually([&] { return receiver.requests() >= 2; }, 60s));
+    const auto again = parse_request(receiver.last_request());
+    EXPECT_EQ(again.headers.at("webhook-id"), first.headers.at("webhook-id"));
+    EXPECT_EQ(again.body, R"({"id":1,"name":"Ivy"})");
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support

@@ -1,0 +1,200 @@
+// The contract every WebhookRepository engine keeps, with the outbox rows the plant stores write,
+// run against each engine through the factory: deliveries are queued in the transaction that
+// stores a new plant (and only then), claims are leased to one owner, an owner that lost its
+// lease records nothing, busy subscriptions are skipped, failures schedule or finish, disabling
+// fails what is pending, deletion drops everything, pruning removes what finished, and no call
+// reaches another tenant.
+#include <gtest/gtest.h>
+
+#include "store/open.hpp"
+#include "store/store_calls.hpp"
+#include "support/postgres.hpp"
+#include "support/temp_dir.hpp"
+
+namespace plantstore::store {
+namespace {
+
+using namespace testing_support;
+
+class WebhookRepositoryContract : public testing::TestWithParam<const char*> {
+  protected:
+    void SetUp() override {
+        if (std::string(GetParam()) == "postgres") {
+            database_ = std::make_unique<TestDatabase>();
+        }
+        StoreConfig config;
+        config.data_dir = dir_.path() / "data";
+        if (database_) config.database_url = database_->url();
+        plants = open_plant_store(config);
+        repository = open_webhook_repository(config);
+    }
+    void TearDown() override {
+        repository.reset();
+        if (plants) plants->close();
+    }
+
+    WebhookSubscription subscription(const std::string& tenant, const std::string& id) {
+        WebhookSubscription added;
+        added.tenant = tenant;
+        added.id = id;
+        added.url = "https://receiver.example/" + id;
+        added.sealed_secret = "sealed-" + id;
+        added.created_at = 1000;
+        EXPECT_TRUE(repository->add_subscription(added, 20));
+        return added;
+    }
+    std::vector<ClaimedDelivery> claim(std::int64_t now, const std::string& owner = "a",
+                                       std::vector<std::string> busy = {}) {
+        return repository->claim_due(now, now + 10'000, 100, busy, owner);
+    }
+
+    std::unique_ptr<PlantStore> plants;
+    std::unique_ptr<WebhookRepository> repository;
+    // Far in the future of any created_at: every queued delivery is due.
+    static constexpr std::int64_t kLater = std::int64_t{1} << 50;
+
+  private:
+    TempDir dir_;
+    std::unique_ptr<TestDatabase> database_;
+};
+
+TEST_P(WebhookRepositoryContract, ANewPlantQueuesOneDeliveryPerEnabledSubscriptionOfItsTenant) {
+    subscription("acme", "wh_1");
+    subscription("acme", "wh_2");
+    subscription("other", "wh_3");
+    ASSERT_TRUE(repository->set_enabled("acme", "wh_2", false, "by hand", 5));
+    ASSERT_EQ(create_and_wait(*plants, "acme", plant(7, "Fern", "green")).outcome,
+              WriteResult::Outcome::created);
+    // A replay and a conflict queue nothing; neither does a delete.
+    create_and_wait(*plants, "acme", plant(7, "Fern", "green"));
+    create_and_wait(*plants, "acme", plant(7, "Other"));
+    wait_for<WriteResult>([&](auto done) { plants->remove("acme", 7, done); });
+
+    const auto claimed = claim(kLater);
+    ASSERT_EQ(claimed.size(), 1U);
+    const ClaimedDelivery& delivery = claimed.front();
+    EXPECT_EQ(delivery.tenant, "acme");
+    EXPECT_EQ(delivery.subscription_id, "wh_1");
+    EXPECT_EQ(delivery.plant_id, 7);
+    EXPECT_EQ(delivery.name, "Fern");
+    EXPECT_EQ(delivery.tag, std::optional<std::string>("green"));
+    EXPECT_EQ(delivery.attempts, 0);
+    EXPECT_EQ(delivery.url, "https://receiver.example/wh_1");
+    EXPECT_EQ(delivery.sealed_secret, "sealed-wh_1");
+    EXPECT_TRUE(delivery.event_id.starts_with("msg_"));
+}
+
+TEST_P(WebhookRepositoryContract, AClaimIsLeasedToOneOwnerUntilItExpires) {
+    subscription("acme", "wh_1");
+    create_and_wait(*plants, "acme", plant(1, "Ivy"));
+    ASSERT_EQ(claim(kLater, "a").size(), 1U);
+    EXPECT_TRUE(claim(kLater, "b").empty());            // leased to a
+    EXPECT_EQ(claim(kLater + 10'000, "b").size(), 1U);  // a's lease expired: b takes it
+    const auto busy = claim(kLater + 30'000, "c", {"wh_1"});
+    EXPECT_TRUE(busy.empty());  // a busy subscription is skipped
+}
+
+TEST_P(WebhookRepositoryContract, AttemptsScheduleFinishAndAreListedNewestFirst) {
+    subscription("acme", "wh_1");
+    create_and_wait(*plants, "acme", plant(1, "Ivy"));
+    auto delivery = claim(kLater).front();
+    AttemptRecord failed{kLater,      500,   "the receiver did not answer with a 2xx status",
+                         12,          false, kLater + 5000,
+                         std::nullopt};
+    repository->record_attempt(delivery, failed, "a");
+    EXPECT_TRUE(claim(kLater + 4999).empty());  // not due yet
+    delivery = claim(kLater + 5000).front();
+    EXPECT_EQ(delivery.attempts, 1);
+    EXPECT_EQ(delivery.failing_since, std::optional<std::int64_t>(kLater));
+    // Another owner's record of it changes nothing (its lease is a's).
+    AttemptRecord stale{kLater + 5000, 200, "", 3, true, std::nullopt, std::nullopt};
+    repository->record_attempt(delivery, stale, "someone else");
+    EXPECT_EQ(repository->find_subscription("acme", "wh_1")->pending, 1);
+    repository->record_attempt(delivery, stale, "a");
+    const auto shown = repository->find_subscription("acme", "wh_1");
+    EXPECT_EQ(shown->pending, 0);
+    EXPECT_EQ(shown->delivered, 1);
+    EXPECT_FALSE(shown->failing_since);  // a success forgets the failures
+
+    const auto attempts = repository->list_attempts("acme", "wh_1", 10, std::nullopt);
+    ASSERT_EQ(attempts.size(), 3U);  // the stale owner's attempt is logged too
+    EXPECT_EQ(attempts[0].state, "delivered");
+    EXPECT_EQ(attempts[2].attempt, 1);
+    EXPECT_EQ(attempts[2].status, std::optional<int>(500));
+    const auto older = repository->list_attempts("acme", "wh_1", 10, attempts[0].sequence);
+    EXPECT_EQ(older.size(), 2U);
+    EXPECT_TRUE(repository->list_attempts("other", "wh_1", 10, std::nullopt).empty());
+}
+
+TEST_P(WebhookRepositoryContract, AFailedEventCanBeQueuedOnceMore) {
+    subscription("acme", "wh_1");
+    create_and_wait(*plants, "acme", plant(1, "Ivy"));
+    const auto delivery = claim(kLater).front();
+    using Retry = WebhookRepository::RetryOutcome;
+    EXPECT_EQ(repository->retry_event("acme", "wh_1", delivery.event_id, kLater),
+              Retry::not_failed);
+    repository->record_attempt(delivery, {kLater, 503, "no", 1, false, std::nullopt, std::nullopt},
+                               "a");
+    EXPECT_EQ(repository->find_subscription("acme", "wh_1")->failed, 1);
+    EXPECT_TRUE(claim(kLater + 1).empty());
+    EXPECT_EQ(repository->retry_event("other", "wh_1", delivery.event_id, kLater),
+              Retry::not_found);
+    EXPECT_EQ(repository->retry_event("acme", "wh_1", delivery.event_id, kLater + 1),
+              Retry::queued);
+    EXPECT_EQ(claim(kLater + 1).size(), 1U);
+}
+
+TEST_P(WebhookRepositoryContract, DisablingFailsPendingDeliveriesAndDeletingDropsThem) {
+    subscription("acme", "wh_1");
+    subscription("acme", "wh_2");
+    create_and_wait(*plants, "acme", plant(1, "Ivy"));
+    ASSERT_TRUE(
+        repository->set_enabled("acme", "wh_1", false, "the receiver answered 410 Gone", 9));
+    const auto disabled = repository->find_subscription("acme", "wh_1");
+    EXPECT_FALSE(disabled->enabled);
+    EXPECT_EQ(disabled->disabled_reason,
+              std::optional<std::string>("the receiver answered 410 Gone"));
+    EXPECT_EQ(disabled->failed, 1);
+    EXPECT_EQ(repository->stats().disabled_subscriptions, 1);
+    EXPECT_FALSE(repository->remove_subscription("other", "wh_2"));  // another tenant's
+    EXPECT_TRUE(repository->remove_subscription("acme", "wh_2"));
+    EXPECT_TRUE(claim(kLater).empty());
+    EXPECT_EQ(repository->stats().pending, 0);
+    ASSERT_TRUE(repository->set_enabled("acme", "wh_1", true, "", 10));
+    EXPECT_TRUE(repository->find_subscription("acme", "wh_1")->enabled);
+}
+
+TEST_P(WebhookRepositoryContract, TheLimitPerTenantAndRotationAndPruning) {
+    WebhookSubscription extra;
+    extra.tenant = "acme";
+    extra.id = "wh_9";
+    extra.url = "https://x.example/";
+    extra.sealed_secret = "s";
+    subscription("acme", "wh_1");
+    EXPECT_FALSE(repository->add_subscription(extra, 1));
+    EXPECT_TRUE(repository->add_subscription(extra, 2));
+    ASSERT_TRUE(repository->rotate_secret("acme", "wh_1", "sealed-new", 77));
+    const auto rotated = repository->find_subscription("acme", "wh_1");
+    EXPECT_EQ(rotated->sealed_secret, "sealed-new");
+    EXPECT_EQ(rotated->sealed_previous_secret, std::optional<std::string>("sealed-wh_1"));
+    EXPECT_EQ(rotated->previous_secret_until, 77);
+    EXPECT_FALSE(repository->rotate_secret("other", "wh_1", "x", 1));
+
+    create_and_wait(*plants, "acme", plant(1, "Ivy"));
+    for (const auto& delivery : claim(kLater)) {
+        repository->record_attempt(delivery, {kLater, 200, "", 1, true, std::nullopt, std::nullopt},
+                                   "a");
+    }
+    EXPECT_EQ(repository->prune(kLater, 100), 0U);  // finished at kLater, not before
+    EXPECT_EQ(repository->prune(kLater + 1, 100), 2U);
+    EXPECT_EQ(repository->find_subscription("acme", "wh_1")->delivered, 0);
+    EXPECT_TRUE(repository->list_attempts("acme", "wh_1", 10, std::nullopt).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, WebhookRepositoryContract, testing::Values("sqlite", "postgres"),
+                         [](const testing::TestParamInfo<const char*>& engine) {
+                             return std::string(engine.param);
+                         });
+
+}  // namespace
+}  // namespace plantstore::store
