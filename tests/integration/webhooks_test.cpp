@@ -3,16 +3,24 @@
 // with OpenSSL), what a tenant sees through the management endpoints, and that acknowledged
 // plants are announced after a kill -9. On SQLite; ctest's Postgres.Webhooks* run them again on
 // PostgreSQL.
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "fixture.hpp"
 #include "https_test_server.hpp"
@@ -90,6 +98,58 @@ bool eventually(const std::function<bool()>& done, std::chrono::milliseconds lim
     }
     return done();
 }
+
+// A receiver that accepts connections and never answers: counts the connections it holds (each
+// delivery attempt opens one). Closes them all when destroyed.
+class SilentReceiver {
+  public:
+    SilentReceiver() {
+        listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (listener_ < 0 ||
+            ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+            ::listen(listener_, 64) != 0 ||
+            ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+            throw std::runtime_error("cannot listen on 127.0.0.1");
+        }
+        port_ = ntohs(address.sin_port);
+        thread_ = std::thread([this] {
+            while (!stopping_) {
+                pollfd ready{listener_, POLLIN, 0};
+                if (::poll(&ready, 1, 50) != 1) continue;
+                const int connection = ::accept(listener_, nullptr, nullptr);
+                if (connection < 0) continue;
+                std::lock_guard lock(mutex_);
+                held_.push_back(connection);
+            }
+        });
+    }
+    ~SilentReceiver() {
+        stopping_ = true;
+        thread_.join();
+        for (const int connection : held_) ::close(connection);
+        ::close(listener_);
+    }
+    SilentReceiver(const SilentReceiver&) = delete;
+    SilentReceiver& operator=(const SilentReceiver&) = delete;
+
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hooks"; }
+    std::size_t held() {
+        std::lock_guard lock(mutex_);
+        return held_.size();
+    }
+
+  private:
+    int listener_ = -1;
+    unsigned short port_ = 0;
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::vector<int> held_;  // guarded by mutex_
+    std::thread thread_;
+};
 
 class Webhooks : public ServerTest {
   protected:
@@ -365,6 +425,25 @@ TEST_F(Webhooks, DuringARotationDeliveriesCarryBothSignatures) {
     EXPECT_EQ(signatures(received),
               (std::set<std::string>{expected_signature(old_secret, received),
                                      expected_signature(new_secret, received)}));
+}
+
+TEST_F(Webhooks, AReceiverThatHangsHoldsAtMostItsConcurrencyAndOthersAreServed) {
+    // Attempts to the silent receiver last until the 30 s time-out; meanwhile it must hold no
+    // more than --webhook-concurrency requests, and the other subscription gets every event.
+    start(webhook_options(
+        {"--webhook-timeout-ms", "30000", "--webhook-concurrency", "2", "--webhook-workers", "4"}));
+    auto silent = std::make_unique<SilentReceiver>();
+    HttpsTestServer healthy;
+    subscribe(silent->url());
+    subscribe(healthy.url());
+    for (int id = 1; id <= 8; ++id) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":"Fern"})").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] { return healthy.requests() == 8; })) << healthy.requests();
+    EXPECT_EQ(silent->held(), 2U);
+    std::this_thread::sleep_for(500ms);  // the held attempts do not make room for more
+    EXPECT_EQ(silent->held(), 2U);
+    silent.reset();  // closing the connections ends the attempts (failed), so the server stops
 }
 
 TEST_F(Webhooks, SubscriptionsStayInsideTheirTenantAndNeedTheirScope) {
