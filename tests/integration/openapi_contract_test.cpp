@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -25,9 +26,19 @@ class OpenApiContract : public ServerTest {
              std::vector<std::string> headers, const std::string& body = "") {
         HttpConnection connection(port());
         const auto response = connection.request(method, target, body, headers);
+        record(path_template, method, response);
+        return response ? response->status : 0;
+    }
+    // Remembers the status and which headers came with it.
+    void record(const std::string& path_template, const std::string& method,
+                const std::optional<HttpResponse>& response) {
         const int status = response ? response->status : 0;
         observed.emplace(path_template, method, status);
-        return status;
+        std::set<std::string> names;
+        if (response) {
+            for (const auto& [name, value] : response->headers) names.insert(name);
+        }
+        headers_seen.emplace_back(Observation{path_template, method, status}, std::move(names));
     }
     int call_as(const std::string& with_token, const std::string& method,
                 const std::string& path_template, const std::string& target,
@@ -43,11 +54,19 @@ class OpenApiContract : public ServerTest {
                      const std::string& target) {
         HttpConnection connection(port());
         connection.send_raw(method + " " + target + " HTTP/1.1\r\nHost: x\r\n");
-        const auto response = connection.read_response();
-        observed.emplace(path_template, method, response ? response->status : 0);
+        record(path_template, method, connection.read_response());
+    }
+    // A request with a body larger than every limit (413), whatever the method.
+    void call_with_large_body(const std::string& method, const std::string& path_template,
+                              const std::string& target) {
+        call(method, path_template, target,
+             {"Authorization: Bearer " + token, "Content-Type: application/json"},
+             std::string(300 * 1024, 'x'));
     }
 
     std::set<Observation> observed;
+    // Every response: what it answered and the names (lower case) of the headers it carried.
+    std::vector<std::pair<Observation, std::set<std::string>>> headers_seen;
 };
 
 struct Operation {
@@ -123,6 +142,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         call(op.method, op.path_template, op.target,
              {"Authorization: Bearer " + token, "X-Pad: " + std::string(20 * 1024, 'p')});  // 431
         call_slowly(op.method, op.path_template, op.target);                                // 408
+        call_with_large_body(op.method, op.path_template, op.target);                       // 413
     }
     call_as(token, "POST", "/plants", "/plants", "not json");                    // 400
     call_as(token, "POST", "/plants", "/plants", R"({"id":1,"name":"other"})");  // 409
@@ -136,7 +156,14 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     call_as(token, "GET", "/plants/{id}", "/plants/404");                       // 404
     call_as(token, "DELETE", "/plants/{id}", "/plants/404");                    // 404
     for (const auto& [path_template, target] : std::vector<std::pair<std::string, std::string>>{
-             {"/plants", "/plants"}, {"/plants/{id}", "/plants/1"}}) {
+             {"/plants", "/plants"},
+             {"/plants/{id}", "/plants/1"},
+             {"/openapi.json", "/openapi.json"},
+             {"/webhooks", "/webhooks"},
+             {"/webhooks/{id}", "/webhooks/wh_x"},
+             {"/webhooks/{id}/rotate-secret", "/webhooks/wh_x/rotate-secret"},
+             {"/webhooks/{id}/deliveries", "/webhooks/wh_x/deliveries"},
+             {"/webhooks/{id}/deliveries/{event_id}/retry", "/webhooks/wh_x/deliveries/e/retry"}}) {
         call("OPTIONS", path_template, target,
              {"Origin: https://docs.example", "Access-Control-Request-Method: GET"});  // 204
         call("OPTIONS", path_template, target, {});                                    // 405
@@ -178,6 +205,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         call(op.method, op.path_template, op.target,
              {"Authorization: Bearer " + token, "X-Pad: " + std::string(20 * 1024, 'p')});  // 431
         call_slowly(op.method, op.path_template, op.target);                                // 408
+        call_with_large_body(op.method, op.path_template, op.target);                       // 413
         if (op.path_template != "/webhooks") {
             const std::string missing =
                 op.target.substr(0, 10) + "wh_missing" + op.target.substr(10 + id.size());
@@ -202,7 +230,11 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
             "/webhooks/" + id + "/deliveries/" + event + "/retry");  // 409: disabled
     call_as(token, "DELETE", "/webhooks/{id}", "/webhooks/" + id);   // 204
     for (const char* path : {"/openapi.json", "/healthz", "/readyz", "/metrics"}) {
-        call("GET", path, path, {});  // 200
+        call("GET", path, path, {});                                         // 200
+        call("GET", path, path, {"Host: elsewhere"});                        // 400
+        call("GET", path, path, {"X-Pad: " + std::string(20 * 1024, 'p')});  // 431
+        call_slowly("GET", path, path);                                      // 408
+        call_with_large_body("GET", path, path);                             // 413
     }
     call("PUT", "/plants", "/plants", {});    // 405 on a path, for a method it does not take
     call("GET", "/nowhere", "/nowhere", {});  // 404 for a path it does not have
@@ -310,6 +342,38 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
             // Not an operation: an unknown path (404) or a method the path does not take (405),
             // both described once for every path.
             EXPECT_EQ(status, paths.contains(path) ? 405 : 404) << method << " " << path;
+        }
+    }
+    // Every response carries the headers its documented response marks required (X-Request-Id
+    // on all of them, Allow on 405, Retry-After on 429 and 503, WWW-Authenticate on 401...).
+    const boost::json::value document = boost::json::parse(text);
+    const auto& components = document.at("components").as_object();
+    const auto resolve = [&](const boost::json::value& value,
+                             const char* kind) -> const boost::json::object& {
+        const auto& object = value.as_object();
+        if (!object.contains("$ref")) return object;
+        const std::string ref(object.at("$ref").as_string());
+        return components.at(kind).at(ref.substr(ref.rfind('/') + 1)).as_object();
+    };
+    for (const auto& [observation, names] : headers_seen) {
+        const auto& [path, method, status] = observation;
+        if (!operations.count({path, method}) || status == 0) continue;
+        std::string lower(method);
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const auto& responses = paths.at(path).at(lower).at("responses").as_object();
+        const auto documented_response = responses.find(std::to_string(status));
+        if (documented_response == responses.end()) continue;  // reported above
+        const auto& response = resolve(documented_response->value(), "responses");
+        if (!response.contains("headers")) continue;
+        for (const auto& [name, header] : response.at("headers").as_object()) {
+            const auto& definition = resolve(header, "headers");
+            if (!definition.contains("required") || !definition.at("required").as_bool()) continue;
+            std::string wanted(name);
+            for (char& c : wanted)
+                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            EXPECT_TRUE(names.count(wanted))
+                << method << " " << path << " answered " << status << " without " << name
+                << ", which the document says it always carries";
         }
     }
     // 500 is a bug: no scenario can produce it.
