@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian 12 packages plantstore needs that are not installed yet.
-# Usage: scripts/install-deps.sh [--tests | --bench | --package]   (what the test suite, the
-# benchmark or the Debian package needs besides the build)
+# Usage: scripts/install-deps.sh [--tests | --bench | --package | --node]   (what the test suite,
+# the benchmark or the Debian package needs besides the build; --node: only Node.js and npm, for
+# the OpenAPI lint and the generated-client test, when npx is not already on the PATH)
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
@@ -13,6 +14,10 @@ case "${1:-}" in
                         postgresql-15 patroni python3-etcd etcd-server) ;;
     --package) packages+=(debhelper help2man lintian dpkg-dev) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev postgresql-15) ;;
+    --node)
+        packages=()
+        command -v npx >/dev/null || packages=(nodejs npm)
+        ;;
 esac
 
 missing=()
