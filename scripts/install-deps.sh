@@ -11,7 +11,8 @@ packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
 case "${1:-}" in
     --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
                         clang-tidy debhelper help2man lintian dpkg-dev systemd curl
-                        postgresql-15 patroni python3-etcd etcd-server) ;;
+                        postgresql-15 patroni python3-etcd etcd-server chromium
+                        chromium-driver python3-selenium) ;;
     --package) packages+=(debhelper help2man lintian dpkg-dev) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev postgresql-15) ;;
     --node)

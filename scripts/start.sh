@@ -30,5 +30,7 @@ Create a plant:
     -H 'Content-Type: application/json' \\
     -d '{"id": 1, "name": "Monstera", "tag": "aroid"}'
 
+Or read the API and try it in a browser: http://$listen/docs (paste the token there).
+
 MSG
 exec "$binary" serve --listen "$listen" --data-dir "$data_dir" "$@"

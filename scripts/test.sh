@@ -37,8 +37,9 @@ for preset in dev asan tsan; do
         # hand: ctest --preset tsan -R PatroniFailover), to keep this script near 30 minutes;
         # the failover code paths (hosts in turn, answer time-out, the durability mark) run here
         # in the PostgresMultiHost and PostgresSynchronousReplication tests. Nor the generated
-        # TypeScript client, which tests the OpenAPI document, not the build.
-        ctest --preset "$preset" --exclude-regex '^(PatroniFailover|GeneratedClient)\.'
+        # TypeScript client and the API page in Chromium, which test the document and the page,
+        # not the build.
+        ctest --preset "$preset" --exclude-regex '^(PatroniFailover|GeneratedClient|DocsPage)\.'
     fi
 done
 echo "== tidy: clang-tidy on recently changed sources (scripts/tidy.sh --all for every one)" >&2

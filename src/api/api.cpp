@@ -6,6 +6,7 @@
 #include <chrono>
 #include <limits>
 
+#include "api/docs_page.hpp"
 #include "api/openapi_document.hpp"
 #include "api/operations.hpp"
 #include "api/responses.hpp"
@@ -25,7 +26,7 @@ constexpr std::string_view kChallenge = R"(Bearer realm="plantstore")";
 constexpr int kMaxListLimit = 1000;
 constexpr int kDefaultListLimit = 100;
 
-std::vector<Route> api_routes(const std::string& base_path, bool webhooks) {
+std::vector<Route> api_routes(const std::string& base_path, bool webhooks, bool docs) {
     using auth::Scope;
     std::vector<Route> routes = {
         {"/plants",
@@ -40,6 +41,13 @@ std::vector<Route> api_routes(const std::string& base_path, bool webhooks) {
          base_path + "/openapi.json",
          {{"GET", Operation::openapi_document, std::nullopt}}},
     };
+    if (docs) {
+        routes.push_back(
+            {"/docs", base_path + "/docs", {{"GET", Operation::docs_page, std::nullopt}}});
+        routes.push_back({"/docs/{file}",
+                          base_path + "/docs/{file}",
+                          {{"GET", Operation::docs_asset, std::nullopt}}});
+    }
     if (!webhooks) return routes;
     const std::string prefix = base_path + "/webhooks";
     routes.push_back({"/webhooks",
@@ -94,6 +102,20 @@ http::Response challenge(int status, std::string_view message, std::string_view 
         value += '"';
     }
     response.headers.emplace_back("WWW-Authenticate", std::move(value));
+    return response;
+}
+
+// The API page or one of its files, with a strict Content-Security-Policy; 404 for other names.
+http::Response docs_response(std::string_view file) {
+    const auto asset = docs_asset(file);
+    if (!asset) return error_response(404, "no such file of the API page: " + std::string(file));
+    http::Response response;
+    response.status = 200;
+    response.body = std::string(asset->body);
+    response.content_type = asset->content_type;
+    response.headers.emplace_back("Content-Security-Policy",
+                                  std::string(kDocsContentSecurityPolicy));
+    response.headers.emplace_back("Referrer-Policy", "no-referrer");
     return response;
 }
 
@@ -283,7 +305,7 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       operations_(operations),
       webhooks_(webhooks),
       cors_(options_.cors_origins),
-      routes_(api_routes(options_.base_path, webhooks != nullptr)),
+      routes_(api_routes(options_.base_path, webhooks != nullptr, options_.docs)),
       per_token_(options_.rate_limit, options_.rate_burst),
       per_subject_(options_.rate_limit, options_.rate_burst),
       auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst) {}
@@ -303,6 +325,10 @@ http::Decision Api::admit(const http::RequestHead& head) const {
     if (endpoint == nullptr) return answer(head, refuse_method(head, route, path), &route);
     if (endpoint->operation == Operation::openapi_document) {
         return answer(head, json_response(200, std::string(openapi_document())), &route);
+    }
+    if (endpoint->operation == Operation::docs_page ||
+        endpoint->operation == Operation::docs_asset) {
+        return answer(head, docs_response(match.id), &route);
     }
 
     auto authenticated = authenticate(head);

@@ -46,6 +46,8 @@ struct ApiOptions {
     /// requests get 429; 0: unlimited.
     double auth_failure_limit = 5;
     double auth_failure_burst = 20;
+    /// Serve the API page for people at {base}/docs (and its files under {base}/docs/).
+    bool docs = true;
 };
 
 /// An authenticated caller: its tenant, scopes and name, from a `ps_` token or a JWT.

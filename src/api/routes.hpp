@@ -17,6 +17,8 @@ enum class Operation {
     read_plant,
     delete_plant,
     openapi_document,
+    docs_page,
+    docs_asset,
     create_webhook,
     list_webhooks,
     read_webhook,

@@ -70,6 +70,7 @@ struct ServeConfig {
     std::string log_level = "info";
     bool access_log = true;
     bool metrics = true;
+    bool docs = true;
     std::vector<std::string> cors_origins;
     double rate_limit = 0;
     double rate_burst = 20;
@@ -335,7 +336,8 @@ int serve(const ServeConfig& config) {
                   config.rate_limit,
                   config.rate_burst,
                   config.auth_failure_limit,
-                  config.auth_failure_burst},
+                  config.auth_failure_burst,
+                  config.docs},
                  tokens, *store, &operations, jwt.get(), webhooks.service.get());
     observability.set_routes(api.route_labels());
 
@@ -387,6 +389,7 @@ int serve(const ServeConfig& config) {
          {"log_level", config.log_level},
          {"access_log", config.access_log ? "on" : "off"},
          {"metrics", config.metrics ? "on" : "off"},
+         {"docs", config.docs ? "on" : "off"},
          {"cors_origins", std::to_string(config.cors_origins.size())},
          {"tls", config.tls_cert.empty() ? "off" : "on"},
          {"jwt_issuer", config.jwt_issuer.empty() ? "off" : config.jwt_issuer},
@@ -679,6 +682,13 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
         ->default_str("on")
         ->check(CLI::IsMember({"on", "off"}))
         ->envname("PLANTSTORE_METRICS");
+    command
+        ->add_option_function<std::string>(
+            "--docs", [&config](const std::string& value) { config.docs = value == "on"; },
+            "Serve the API page for people at {base}/docs (no token needed to load it): on or off")
+        ->default_str("on")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->envname("PLANTSTORE_DOCS");
     command
         ->add_option("--cors-origin", config.cors_origins,
                      "Origin allowed to call from a browser (repeatable), or * for any; "

@@ -382,9 +382,42 @@ TEST(ApiOperations, OperationsPathsGoToTheOperationsHandler) {
     operations.begin_draining();
     const auto draining = api.admit({"GET", "/readyz"});
     EXPECT_EQ(draining.response.status, 503);
-    EXPECT_EQ(api.route_labels(),
-              (std::vector<std::string_view>{"/plants", "/plants/{id}", "/openapi.json", "/healthz",
-                                             "/readyz", "/metrics", "other"}));
+    EXPECT_EQ(api.route_labels(), (std::vector<std::string_view>{
+                                      "/plants", "/plants/{id}", "/openapi.json", "/docs",
+                                      "/docs/{file}", "/healthz", "/readyz", "/metrics", "other"}));
+}
+
+TEST(ApiDocs, ThePageAndItsFilesNeedNoTokenAndCarryTheirPolicy) {
+    auth::TokenRegistry tokens;
+    ScriptedStore store;
+    Api api({"/v1", {}}, tokens, store);
+    const auto page = api.admit({"GET", "/v1/docs"});
+    EXPECT_EQ(page.response.status, 200);
+    EXPECT_EQ(page.response.content_type, "text/html; charset=utf-8");
+    EXPECT_NE(page.response.body.find("docs/docs.js"), std::string::npos);
+    const auto has_policy = [](const http::Response& response) {
+        for (const auto& [name, value] : response.headers) {
+            if (name == "Content-Security-Policy") {
+                return value.find("script-src 'self';") != std::string::npos;
+            }
+        }
+        return false;
+    };
+    EXPECT_TRUE(has_policy(page.response));
+    const auto script = api.admit({"GET", "/v1/docs/docs.js"});
+    EXPECT_EQ(script.response.status, 200);
+    EXPECT_EQ(script.response.content_type, "text/javascript; charset=utf-8");
+    EXPECT_TRUE(has_policy(script.response));
+    EXPECT_EQ(api.admit({"GET", "/v1/docs/docs.css"}).response.content_type,
+              "text/css; charset=utf-8");
+    EXPECT_EQ(api.admit({"GET", "/v1/docs/secret.txt"}).response.status, 404);
+    EXPECT_EQ(api.admit({"POST", "/v1/docs"}).response.status, 405);
+
+    ApiOptions off{"/v1", {}};
+    off.docs = false;
+    Api without(off, tokens, store);
+    EXPECT_EQ(without.admit({"GET", "/v1/docs"}).response.status, 404);
+    EXPECT_EQ(without.admit({"GET", "/v1/docs/docs.js"}).response.status, 404);
 }
 
 }  // namespace
