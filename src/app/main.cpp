@@ -128,9 +128,11 @@ std::pair<std::string, std::uint16_t> split_listen_address(const std::string& li
 
 std::string normalized_base_path(std::string path) {
     while (!path.empty() && path.back() == '/') path.pop_back();
-    if (!path.empty() && (path.front() != '/' || path.find_first_of("?#% ") != std::string::npos)) {
-        throw CLI::ValidationError("--base-path",
-                                   "must start with '/' and contain no '?', '#', '%' or spaces");
+    // No braces either: the route table reads "{name}" in a path as a parameter.
+    if (!path.empty() &&
+        (path.front() != '/' || path.find_first_of("?#% {}") != std::string::npos)) {
+        throw CLI::ValidationError(
+            "--base-path", "must start with '/' and contain no '?', '#', '%', '{', '}' or spaces");
     }
     return path;
 }
@@ -621,6 +623,15 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     auto option = [&](const char* flag, auto& value, const char* env, const char* help) {
         command->add_option(flag, value, help)->envname(env)->capture_default_str();
     };
+    // An on/off flag: the words, not CLI11's booleans, so that help, env and files read alike.
+    const auto on_off = [&](const char* flag, bool& value, const char* env, const char* help) {
+        command
+            ->add_option_function<std::string>(
+                flag, [&value](const std::string& text) { value = text == "on"; }, help)
+            ->default_str(value ? "on" : "off")
+            ->check(CLI::IsMember({"on", "off"}))
+            ->envname(env);
+    };
     option("--listen", config.listen, "PLANTSTORE_LISTEN",
            "Address to listen on, HOST:PORT (port 0 picks a free one)");
     option("--data-dir", config.data_dir, "PLANTSTORE_DATA_DIR",
@@ -667,28 +678,12 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Time a request may wait for the store; longer gets 503 with Retry-After");
     option("--log-level", config.log_level, "PLANTSTORE_LOG_LEVEL",
            "Least severe log lines written: debug, info, warn or error");
-    command
-        ->add_option_function<std::string>(
-            "--access-log",
-            [&config](const std::string& value) { config.access_log = value == "on"; },
-            "One JSON line per request on stderr: on or off")
-        ->default_str("on")
-        ->check(CLI::IsMember({"on", "off"}))
-        ->envname("PLANTSTORE_ACCESS_LOG");
-    command
-        ->add_option_function<std::string>(
-            "--metrics", [&config](const std::string& value) { config.metrics = value == "on"; },
-            "Serve GET /metrics (Prometheus) on the listener: on or off")
-        ->default_str("on")
-        ->check(CLI::IsMember({"on", "off"}))
-        ->envname("PLANTSTORE_METRICS");
-    command
-        ->add_option_function<std::string>(
-            "--docs", [&config](const std::string& value) { config.docs = value == "on"; },
-            "Serve the API page for people at {base}/docs (no token needed to load it): on or off")
-        ->default_str("on")
-        ->check(CLI::IsMember({"on", "off"}))
-        ->envname("PLANTSTORE_DOCS");
+    on_off("--access-log", config.access_log, "PLANTSTORE_ACCESS_LOG",
+           "One JSON line per request on stderr: on or off");
+    on_off("--metrics", config.metrics, "PLANTSTORE_METRICS",
+           "Serve GET /metrics (Prometheus) on the listener: on or off");
+    on_off("--docs", config.docs, "PLANTSTORE_DOCS",
+           "Serve the API page for people at {base}/docs (no token needed to load it): on or off");
     command
         ->add_option("--cors-origin", config.cors_origins,
                      "Origin allowed to call from a browser (repeatable), or * for any; "
@@ -744,14 +739,6 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Least time between two JWKS fetches (unknown kids and failures ask for more)");
     option("--jwt-jwks-timeout-ms", config.jwt_jwks_timeout_ms, "PLANTSTORE_JWT_JWKS_TIMEOUT_MS",
            "Time one JWKS fetch may take (its body may be at most 1 MiB)");
-    const auto on_off = [&](const char* flag, bool& value, const char* env, const char* help) {
-        command
-            ->add_option_function<std::string>(
-                flag, [&value](const std::string& text) { value = text == "on"; }, help)
-            ->default_str(value ? "on" : "off")
-            ->check(CLI::IsMember({"on", "off"}))
-            ->envname(env);
-    };
     auto& webhooks = config.webhooks;
     on_off("--webhooks", webhooks.enabled, "PLANTSTORE_WEBHOOKS",
            "Serve {base}/webhooks and deliver webhooks: on or off");

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/hex.hpp"
+
 namespace plantstore::outbox {
 
 /// `prefix` followed by 12 bytes from OpenSSL's CSPRNG in lower-case hex: unguessable, so an id
@@ -14,12 +16,8 @@ namespace plantstore::outbox {
 inline std::string random_id(std::string_view prefix) {
     unsigned char bytes[12];
     if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("RAND_bytes failed");
-    static constexpr char kHex[] = "0123456789abcdef";
     std::string id(prefix);
-    for (const unsigned char byte : bytes) {
-        id += kHex[byte >> 4];
-        id += kHex[byte & 0x0f];
-    }
+    common::append_hex(id, bytes);
     return id;
 }
 

@@ -115,6 +115,11 @@ TEST_F(Lifecycle, BadOptionValuesAreRefused) {
         run_plantstore({"serve", "--listen", "127.0.0.1:99999", "--data-dir", data_dir().string()});
     EXPECT_EQ(result.exit_code, 2);
     EXPECT_NE(result.err.find("--listen"), std::string::npos) << result.err;
+    // Braces would make the base path a route parameter ("/{v}/plants" matching "/x/plants").
+    const auto braces = run_plantstore({"serve", "--listen", "127.0.0.1:0", "--data-dir",
+                                        data_dir().string(), "--base-path", "/{v}"});
+    EXPECT_EQ(braces.exit_code, 2);
+    EXPECT_NE(braces.err.find("--base-path"), std::string::npos) << braces.err;
 }
 
 TEST_F(Lifecycle, HelpDocumentsEveryServeOptionWithItsEnvironmentVariable) {

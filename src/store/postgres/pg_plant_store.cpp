@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "common/time_text.hpp"
 #include "store/postgres/pipelined_connection.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/postgres/statements.hpp"
@@ -26,12 +27,6 @@ namespace {
 // A write that keeps failing for a reason worth retrying (a serialization failure, a deadlock
 // with another instance's batch, a concurrent commit of its id) is tried this often at most.
 constexpr int kMaxAttempts = 5;
-
-std::int64_t now_unix_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 WriteResult unavailable(std::string reason) {
     return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
@@ -342,7 +337,7 @@ class PgPlantStore::Engine {
         statements.push_back({{}, "BEGIN", {}});
         if (!creates.empty()) {
             PlantArrays arrays;
-            const std::int64_t created_at = now_unix_ms();
+            const std::int64_t created_at = common::unix_ms_now();
             for (const std::size_t i : creates) {
                 const auto& plant = batch[i].plant;
                 arrays.add_plant(batch[i].tenant, plant.id, plant.plant.name, plant.plant.tag,

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "common/hex.hpp"
 #include "store/postgres/schema.hpp"
 
 namespace plantstore::store::postgres {
@@ -13,12 +14,8 @@ namespace plantstore::store::postgres {
 namespace {
 
 std::string bytea_literal(const auth::TokenDigest& digest) {
-    static constexpr char kHex[] = "0123456789abcdef";
     std::string text = "\\x";
-    for (const unsigned char byte : digest) {
-        text += kHex[byte >> 4];
-        text += kHex[byte & 0x0f];
-    }
+    common::append_hex(text, digest);
     return text;
 }
 

@@ -7,17 +7,12 @@
 #include <chrono>
 #include <limits>
 
+#include "common/time_text.hpp"
 #include "store/sqlite/schema.hpp"
 
 namespace plantstore::store::sqlite {
 
 namespace {
-
-std::int64_t now_unix_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 WriteResult unavailable(std::string reason) {
     return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
@@ -148,7 +143,7 @@ class SqlitePlantStore::Writer {
         results.clear();
         if (const int rc = begin_.try_step(); rc != SQLITE_DONE) return fail("BEGIN", begin_);
         begin_.reset();
-        const std::int64_t created_at = now_unix_ms();
+        const std::int64_t created_at = common::unix_ms_now();
         for (const Pending& pending : batch) {
             const auto& plant = pending.plant;
             if (pending.is_delete) {
