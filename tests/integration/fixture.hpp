@@ -77,6 +77,14 @@ class ServerTest : public testing::Test {
     HttpResponse post(const std::string& body, const std::string& path = "/plants") {
         return post_plant(port(), token, body, path);
     }
+    /// Runs `sql` on the test's store, whichever engine it is, behind the server's back.
+    void run_store_sql(const std::string& sql) {
+        if (testing_on_postgres()) {
+            database->query(sql);
+        } else {
+            run_sqlite(data_dir(), sql);
+        }
+    }
 
     TempDir dir;
     std::unique_ptr<TestDatabase> database;  ///< on PostgreSQL; dropped after the server stops

@@ -3,7 +3,6 @@
 // operation is observed here, except 500 (a bug). Store failures come from the fault-injecting
 // SQLite VFS (tests/faults).
 #include <signal.h>
-#include <sqlite3.h>
 
 #include <fstream>
 #include <optional>
@@ -75,16 +74,6 @@ struct Operation {
     std::string target;
     std::string body;
 };
-
-// Runs `sql` on the SQLite store in `data_dir` while the server has it open.
-void run_sqlite(const std::filesystem::path& data_dir, const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((data_dir / "plantstore.db").c_str(), &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db);
-    sqlite3_close(db);
-}
 
 // The webhook operations, on the subscription `id` and the event `event`.
 std::vector<Operation> webhook_operations(const std::string& id, const std::string& event) {
@@ -313,19 +302,11 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     const char* rename_back =
         "ALTER TABLE webhook_subscriptions_elsewhere RENAME TO webhook_subscriptions;"
         "ALTER TABLE webhook_deliveries_elsewhere RENAME TO webhook_deliveries";
-    if (testing_on_postgres()) {
-        database->query(rename_away);
-    } else {
-        run_sqlite(data_dir(), rename_away);
-    }
+    run_store_sql(rename_away);
     for (const auto& op : webhook_ops) {
         call_as(token, op.method, op.path_template, op.target, op.body);  // 503
     }
-    if (testing_on_postgres()) {
-        database->query(rename_back);
-    } else {
-        run_sqlite(data_dir(), rename_back);
-    }
+    run_store_sql(rename_back);
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
     // Compare with the document.

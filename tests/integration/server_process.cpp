@@ -431,4 +431,13 @@ HttpResponse post_plant(unsigned short port, const std::string& token, const std
     return *response;
 }
 
+void run_sqlite(const std::filesystem::path& data_dir, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((data_dir / "plantstore.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+}
+
 }  // namespace plantstore::testing_support

@@ -74,6 +74,10 @@ struct HttpResponse {
     std::string header(const std::string& lower_name) const;
 };
 
+/// Runs `sql` on the SQLite store in `data_dir` while a server may have it open (waits up to 5 s
+/// for its lock); a failure fails the test.
+void run_sqlite(const std::filesystem::path& data_dir, const std::string& sql);
+
 /// Writes a fresh self-signed certificate (EC P-256, CN=`common_name`, valid one hour) and its
 /// key as PEM files. (Defined with the test CA helpers, in https_test_server.cpp.)
 void write_self_signed_certificate(const std::filesystem::path& cert_file,

@@ -14,6 +14,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -349,6 +351,63 @@ TEST_F(Webhooks, GoneDisablesTheSubscriptionUntilItIsEnabledAgain) {
     ASSERT_EQ(post(R"({"id":3,"name":"Elm"})").status, 200);
     ASSERT_TRUE(eventually([&] { return receiver.requests() == 2; }));
     EXPECT_EQ(parse_request(receiver.last_request()).body, R"({"id":3,"name":"Elm"})");
+}
+
+// Milliseconds since the epoch of an RFC 3339 UTC time with milliseconds, as the API writes it.
+std::int64_t unix_ms(const std::string& text) {
+    std::tm parts{};
+    int milliseconds = 0;
+    if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &parts.tm_year, &parts.tm_mon,
+                    &parts.tm_mday, &parts.tm_hour, &parts.tm_min, &parts.tm_sec,
+                    &milliseconds) != 7) {
+        throw std::runtime_error("not an RFC 3339 time with milliseconds: " + text);
+    }
+    parts.tm_year -= 1900;
+    parts.tm_mon -= 1;
+    return static_cast<std::int64_t>(timegm(&parts)) * 1000 + milliseconds;
+}
+
+TEST_F(Webhooks, RetryAfterOnA429MovesTheNextAttempt) {
+    // The schedule waits 1 s, jittered to 0.8-1.2 s, before the second attempt; the receiver's
+    // Retry-After of 2 s moves it later: to 2 s, or to twice the jittered delay if that is less.
+    start(webhook_options({"--webhook-retry-schedule", "0s,1s"}));
+    HttpsTestServer receiver;
+    receiver.script({{429, {"Retry-After: 2"}, 0}});  // then 200
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return deliveries(id).size() == 1; }));
+    const auto first = deliveries(id)[0].as_object();
+    ASSERT_EQ(first.at("status").as_int64(), 429);
+    ASSERT_TRUE(first.contains("next_attempt_at")) << boost::json::serialize(first);
+    const std::int64_t delay =
+        unix_ms(text(first.at("next_attempt_at"))) - unix_ms(text(first.at("attempted_at")));
+    const std::int64_t duration = first.at("duration_ms").as_int64();
+    EXPECT_GT(delay, 1200 + duration) << boost::json::serialize(first);
+    EXPECT_LE(delay, 2000 + duration + 1) << boost::json::serialize(first);
+    ASSERT_TRUE(eventually([&] {
+        const auto attempts = deliveries(id);
+        return attempts.size() == 2 && text(attempts[0].at("state")) == "delivered";
+    }));
+}
+
+TEST_F(Webhooks, ASubscriptionFailingForTooLongIsDisabledWithTheReason) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    receiver.respond(500, "");
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return deliveries(id).size() == 1; }));
+    EXPECT_TRUE(subscription(id).at("enabled").as_bool());  // one failure is not enough
+    // Its failures began six days ago (the default limit is 120 hours): the next failed attempt
+    // disables it, and its pending event fails.
+    run_store_sql(
+        "UPDATE webhook_subscriptions SET failing_since = failing_since - 518400000 WHERE id = '" +
+        id + "'");
+    ASSERT_TRUE(eventually([&] { return !subscription(id).at("enabled").as_bool(); }));
+    const auto disabled = subscription(id);
+    EXPECT_NE(text(disabled.at("disabled_reason")).find("failed for 120 hours"), std::string::npos)
+        << boost::json::serialize(disabled);
+    EXPECT_EQ(text(deliveries(id)[0].at("state")), "failed");
 }
 
 TEST_F(Webhooks, RedirectsAreNotFollowedAndTheTimeOutCutsSlowReceivers) {
