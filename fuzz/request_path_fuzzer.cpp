@@ -89,6 +89,9 @@ struct Service {
     }
 
     testing_support::TempDir scratch;  // removed at exit, after the store has closed
+    // The event loop every input's connection runs on. As in the server, it outlives the store:
+    // the store may still answer, and releases what it holds, until it has closed.
+    Worker worker{0};
     auth::TokenRegistry tokens;
     store::sqlite::SqlitePlantStore store;
     ops::Observability observability;
@@ -173,8 +176,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t read_size = data[0] % 64;
     const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-    net::io_context io;
-    Worker worker(0);
+    Worker& worker = service.worker;
+    net::io_context& io = worker.context;
+    io.restart();  // the previous input's run ended when it ran out of work
     const std::atomic<bool> draining{false};
     ConnectionCount open_connections;
     open_connections.add();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <limits>
 
+#include "api/completion.hpp"
 #include "api/docs_page.hpp"
 #include "api/openapi_document.hpp"
 #include "api/operations.hpp"
@@ -198,8 +199,9 @@ std::string next_page_link(const std::string& plants_path, const store::ListQuer
 }
 
 // The rest of an admitted plant request: decode the body (create), call the store, and, back on
-// the transport's thread, turn the store's outcome into the response. The store's callback only
-// records the outcome; nothing is encoded on the store's thread.
+// the transport's thread, turn the store's outcome into the response. The store's callback
+// carries the outcome back to that thread (completion()); nothing is encoded, recorded or
+// released on the store's thread.
 class PlantCall final : public http::Continuation, public std::enable_shared_from_this<PlantCall> {
   public:
     PlantCall(const Api& api, Operation operation, Caller caller, std::string_view route,
@@ -213,16 +215,13 @@ class PlantCall final : public http::Continuation, public std::enable_shared_fro
     domain::PlantId id = 0;  ///< read_plant, delete_plant: the id in the path
     store::ListQuery query;  ///< list_plants: the parsed query string
 
-    // The store's callback: records the outcome and says so; nothing else on the store's thread.
+    /// The store's answer, on the connection's thread (see completion()).
     template <typename Result>
-    std::function<void(Result)> recorder(std::function<void()> ready) {
-        return [self = shared_from_this(), ready = std::move(ready)](Result result) {
-            self->outcome_ = std::move(result);
-            ready();
-        };
+    void record(Result result) {
+        outcome_ = std::move(result);
     }
 
-    void start(std::string_view body, std::function<void()> ready) override {
+    void start(std::string_view body, http::Ready ready) override {
         store::PlantStore& store = api_.store();
         const std::string& tenant = caller_->tenant;
         switch (operation_) {
@@ -230,24 +229,27 @@ class PlantCall final : public http::Continuation, public std::enable_shared_fro
                 auto decoded = domain::decode_new_plant(body, api_.options().field_limits);
                 if (auto* problem = std::get_if<domain::DecodeError>(&decoded)) {
                     outcome_ = error_response(400, problem->message);
-                    ready();
+                    ready({});
                     return;
                 }
                 auto& plant = std::get<domain::NewPlant>(decoded);
                 id = plant.id;
                 store.create(tenant, std::move(plant),
-                             recorder<store::WriteResult>(std::move(ready)));
+                             completion<store::WriteResult>(shared_from_this(), std::move(ready)));
                 return;
             }
             case Operation::delete_plant:
-                store.remove(tenant, id, recorder<store::WriteResult>(std::move(ready)));
+                store.remove(tenant, id,
+                             completion<store::WriteResult>(shared_from_this(), std::move(ready)));
                 return;
             case Operation::read_plant:
-                store.read(tenant, id, recorder<store::ReadResult>(std::move(ready)));
+                store.read(tenant, id,
+                           completion<store::ReadResult>(shared_from_this(), std::move(ready)));
                 return;
             case Operation::list_plants:
             default:
-                store.list(tenant, query, recorder<store::ReadResult>(std::move(ready)));
+                store.list(tenant, query,
+                           completion<store::ReadResult>(shared_from_this(), std::move(ready)));
                 return;
         }
     }

@@ -7,6 +7,7 @@
 #include <boost/url/parse_query.hpp>
 #include <variant>
 
+#include "api/completion.hpp"
 #include "api/responses.hpp"
 #include "common/time_text.hpp"
 #include "domain/new_plant_decoder.hpp"
@@ -140,14 +141,14 @@ class WebhookCall final : public http::Continuation,
           route_(route),
           origin_(origin) {}
 
-    void start(std::string_view body, std::function<void()> ready) override {
+    void start(std::string_view body, http::Ready ready) override {
         std::string url;
         bool enabled = true;
         if (request_.operation == Operation::create_webhook) {
             auto decoded = decode_new_subscription(body);
             if (auto* problem = std::get_if<http::Response>(&decoded)) {
                 outcome_ = std::move(*problem);
-                ready();
+                ready({});
                 return;
             }
             url = std::get<std::string>(std::move(decoded));
@@ -155,16 +156,12 @@ class WebhookCall final : public http::Continuation,
             auto decoded = decode_update(body);
             if (auto* problem = std::get_if<http::Response>(&decoded)) {
                 outcome_ = std::move(*problem);
-                ready();
+                ready({});
                 return;
             }
             enabled = std::get<bool>(decoded);
         }
-        auto done = [self = shared_from_this(),
-                     ready = std::move(ready)](outbox::SubscriptionOutcome outcome) {
-            self->outcome_ = std::move(outcome);
-            ready();
-        };
+        auto done = completion<outbox::SubscriptionOutcome>(shared_from_this(), std::move(ready));
         const std::string& tenant = caller_->tenant;
         switch (request_.operation) {
             case Operation::create_webhook:
@@ -195,6 +192,9 @@ class WebhookCall final : public http::Continuation,
                 return;
         }
     }
+
+    /// The service's answer, on the connection's thread (see completion()).
+    void record(outbox::SubscriptionOutcome outcome) { outcome_ = std::move(outcome); }
 
     http::Response finish() override {
         http::Response response = respond();

@@ -41,16 +41,28 @@ struct Response {
     std::string caller;
 };
 
+/// How a continuation hands its outcome back to the transport: `record` (which stores the
+/// outcome in the continuation) runs on the connection's thread, and the transport then calls
+/// `finish` there. A Ready is called at most once, from any thread, possibly before `start`
+/// returns; `record` may be empty when the continuation recorded its outcome itself during
+/// `start`. A Ready owns nothing of the connection (it holds weak references only), so whoever
+/// keeps it, a store's thread included, may copy, call and destroy it at any time, even after the
+/// connection and its server are gone. `record` must own only values and weak references for the
+/// same reason: it is dropped without running when nobody waits for it any more (the transport
+/// gave up, the connection closed, the server stopped), possibly on the caller's thread.
+using Ready = std::function<void(std::function<void()> record)>;
+
 /// The work left for a request admitted to have its body read. `start` runs on the transport's
-/// thread; it calls `ready` exactly once, from any thread, possibly before returning. After
-/// `ready`, the transport calls `finish` on its own thread, so building the response (encoding
-/// JSON) never happens on a store's thread. The transport may also give up waiting (a store that
-/// does not answer in time) and never call `finish`.
+/// thread; it calls `ready` exactly once (see Ready). After that, the transport calls `finish` on
+/// its own thread, so building the response (encoding JSON) never happens on a store's thread.
+/// The transport may also give up waiting (a store that does not answer in time) and never call
+/// `finish`. The transport holds the only owning references to a continuation, on its own thread:
+/// a continuation is destroyed there, never on a store's thread.
 class Continuation {
   public:
     virtual ~Continuation() = default;
     /// `body` is valid only during the call.
-    virtual void start(std::string_view body, std::function<void()> ready) = 0;
+    virtual void start(std::string_view body, Ready ready) = 0;
     virtual Response finish() = 0;
 };
 

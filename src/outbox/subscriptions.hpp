@@ -67,7 +67,8 @@ class SubscriptionService {
     SubscriptionService& operator=(const SubscriptionService&) = delete;
 
     // Each call answers through `done` exactly once, on the service's thread (or at once when
-    // the queue is full or the service is closing).
+    // the queue is full or the service is closing), and the service destroys its copy of `done`
+    // there too: as for a PlantStore's callbacks, `done` owns only values and weak references.
     void create(std::string tenant, std::string url, const Callback& done);
     void list(std::string tenant, const Callback& done);
     void get(std::string tenant, std::string id, const Callback& done);

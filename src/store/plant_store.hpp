@@ -1,7 +1,7 @@
 // Store layer, interface: where plants are kept, as every engine offers it. Owns the
 // engine-neutral, asynchronous PlantStore interface, its outcomes, its health signal and the
 // StoreObserver through which an engine reports its write path (metrics and logs live in ops).
-// Engines live in store/<engine>/ (SQLite now, PostgreSQL next) and are chosen only by the
+// Engines live in store/<engine>/ (SQLite, PostgreSQL) and are chosen only by the
 // factory in store/open.hpp. May call the domain and auth (records only) layers; never the API
 // or transport layers.
 #pragma once
@@ -89,6 +89,15 @@ class StoreObserver {
 /// tenant's plants. Implementations are thread-safe. Every callback is called exactly once,
 /// possibly on another thread and possibly before the call returns; it must be cheap (hand the
 /// result to its own executor).
+///
+/// Which thread releases what: a store owns each callback from the call until after it has
+/// called it, and may call and destroy it on any of its threads (a writer destroys a whole batch
+/// of them after the commit), or on the caller's thread when it answers at once. So a callback
+/// must own only values and weak references: never the last reference to anything bound to
+/// another thread, such as a connection, its stream and timers, or the call waiting for the
+/// answer. The API's callbacks (api/completion.hpp) carry the result back to the connection's
+/// thread by value, and the caller's objects are released there. close() calls every callback
+/// still pending before it returns.
 class PlantStore {
   public:
     virtual ~PlantStore() = default;

@@ -66,12 +66,53 @@ class ConnectionBase {
     virtual void drain() = 0;
 };
 
+// The way other threads hand work to one worker's event loop, for as long as that loop exists
+// and no longer: a store may answer after the server has stopped (closing a store completes
+// every request it accepted), and posting to a destroyed io_context would be a use after free.
+class WorkerGate {
+  public:
+    explicit WorkerGate(net::io_context& context) : context_(&context) {}
+
+    /// Runs `work` on the worker's thread: at once when called there, otherwise posted to it.
+    /// Once the gate is closed, `work` is dropped (destroyed on the calling thread): it must own
+    /// only values and weak references.
+    template <class Work>
+    void dispatch(Work work) {
+        {
+            std::lock_guard lock(mutex_);
+            if (context_ == nullptr) return;
+            if (!context_->get_executor().running_in_this_thread()) {
+                net::post(*context_, std::move(work));
+                return;
+            }
+        }
+        work();  // on the worker's thread, whose loop cannot be destroyed while it runs this
+    }
+
+    /// From now on, dispatch drops its work. Called before the event loop is destroyed.
+    void close() {
+        std::lock_guard lock(mutex_);
+        context_ = nullptr;
+    }
+
+  private:
+    std::mutex mutex_;
+    net::io_context* context_;  // guarded by mutex_; null once closed
+};
+
 // One thread's share of the server: its event loop and the connections it owns. Only that
-// thread touches `connections`.
+// thread touches `connections`. Only that thread, or the one destroying the Worker once that
+// thread has stopped, destroys a connection: other threads reach one through the gate and
+// weak references alone.
 struct Worker {
     explicit Worker(unsigned worker_index) : index(worker_index) {}
+    ~Worker() { gate->close(); }
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
     const unsigned index;
     net::io_context context;
+    const std::shared_ptr<WorkerGate> gate = std::make_shared<WorkerGate>(context);
     std::unordered_set<ConnectionBase*> connections;
     std::uint64_t next_request_number = 0;
 };
@@ -336,26 +377,26 @@ class Connection final : public ConnectionBase,
 
     // Runs the handler's continuation with the body and waits, at most handler_timeout, for it
     // to be ready; its response is then built here, on this connection's thread. Past the
-    // deadline the answer is 503 and the continuation's late readiness is ignored.
+    // deadline the answer is 503 and the continuation's late readiness is ignored. The Ready
+    // given to the continuation holds the connection weakly and reaches it through the worker's
+    // gate: a store that keeps it, calls it late or destroys it on its own thread never owns,
+    // touches or destroys this connection (its stream, timers, TLS state) or the continuation.
     net::awaitable<plantstore::http::Response> run_handler(plantstore::http::Continuation& next,
                                                            std::string_view body) {
         phase_ = Phase::handling;
         handler_ready_ = false;
         const std::uint64_t call = ++handler_calls_;
         try {
-            next.start(body, [self = this->shared_from_this(), call] {
-                // On this connection's thread (a read answered at once, or an engine driven by
-                // this event loop): no post; wake the wait only if it has begun.
-                if (self->worker_.context.get_executor().running_in_this_thread()) {
-                    if (call != self->handler_calls_) return;
+            next.start(body, [connection = this->weak_from_this(), gate = worker_.gate,
+                              call](std::function<void()> record) {
+                gate->dispatch([connection, call, record = std::move(record)] {
+                    const auto self = connection.lock();
+                    if (!self || call != self->handler_calls_) return;  // an abandoned call
+                    if (record) record();
                     self->handler_ready_ = true;
+                    // Ready during start() (an answer at once) needs no wake-up: the wait has
+                    // not begun.
                     if (self->awaiting_handler_) self->handler_timer_.cancel();
-                    return;
-                }
-                net::post(self->socket_.get_executor(), [self, call] {
-                    if (call != self->handler_calls_) return;  // an abandoned call
-                    self->handler_ready_ = true;
-                    self->handler_timer_.cancel();
                 });
             });
         } catch (const std::exception& error) {

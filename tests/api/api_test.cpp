@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
 
 #include "api/operations.hpp"
 #include "auth/jwt_authenticator.hpp"
@@ -72,7 +75,10 @@ class ApiTest : public testing::Test {
         auto decision = api.admit(head);
         if (!decision.next) return decision.response;
         bool ready = false;
-        decision.next->start(body, [&ready] { ready = true; });
+        decision.next->start(body, [&ready](const std::function<void()>& record) {
+            if (record) record();  // as the transport does, here on this thread
+            ready = true;
+        });
         EXPECT_TRUE(ready);  // the scripted store answers at once
         return decision.next->finish();
     }
@@ -342,7 +348,9 @@ TEST_F(ApiTest, JwtsAreAcceptedBesidePsTokens) {
     const std::string writer = bearer("openid plants:write");
     auto decision = with_jwt.admit(post(writer));
     ASSERT_NE(decision.next, nullptr) << decision.response.body;
-    decision.next->start(R"({"id":5,"name":"Fern"})", [] {});
+    decision.next->start(R"({"id":5,"name":"Fern"})", [](const std::function<void()>& record) {
+        if (record) record();
+    });
     const Response created = decision.next->finish();
     EXPECT_EQ(created.status, 200);
     EXPECT_EQ(created.caller, "svc-7");
@@ -418,6 +426,101 @@ TEST(ApiDocs, ThePageAndItsFilesNeedNoTokenAndCarryTheirPolicy) {
     Api without(off, tokens, store);
     EXPECT_EQ(without.admit({"GET", "/v1/docs"}).response.status, 404);
     EXPECT_EQ(without.admit({"GET", "/v1/docs/docs.js"}).response.status, 404);
+}
+
+// A store that keeps each callback until the test answers it, as the SQLite writer keeps a batch
+// until after its commit, and as a PostgreSQL batch does on the engine's thread.
+class HoldingStore final : public store::PlantStore {
+  public:
+    std::vector<store::WriteCallback> writes;
+    std::vector<store::ReadCallback> reads;
+
+    void create(std::string, domain::NewPlant, store::WriteCallback done) override {
+        writes.push_back(std::move(done));
+    }
+    void remove(std::string, domain::PlantId, store::WriteCallback done) override {
+        writes.push_back(std::move(done));
+    }
+    void read(std::string, domain::PlantId, store::ReadCallback done) override {
+        reads.push_back(std::move(done));
+    }
+    void list(std::string, store::ListQuery, store::ReadCallback done) override {
+        reads.push_back(std::move(done));
+    }
+    store::Health health() const override { return {}; }
+    void close() override {}
+};
+
+// What a store holds must never own the call waiting for it, nor (through the transport's Ready)
+// its connection: a store thread that drops the last owner destroys a connection's stream and
+// timers away from their event loop (the request-path fuzzer's crash). Here the transport gives
+// up on each call while the store still holds its callback; the call must be gone at once, and
+// the store's late answer, called and destroyed on a thread of its own, must reach nothing.
+TEST(ApiCompletion, AStoreHoldingACallbackOwnsNeitherTheCallNorItsConnection) {
+    auth::TokenRegistry tokens;
+    tokens.replace({{"ci", auth::digest_token("ps_good"), "default", 0}});
+    HoldingStore store;
+    const Api api{{"/v1", {}}, tokens, store};
+    const std::vector<std::pair<RequestHead, std::string_view>> calls = {
+        {{"POST", "/v1/plants", "Bearer ps_good", false, "application/json"},
+         R"({"id":3,"name":"Fern"})"},
+        {{"DELETE", "/v1/plants/3", "Bearer ps_good"}, ""},
+        {{"GET", "/v1/plants/3", "Bearer ps_good"}, ""},
+        {{"GET", "/v1/plants?limit=2", "Bearer ps_good"}, ""},
+    };
+    std::vector<std::function<void()>> delivered;      // what reached the "connection's thread"
+    const auto connection = std::make_shared<int>(0);  // stands for the transport's connection
+    for (const auto& [head, body] : calls) {
+        auto decision = api.admit(head);
+        ASSERT_NE(decision.next, nullptr) << head.target;
+        const std::weak_ptr<http::Continuation> call = decision.next;
+        decision.next->start(
+            body, [held = std::weak_ptr<int>(connection), &delivered](
+                      std::function<void()> record) { delivered.push_back(std::move(record)); });
+        decision.next.reset();  // the transport's only reference: it gave up waiting
+        EXPECT_TRUE(call.expired())
+            << head.method << " " << head.target << ": the store's callback keeps the call alive";
+    }
+    EXPECT_EQ(connection.use_count(), 1);
+    ASSERT_EQ(store.writes.size(), 2U);
+    ASSERT_EQ(store.reads.size(), 2U);
+    std::thread store_thread([&] {
+        for (auto& done : store.writes) done({store::WriteResult::Outcome::created, {}, {}});
+        for (auto& done : store.reads) done({store::ReadResult::Outcome::found, {}, false, {}});
+        store.writes.clear();  // released on the store's thread, as a writer clears its batch
+        store.reads.clear();
+    });
+    store_thread.join();
+    ASSERT_EQ(delivered.size(), 4U);
+    for (auto& record : delivered) {
+        ASSERT_TRUE(record);
+        record();  // finds no call: nothing to record, nothing touched
+    }
+}
+
+// While the transport waits, the store's answer travels by value inside `record`, which the
+// transport runs on the connection's thread; finish() then answers with it.
+TEST(ApiCompletion, TheAnswerIsRecordedOnTheThreadThatRunsTheRecord) {
+    auth::TokenRegistry tokens;
+    tokens.replace({{"ci", auth::digest_token("ps_good"), "default", 0}});
+    HoldingStore store;
+    const Api api{{"/v1", {}}, tokens, store};
+    auto decision = api.admit({"POST", "/v1/plants", "Bearer ps_good", false, "application/json"});
+    ASSERT_NE(decision.next, nullptr);
+    std::function<void()> delivered;
+    decision.next->start(R"({"id":3,"name":"Fern"})", [&delivered](std::function<void()> record) {
+        delivered = std::move(record);
+    });
+    ASSERT_EQ(store.writes.size(), 1U);
+    std::thread([&] {
+        store.writes.front()({store::WriteResult::Outcome::created, {"Fern", std::nullopt}, {}});
+        store.writes.clear();
+    }).join();
+    ASSERT_TRUE(delivered);
+    delivered();
+    const Response response = decision.next->finish();
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(response.body, R"({"name":"Fern"})");
 }
 
 }  // namespace

@@ -75,11 +75,11 @@ TEST_P(Draining, FinishesTheRequestInFlightThenExitsZero) {
     HttpConnection in_flight(port());
     const std::string body = R"({"id":77,"name":"drained"})";
     const std::string request = plant_request(token, body);
-    in_flight.send_raw(request.substr(0, request.size() - body.size()));  // headers only
-    std::this_thread::sleep_for(200ms);
+    // Headers only: the request is under way, its body not sent yet.
+    ASSERT_TRUE(begin_request(in_flight, request.substr(0, request.size() - body.size())));
     HttpConnection idle(port());
     ::kill(server->pid(), signal);
-    std::this_thread::sleep_for(200ms);
+    ASSERT_TRUE(server->wait_for_log(R"("event":"draining")")) << server->log();
     EXPECT_FALSE(server->exited());  // still waiting for the request in flight
     in_flight.send_raw(body);
     const auto response = in_flight.read_response();

@@ -252,10 +252,9 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     call("GET", "/docs/{file}", "/docs/docs.js", {});  // 404: turned off
     {
         HttpConnection in_flight(port());
-        in_flight.send_raw("GET /readyz HTTP/1.1\r\nHost: x\r\n");
-        std::this_thread::sleep_for(200ms);
+        ASSERT_TRUE(begin_request(in_flight, "GET /readyz HTTP/1.1\r\nHost: x\r\n"));
         ::kill(server->pid(), SIGTERM);
-        std::this_thread::sleep_for(300ms);
+        ASSERT_TRUE(server->wait_for_log(R"("event":"draining")")) << server->log();
         in_flight.send_raw("\r\n");
         const auto draining = in_flight.read_response();
         observed.emplace("/readyz", "GET", draining ? draining->status : 0);  // 503

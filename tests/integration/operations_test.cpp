@@ -61,10 +61,10 @@ TEST_F(Operations, HealthAndReadinessNeedNoCredentials) {
 TEST_F(Operations, ReadinessIs503WhileDraining) {
     start();
     HttpConnection in_flight(port());
-    in_flight.send_raw("GET /readyz HTTP/1.1\r\nHost: x\r\n");  // the head is not complete yet
-    std::this_thread::sleep_for(200ms);
+    // The head is not complete yet.
+    ASSERT_TRUE(begin_request(in_flight, "GET /readyz HTTP/1.1\r\nHost: x\r\n"));
     ::kill(server->pid(), SIGTERM);
-    std::this_thread::sleep_for(300ms);
+    ASSERT_TRUE(server->wait_for_log(R"("event":"draining")")) << server->log();
     in_flight.send_raw("\r\n");
     const auto response = in_flight.read_response();
     ASSERT_TRUE(response);

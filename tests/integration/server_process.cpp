@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -144,10 +145,22 @@ std::string create_token(const std::filesystem::path& data_dir, const std::strin
     return token;
 }
 
+namespace {
+
+// A log file of the process's own: a test that restarts its server (a new ServerProcess before
+// the old one is destroyed) must not have the old one delete, or mix into, the new one's log,
+// which would hide the new server's sanitizer reports.
+std::filesystem::path unique_log_path(const std::filesystem::path& data_dir) {
+    static std::atomic<unsigned> next{0};
+    return data_dir.string() + ".server-" + std::to_string(next.fetch_add(1)) + ".log";
+}
+
+}  // namespace
+
 ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
                              std::vector<std::string> extra_args,
                              const std::vector<std::string>& environment)
-    : log_path_(data_dir.string() + ".server.log") {
+    : log_path_(unique_log_path(data_dir)) {
     std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0", "--data-dir",
                                      data_dir.string()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
@@ -229,6 +242,22 @@ std::string ServerProcess::log() const {
     std::stringstream text;
     text << file.rdbuf();
     return text.str();
+}
+
+bool ServerProcess::wait_for_log(const std::string& text, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (log().find(text) == std::string::npos) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+bool begin_request(HttpConnection& connection, const std::string& partial) {
+    // One write: on loopback the two arrive together and the server reads them in one go.
+    connection.send_raw("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + partial);
+    const auto first = connection.read_response();
+    return first && first->status == 200;
 }
 
 std::size_t ServerProcess::resident_kib() const {

@@ -53,6 +53,9 @@ class ServerProcess {
     bool exited();
     /// What it wrote on stderr so far.
     std::string log() const;
+    /// Waits, at most `limit`, until its log contains `text`; whether it does.
+    bool wait_for_log(const std::string& text,
+                      std::chrono::milliseconds limit = std::chrono::seconds(30));
     /// Its resident memory (VmRSS), in KiB.
     std::size_t resident_kib() const;
     /// How many file descriptors it has open.
@@ -83,6 +86,14 @@ void run_sqlite(const std::filesystem::path& data_dir, const std::string& sql);
 void write_self_signed_certificate(const std::filesystem::path& cert_file,
                                    const std::filesystem::path& key_file,
                                    const std::string& common_name);
+
+class HttpConnection;
+
+/// Leaves a request begun on `connection`, without guessing how long the server takes to read
+/// it: sends a complete `GET /healthz` and, in the same write, `partial` (the start of a second
+/// request), then reads the first answer. By then the server has read both, so it holds the
+/// second request begun (a draining server must finish it). Whether the first answer came.
+bool begin_request(HttpConnection& connection, const std::string& partial);
 
 /// A blocking HTTP/1.1 connection to 127.0.0.1 with a receive time-out on every read; over TLS
 /// (any certificate accepted) when `tls` is set.

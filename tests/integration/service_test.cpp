@@ -140,9 +140,10 @@ TEST_F(Backup, TakenUnderLoadHoldsEveryPlantAcknowledgedBeforeIt) {
             }
         });
     }
-    std::this_thread::sleep_for(500ms);
+    // Until some creates were acknowledged (bounded; the bound is not under test).
     std::set<int> before;
-    {
+    for (int wait = 0; wait < 3000 && before.size() <= 10; ++wait) {
+        std::this_thread::sleep_for(10ms);
         std::lock_guard lock(mutex);
         before = acknowledged;
     }
