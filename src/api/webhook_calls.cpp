@@ -165,30 +165,29 @@ class WebhookCall final : public http::Continuation,
         const std::string& tenant = caller_->tenant;
         switch (request_.operation) {
             case Operation::create_webhook:
-                service_.create(tenant, std::move(url), std::move(done));
+                service_.create(tenant, std::move(url), done);
                 return;
             case Operation::update_webhook:
-                service_.set_enabled(tenant, request_.id, enabled, std::move(done));
+                service_.set_enabled(tenant, request_.id, enabled, done);
                 return;
             case Operation::list_webhooks:
-                service_.list(tenant, std::move(done));
+                service_.list(tenant, done);
                 return;
             case Operation::read_webhook:
-                service_.get(tenant, request_.id, std::move(done));
+                service_.get(tenant, request_.id, done);
                 return;
             case Operation::delete_webhook:
-                service_.remove(tenant, request_.id, std::move(done));
+                service_.remove(tenant, request_.id, done);
                 return;
             case Operation::rotate_webhook_secret:
-                service_.rotate_secret(tenant, request_.id, std::move(done));
+                service_.rotate_secret(tenant, request_.id, done);
                 return;
             case Operation::list_webhook_deliveries:
-                service_.attempts(tenant, request_.id, request_.limit, request_.after,
-                                  std::move(done));
+                service_.attempts(tenant, request_.id, request_.limit, request_.after, done);
                 return;
             case Operation::retry_webhook_delivery:
             default:
-                service_.retry(tenant, request_.id, request_.event_id, std::move(done));
+                service_.retry(tenant, request_.id, request_.event_id, done);
                 return;
         }
     }
