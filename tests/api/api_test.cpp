@@ -468,8 +468,7 @@ TEST(ApiCompletion, AStoreHoldingACallbackOwnsNeitherTheCallNorItsConnection) {
         {{"GET", "/v1/plants/3", "Bearer ps_good"}, ""},
         {{"GET", "/v1/plants?limit=2", "Bearer ps_good"}, ""},
     };
-    std::vector<std::function<void()>> delivered;      // what reached the "connection's thread"
-    const auto connection = std::make_shared<int>(0);  // stands for the transport's connection
+    std::vector<std::function<void()>> delivered;  // what reached the "connection's thread"
     for (const auto& [head, body] : calls) {
         auto decision = api.admit(head);
         ASSERT_NE(decision.next, nullptr) << head.target;
@@ -481,7 +480,6 @@ TEST(ApiCompletion, AStoreHoldingACallbackOwnsNeitherTheCallNorItsConnection) {
         EXPECT_TRUE(call.expired())
             << head.method << " " << head.target << ": the store's callback keeps the call alive";
     }
-    EXPECT_EQ(connection.use_count(), 1);
     ASSERT_EQ(store.writes.size(), 2U);
     ASSERT_EQ(store.reads.size(), 2U);
     std::thread store_thread([&] {
