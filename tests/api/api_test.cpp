@@ -473,9 +473,9 @@ TEST(ApiCompletion, AStoreHoldingACallbackOwnsNeitherTheCallNorItsConnection) {
         auto decision = api.admit(head);
         ASSERT_NE(decision.next, nullptr) << head.target;
         const std::weak_ptr<http::Continuation> call = decision.next;
-        decision.next->start(
-            body, [held = std::weak_ptr<int>(connection), &delivered](
-                      std::function<void()> record) { delivered.push_back(std::move(record)); });
+        decision.next->start(body, [&delivered](std::function<void()> record) {
+            delivered.push_back(std::move(record));
+        });
         decision.next.reset();  // the transport's only reference: it gave up waiting
         EXPECT_TRUE(call.expired())
             << head.method << " " << head.target << ": the store's callback keeps the call alive";
