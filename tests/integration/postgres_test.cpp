@@ -3,13 +3,15 @@
 // stopped): two instances agree on every id and every token; PostgreSQL stopping under load
 // means 503s and no hang, then recovery by itself with nothing acknowledged lost; the schema is
 // applied once when instances start together and a newer one is refused; moving from SQLite to
-// PostgreSQL keeps every plant; the database password never shows.
+// PostgreSQL keeps every plant; the database password never shows; batches and reads reach plants
+// by key at 200,000 plants whatever the statistics say.
 #include <atomic>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "fixture.hpp"
@@ -120,7 +122,7 @@ TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
     }
     EXPECT_EQ(post_plant(first->port(), token, R"({"id":1,"name":"a"})").status, 200);
     EXPECT_EQ(post_plant(second->port(), token, R"({"id":1,"name":"a"})").status, 200);
-    EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "2");
+    EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "3");
 }
 
 // Each instance holds exactly the connections its settings say, plus one for token changes.
@@ -173,7 +175,7 @@ TEST(PostgresScaleOut, CheckReportsTheSchemaAndBackupPointsToPostgresTools) {
     mint(database.url(), "t");
     const auto sound = with({"check"});
     EXPECT_EQ(sound.exit_code, 0) << sound.err;
-    EXPECT_NE(sound.out.find("ok: 0 plants in 0 tenants, 1 tokens, schema version 2"),
+    EXPECT_NE(sound.out.find("ok: 0 plants in 0 tenants, 1 tokens, schema version 3"),
               std::string::npos)
         << sound.out;
     const auto backup = with({"backup", "--to", "/tmp/never-written"});
@@ -267,6 +269,138 @@ TEST(PostgresScaleOut, ExportFromSqliteImportsIntoPostgresExactly) {
 // with the reason), nothing hangs; once it is back the instance recovers by itself; every
 // acknowledged plant is there, and retrying a create that got 503 (its commit's outcome may be
 // unknown) is answered 200.
+// The counters of `plants` in pg_stat_user_tables, and the blocks of it and its indexes that
+// were read (from the buffer cache or not: pg_statio_user_tables).
+struct TableCounters {
+    std::int64_t blocks = 0;
+    std::int64_t seq_scan = 0;
+    std::int64_t seq_tup_read = 0;
+    std::int64_t idx_scan = 0;
+    std::int64_t n_tup_ins = 0;
+    std::int64_t n_tup_del = 0;
+};
+TableCounters plants_counters(const TestDatabase& database) {
+    const std::string row = database.query(
+        "SELECT concat_ws(' ', heap_blks_read + heap_blks_hit + idx_blks_read + idx_blks_hit, "
+        "seq_scan, seq_tup_read, coalesce(idx_scan, 0), n_tup_ins, n_tup_del) "
+        "FROM pg_stat_user_tables JOIN pg_statio_user_tables USING (relid) "
+        "WHERE pg_stat_user_tables.relname = 'plants'");
+    TableCounters counters;
+    std::istringstream(row) >> counters.blocks >> counters.seq_scan >> counters.seq_tup_read >>
+        counters.idx_scan >> counters.n_tup_ins >> counters.n_tup_del;
+    return counters;
+}
+// Polls the counters until `enough` holds, for at most 30 s; returns the last ones read.
+template <typename Enough>
+TableCounters counters_once(const TestDatabase& database, Enough enough) {
+    TableCounters counters = plants_counters(database);
+    for (int i = 0; i < 300 && !enough(counters); ++i) {
+        std::this_thread::sleep_for(100ms);
+        counters = plants_counters(database);
+    }
+    return counters;
+}
+
+// PostgreSQL keeps a prepared statement's plan, built when it has run a few times, until the
+// table's statistics change. Plans built while `plants` was empty (statistics of an empty table,
+// or none at all) must still reach plants by key once it holds 200,000: a batch that scans the
+// table costs milliseconds per plant there, and seconds at 10 M (issue 25).
+TEST(PostgresAtScale, EveryStatementReachesPlantsByKeyWhateverTheStatistics) {
+    constexpr std::int64_t kSeeded = 200000;
+    for (const std::string statistics : {"none", "of the empty table", "of the full table"}) {
+        SCOPED_TRACE("statistics: " + statistics);
+        TempDir dir;
+        TestDatabase database;
+        const auto environment = database_environment(database.url());
+        // One connection of each kind, so that each runs every statement enough times to keep
+        // a plan; autovacuum off, so that nothing but the test changes the statistics.
+        ServerProcess server(
+            dir.path() / "data",
+            {"--database-read-connections", "1", "--database-write-connections", "1"}, environment);
+        const std::string token = mint(database.url(), "t");
+        database.query("ALTER TABLE plants SET (autovacuum_enabled = off)");
+        if (statistics == "of the empty table") database.query("ANALYZE plants");
+        HttpConnection client(server.port());
+        int calls = 0;
+        const auto call = [&](const std::string& method, const std::string& target,
+                              const std::string& body = "") {
+            ++calls;
+            const auto response = client.request(
+                method, target, body,
+                {"Authorization: Bearer " + token, "Content-Type: application/json"});
+            return response ? response->status : 0;
+        };
+        // A backend publishes its counters when a transaction ends at least a second after it
+        // last did (else ten seconds later): after a second, one read and one write make both
+        // connections publish everything before them.
+        const auto publish = [&] {
+            std::this_thread::sleep_for(1200ms);
+            EXPECT_EQ(call("GET", "/plants/1"), 404);
+            EXPECT_EQ(call("DELETE", "/plants/1"), 404);
+        };
+        const auto body = [](std::int64_t id, const std::string& name, bool tagged) {
+            return R"({"id":)" + std::to_string(id) + R"(,"name":")" + name + '"' +
+                   (tagged ? R"(,"tag":"x"})" : "}");
+        };
+        // Each statement runs 8 times on a small table (the sixth run builds the kept plan).
+        for (std::int64_t id = 1; id <= 8; ++id) {
+            ASSERT_EQ(call("POST", "/plants", body(id, "small", true)), 200);
+            ASSERT_EQ(call("GET", "/plants/" + std::to_string(id)), 200);
+            ASSERT_EQ(call("GET", "/plants?limit=2"), 200);
+            ASSERT_EQ(call("GET", "/plants?limit=2&tag=x"), 200);
+        }
+        for (std::int64_t id = 1; id <= 8; ++id) {
+            ASSERT_EQ(call("DELETE", "/plants/" + std::to_string(id)), 204);
+        }
+        // Behind the server's back, the table grows to 200,000 plants of the token's tenant
+        // (every second one tagged).
+        database.query(
+            "INSERT INTO plants SELECT 'default', g, 'seed ' || g, CASE WHEN g % 2 = 0 THEN 'x' "
+            "END, 0 FROM generate_series(1000, " +
+            std::to_string(1000 + kSeeded - 1) + ") g");
+        if (statistics == "of the full table") database.query("ANALYZE plants");
+        publish();
+        const TableCounters before = counters_once(database, [](const TableCounters& c) {
+            return c.n_tup_ins >= kSeeded + 8 && c.n_tup_del >= 8;
+        });
+        calls = 0;
+
+        // Reads, and writes of every outcome: created, replayed, refused (another plant has the
+        // id), deleted and not found.
+        for (int i = 0; i < 5; ++i) {
+            EXPECT_EQ(call("GET", "/plants/" + std::to_string(150000 + i)), 200);
+            EXPECT_EQ(call("GET", "/plants?limit=10&after=" + std::to_string(100000 + i)), 200);
+            EXPECT_EQ(call("GET", "/plants?limit=10&tag=x&after=" + std::to_string(90000 + i)),
+                      200);
+        }
+        for (std::int64_t id = 500000; id < 500010; ++id) {
+            EXPECT_EQ(call("POST", "/plants", body(id, "new", false)), 200);
+        }
+        for (std::int64_t id = 2000; id < 2003; ++id) {
+            EXPECT_EQ(call("POST", "/plants", body(id, "seed " + std::to_string(id), id % 2 == 0)),
+                      200);
+            EXPECT_EQ(call("POST", "/plants", body(id + 1000, "other", false)), 409);
+        }
+        for (std::int64_t id = 3000; id < 3005; ++id) {
+            EXPECT_EQ(call("DELETE", "/plants/" + std::to_string(id)), 204);
+        }
+        EXPECT_EQ(call("DELETE", "/plants/999"), 404);
+        publish();
+        const TableCounters after = counters_once(database, [&](const TableCounters& c) {
+            return c.n_tup_ins >= before.n_tup_ins + 10 && c.n_tup_del >= before.n_tup_del + 5;
+        });
+        ASSERT_GE(after.n_tup_ins, before.n_tup_ins + 10) << "PostgreSQL published no counters";
+        EXPECT_EQ(after.seq_scan, before.seq_scan)
+            << "the whole table was scanned " << after.seq_scan - before.seq_scan
+            << " times, reading " << after.seq_tup_read - before.seq_tup_read << " rows";
+        EXPECT_GE(after.idx_scan, before.idx_scan + calls);
+        // A probe by key reads a few blocks; walking a tenant's entries in an index (the tag
+        // index has (tenant, tag, id)) reads about a thousand here.
+        EXPECT_LT(after.blocks - before.blocks, 50 * calls)
+            << "the " << calls << " requests read " << after.blocks - before.blocks << " blocks";
+    }
+}
+
 TEST(PostgresRestart, DownMeans503ThenRecoveryWithNothingAcknowledgedLost) {
     TempDir dir;
     PrivateCluster cluster(dir.path() / "cluster");

@@ -47,7 +47,7 @@ const char* const kTaggedPage =
 
 std::vector<std::pair<std::string, std::string>> prepared_statements() {
     return {{"insert_plants", insert_plants_statement()},
-            {"delete_plants", kDeletePlants},
+            {"delete_plant", kDeletePlant},
             {"durability_mark", kDurabilityMark},
             {"read_one", kReadOne},
             {"page", kPage},
@@ -130,6 +130,7 @@ class PgPlantStore::Engine {
         PipelinedConnection::Options connection_options;
         connection_options.targets = targets_;
         connection_options.answer_timeout = options_.answer_timeout;
+        connection_options.session = {kSessionSettings};
         connection_options.prepared = prepared_statements();
         connection_options.on_state = [this, &up, index, error](
                                           bool ready, const std::string& reason, std::size_t host) {
@@ -350,12 +351,10 @@ class PgPlantStore::Engine {
                  {std::move(arrays.tenants), std::move(arrays.ids), std::move(arrays.names),
                   std::move(arrays.tags), std::move(arrays.created_at)}});
         }
-        if (!deletes.empty()) {
-            PlantArrays arrays;
-            for (const std::size_t i : deletes) arrays.add_key(batch[i].tenant, batch[i].plant.id);
-            arrays.close();
+        // One statement per delete (statements.hpp: a shape with no plan but the key).
+        for (const std::size_t i : deletes) {
             statements.push_back(
-                {"delete_plants", {}, {std::move(arrays.tenants), std::move(arrays.ids)}});
+                {"delete_plant", {}, {batch[i].tenant, std::to_string(batch[i].plant.id)}});
         }
         statements.push_back({"durability_mark", {}, {}});
         statements.push_back({{}, "COMMIT", {}});
@@ -374,8 +373,8 @@ class PgPlantStore::Engine {
                         std::chrono::steady_clock::time_point started) {
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
-        // BEGIN, the inserts, the deletes, the durability mark, COMMIT.
-        const std::size_t expected = 3 + (creates.empty() ? 0 : 1) + (deletes.empty() ? 0 : 1);
+        // BEGIN, the inserts, one statement per delete, the durability mark, COMMIT.
+        const std::size_t expected = 3 + (creates.empty() ? 0 : 1) + deletes.size();
         if (outcome.lost) {
             failure =
                 "the connection to PostgreSQL was lost before the commit was confirmed "
@@ -415,10 +414,7 @@ class PgPlantStore::Engine {
                        const std::vector<std::size_t>& deletes, const std::vector<Result>& results,
                        std::vector<Pending>& again) {
         const PGresult* inserted = creates.empty() ? nullptr : results[1].get();
-        const PGresult* deleted =
-            deletes.empty() ? nullptr : results[creates.empty() ? 1 : 2].get();
-        if ((inserted != nullptr && PQntuples(inserted) != static_cast<int>(creates.size())) ||
-            (deleted != nullptr && PQntuples(deleted) != static_cast<int>(deletes.size()))) {
+        if (inserted != nullptr && PQntuples(inserted) != static_cast<int>(creates.size())) {
             throw PgError({}, "PostgreSQL answered a row count unlike the batch's");
         }
         std::vector<std::size_t> rerun;
@@ -439,8 +435,9 @@ class PgPlantStore::Engine {
                      {}});
             }
         }
+        const std::size_t first_delete = creates.empty() ? 1 : 2;
         for (std::size_t row = 0; row < deletes.size(); ++row) {
-            const bool gone = text_at(deleted, static_cast<int>(row), 1) == "t";
+            const bool gone = PQntuples(results[first_delete + row].get()) == 1;
             batch[deletes[row]].done(
                 {gone ? WriteResult::Outcome::deleted : WriteResult::Outcome::not_found, {}, {}});
         }

@@ -108,6 +108,13 @@ void PipelinedConnection::on_connected() {
         return;
     }
     state_ = State::preparing;
+    for (const std::string& sql : options_.session) {
+        if (PQsendQueryParams(connection, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) !=
+            1) {
+            fail("cannot set up the session: " + connection_error(connection, "unknown"));
+            return;
+        }
+    }
     for (const auto& [name, sql] : options_.prepared) {
         if (PQsendPrepare(connection, name.c_str(), sql.c_str(), 0, nullptr) != 1) {
             fail("cannot prepare statements: " + connection_error(connection, "unknown"));
@@ -122,7 +129,7 @@ void PipelinedConnection::on_connected() {
         if (outcome.lost) return;  // fail() already reported it
         for (const Result& result : outcome.results) {
             if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-                fail(result_error(result.get(), "PREPARE").what());
+                fail(result_error(result.get(), "session set-up or PREPARE").what());
                 return;
             }
         }

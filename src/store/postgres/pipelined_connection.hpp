@@ -47,6 +47,8 @@ class PipelinedConnection {
     using Done = std::function<void(SegmentOutcome)>;
     struct Options {
         ConnectTargets targets;
+        /// Statements (SET ...) run after each connect, before the statements are prepared.
+        std::vector<std::string> session;
         /// (name, SQL) prepared after each connect.
         std::vector<std::pair<std::string, std::string>> prepared;
         /// Longest wait for the answer to the oldest segment in flight; zero: no limit.

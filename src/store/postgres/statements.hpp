@@ -11,6 +11,31 @@
 
 namespace plantstore::store::postgres {
 
+// How these statements reach rows, whatever PostgreSQL's statistics say. Each runs as a prepared
+// statement, whose plan PostgreSQL builds once (after five custom plans) and keeps until the
+// table's statistics change: a plan made while `plants` was small is kept while it grows.
+// Measured on 15 (issue 25): the old answer, `input LEFT JOIN plants ON key`, planned on an empty
+// table, became `Hash Right Join` over `Seq Scan on plants` and then read all 200,007 rows for a
+// batch of 3 at 200,000 plants; a delete `USING input` did the same; and with an index at hand,
+// the empty table's plan probed by (tenant, id) through `plants_by_tag` (tenant, tag, id), which
+// walks every plant of the tenant. So every access to `plants` here has a shape with no plan
+// but a probe by primary key:
+// - the insert finds conflicts through its arbiter index (ON CONFLICT), which is no plan choice;
+// - the stored plant of a row that was not inserted is looked up per row, in a LATERAL
+//   subquery that OFFSET 0 keeps from being merged into a join (so no hash or merge join of the
+//   whole table can exist), and only when the row was not inserted;
+// - a delete is one statement per plant, `WHERE tenant = $1 AND id = $2`: a batch pipelines
+//   them. A join with the input can become a hash join over the whole table, and
+//   `tenant = $1 AND id = ANY($2)`, planned on an empty table, became an index scan on the
+//   tenant alone, filtering 199,999 rows by id;
+// - the connections that run them set kSessionSettings, so a scan of the whole table is never
+//   chosen over the key, and `plants_by_tag` is partial (WHERE tag IS NOT NULL; schema.cpp),
+//   so only a tag filter can use it.
+// tests/integration/postgres_scale_test.cpp checks it through the API at 200,000 plants.
+
+/// Run on each connection of the plant store before it prepares its statements (see above).
+inline constexpr const char* kSessionSettings = "SET enable_seqscan = off";
+
 /// The parts of insert_plants_statement(), so that the archive (import) can insert without
 /// queueing webhooks.
 namespace insert_plants_sql {
@@ -22,16 +47,15 @@ inserted AS (
     INSERT INTO plants (tenant, id, name, tag, created_at)
     SELECT tenant, id, name, tag, created_at FROM input ORDER BY ord
     ON CONFLICT (tenant, id) DO NOTHING
-    RETURNING tenant, id))sql";
+    RETURNING tenant, id, name, tag, created_at))sql";
 inline constexpr const char* kQueueEvents = R"sql(,
 events AS (
     INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, created_at,
                                     next_attempt_at)
-    SELECT 'msg_' || lpad(to_hex(i.created_at), 12, '0') ||
-           substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), s.tenant, s.id, i.id,
-           i.name, i.tag, i.created_at, i.created_at
+    SELECT 'msg_' || lpad(to_hex(n.created_at), 12, '0') ||
+           substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), s.tenant, s.id, n.id,
+           n.name, n.tag, n.created_at, n.created_at
     FROM inserted n
-    JOIN input i ON i.tenant = n.tenant AND i.id = n.id
     JOIN webhook_subscriptions s ON s.tenant = n.tenant AND s.enabled))sql";
 inline constexpr const char* kAnswer = R"sql(
 SELECT i.ord,
@@ -42,7 +66,8 @@ SELECT i.ord,
        p.name, p.tag
 FROM input i
 LEFT JOIN inserted n ON n.tenant = i.tenant AND n.id = i.id
-LEFT JOIN plants p ON n.id IS NULL AND p.tenant = i.tenant AND p.id = i.id
+LEFT JOIN LATERAL (SELECT id, name, tag FROM plants
+                   WHERE tenant = i.tenant AND id = i.id AND n.id IS NULL OFFSET 0) p ON true
 ORDER BY i.ord)sql";
 }  // namespace insert_plants_sql
 
@@ -71,17 +96,9 @@ inline const std::string& insert_plants_quietly_statement() {
     return statement;
 }
 
-/// Deletes many plants in one statement. Parameters: $1 tenants text[], $2 ids bigint[]. One
-/// row per input, in input order: (ord, deleted) with deleted 't' or 'f'.
-inline constexpr const char* kDeletePlants = R"sql(
-WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS t(tenant, id, ord)),
-deleted AS (
-    DELETE FROM plants p USING input i WHERE p.tenant = i.tenant AND p.id = i.id
-    RETURNING p.tenant, p.id)
-SELECT i.ord, d.id IS NOT NULL
-FROM input i LEFT JOIN deleted d ON d.tenant = i.tenant AND d.id = i.id
-ORDER BY i.ord)sql";
+/// Deletes one plant. Parameters: $1 tenant, $2 id. One row when it was there.
+inline constexpr const char* kDeletePlant =
+    "DELETE FROM plants WHERE tenant = $1 AND id = $2 RETURNING 1";
 
 /// Makes the transaction write WAL, so that its COMMIT waits for the synchronous standby (with
 /// synchronous replication) even when it changed no row. Without it, a batch whose creates are
@@ -94,7 +111,13 @@ ORDER BY i.ord)sql";
 inline constexpr const char* kDurabilityMark =
     "SELECT pg_logical_emit_message(true, 'plantstore', '')";
 
-/// Array literals for insert_plants_statement() (or, with only tenants and ids, kDeletePlants).
+/// Appends `value` to a bigint array literal begun with "{" (closed by the caller with "}").
+inline void append_bigint_element(std::string& literal, std::int64_t value) {
+    if (literal.size() > 1) literal += ',';
+    literal += std::to_string(value);
+}
+
+/// Array literals for insert_plants_statement().
 struct PlantArrays {
     std::string tenants = "{";
     std::string ids = "{";
@@ -103,19 +126,14 @@ struct PlantArrays {
     std::string created_at = "{";
     std::size_t size = 0;
 
-    void add_key(std::string_view tenant, std::int64_t id) {
-        append_array_element(tenants, tenant);
-        if (ids.size() > 1) ids += ',';
-        ids += std::to_string(id);
-        ++size;
-    }
     void add_plant(std::string_view tenant, std::int64_t id, std::string_view name,
                    const std::optional<std::string>& tag, std::int64_t created_at_ms) {
-        add_key(tenant, id);
+        append_array_element(tenants, tenant);
+        append_bigint_element(ids, id);
+        ++size;
         append_array_element(names, name);
         append_array_element(tags, tag ? std::optional<std::string_view>(*tag) : std::nullopt);
-        if (created_at.size() > 1) created_at += ',';
-        created_at += std::to_string(created_at_ms);
+        append_bigint_element(created_at, created_at_ms);
     }
     void close() {
         for (std::string* literal : {&tenants, &ids, &names, &tags, &created_at}) *literal += '}';
