@@ -4,8 +4,11 @@
 Both servers run on 127.0.0.1 and are measured alternately with wrk (-t1) at each connection
 count, so every ratio comes from one run on the same (shared, noisy) machine. For each row it
 reports requests/s, p50 and p99 latency, non-200 answers, server CPU time per request and
-resident memory. With --scaling it also measures create throughput on a store preloaded with
-10 million plants, start-up time on it, and the memory of 1,000 and 10,000 idle connections.
+resident memory (and, on PostgreSQL, the CPU time of the database's processes per request). With
+--scaling it also measures creates on stores preloaded with 1 and 10 million plants (on SQLite,
+and with --postgres on PostgreSQL too, the table grown behind one running instance), a get and
+a tag-filtered list at 10 million, start-up time, and the memory of 1,000 and 10,000 idle
+connections.
 
 It starts and kills only its own processes, talks only to 127.0.0.1, and every wait is bounded.
 Run it through bench/run.sh, which installs wrk and nginx-light and builds the Release binary.
@@ -250,8 +253,11 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
     targets = targets or [server]
     env = dict(os.environ, PLANTSTORE_TOKEN=token)
     pids = server.pids()
+    database = getattr(server, "postgres", None)
+    db_pids = database.pids() if database else []
     counters_before = [store_counters(t) for t in targets]
     ticks_before = cpu_ticks(pids)
+    db_ticks_before = cpu_ticks(db_pids)
     runs = [subprocess.Popen(
         ["wrk", "-t1", f"-c{connections // len(targets)}", f"-d{duration}s", "--timeout", "10s",
          "-s", LUA, f"http://127.0.0.1:{t.port}", "--", mode,
@@ -260,6 +266,7 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
         for i, t in enumerate(targets)]
     outs = [run.communicate(timeout=duration + 60)[0] for run in runs]
     ticks = cpu_ticks(pids) - ticks_before
+    db_ticks = cpu_ticks(db_pids) - db_ticks_before
     counters = {}
     for t, before in zip(targets, counters_before):
         for k, v in store_counters(t).items():
@@ -290,6 +297,8 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
         "non200": r["non200"],
         "socket_errors": r["socket_errors"],
         "cpu_us_per_request": ticks / CLK_TCK * 1e6 / requests,
+        # PostgreSQL's share (every process of the cluster: user + system), on PostgreSQL rows.
+        "db_cpu_us_per_request": db_ticks / CLK_TCK * 1e6 / requests if database else None,
         # Cores the server kept busy on average: its CPU time over the run's wall time.
         "cores_busy": ticks / CLK_TCK / max(r["duration_us"] / 1e6, 1e-9),
         "rss_mib": memory_kib(pids, "VmRSS") / 1024,
@@ -303,10 +312,15 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
     }
 
 
+def db_cpu(row):
+    value = row.get("db_cpu_us_per_request")
+    return "" if value is None else f"{value:.1f}"
+
+
 def markdown_table(rows):
     lines = ["| workload | conns | server | req/s | p50 ms | p99 ms | non-200 | CPU µs/req | "
-             "cores busy | RSS MiB (peak) | against nginx |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "PG CPU µs/req | cores busy | RSS MiB (peak) | against nginx |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by_conns = {}
     for row in rows:
         by_conns.setdefault((row["workload"], row["connections"]), {})[row["server"]] = row
@@ -322,9 +336,20 @@ def markdown_table(rows):
             lines.append(
                 f"| {workload} | {conns} | {name} | {row['requests_per_s']:,.0f} | {row['p50_ms']:.2f} | "
                 f"{row['p99_ms']:.2f} | {row['non200'] + row['socket_errors']} | "
-                f"{row['cpu_us_per_request']:.1f} | {row.get('cores_busy', 0):.2f} | "
+                f"{row['cpu_us_per_request']:.1f} | {db_cpu(row)} | "
+                f"{row.get('cores_busy', 0):.2f} | "
                 f"{row['rss_mib']:.1f} "
                 f"({row['peak_rss_mib']:.1f}) | {ratio} |")
+    return "\n".join(lines)
+
+
+def scaling_table(rows):
+    lines = ["| engine | plants | workload | req/s | p99 ms | CPU µs/req | PG CPU µs/req |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['engine']} | {r['preloaded']:,} | {r['workload']} | "
+                     f"{r['requests_per_s']:,.0f} | {r['p99_ms']:.2f} | "
+                     f"{r['cpu_us_per_request']:.1f} | {db_cpu(r)} |")
     return "\n".join(lines)
 
 
@@ -357,6 +382,11 @@ def commit_table(rows):
     return "\n".join(lines)
 
 
+# Preloaded plants: ids from 0, tenant "default" (the bench token's), one of 100 tags each, so
+# that a list filtered by tag finds a page among 1% of the plants.
+PRELOAD_SQL = ("SELECT 'default', {i}, 'preloaded-' || {i}, 'tag-' || ({i} % 100), 0")
+
+
 def preload(binary, data_dir, count):
     """Fills a fresh store with `count` plants straight through SQLite (schema via the CLI)."""
     mint_token(binary, data_dir)  # creates the database and applies migrations
@@ -367,12 +397,23 @@ def preload(binary, data_dir, count):
     for start in range(0, count, step):
         db.execute(
             "WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2) "
-            "INSERT INTO plants (tenant, id, name, tag, created_at) "
-            "SELECT 'default', i, 'preloaded-' || i, 'bench', 0 FROM n",
+            "INSERT INTO plants (tenant, id, name, tag, created_at) " +
+            PRELOAD_SQL.format(i="i") + " FROM n",
             (start, min(start + step, count) - 1))
         db.commit()
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
+
+
+def preload_postgres(url, start, end):
+    """Adds plants start..end-1 to the PostgreSQL database `url` behind the server's back,
+    1,000,000 per transaction, then checkpoints (so that the run does not pay for it)."""
+    for first in range(start, end, 1_000_000):
+        last = min(first + 1_000_000, end) - 1
+        subprocess.run(["psql", url, "-qc", "INSERT INTO plants " + PRELOAD_SQL.format(i="g") +
+                        f" FROM generate_series({first}, {last}) g"], check=True,
+                       capture_output=True)
+    subprocess.run(["psql", url, "-qc", "CHECKPOINT"], check=True, capture_output=True)
 
 
 def open_idle_connections(port, count):
@@ -385,10 +426,68 @@ def open_idle_connections(port, count):
     return sockets
 
 
+def scaling_sizes(args):
+    return sorted({0, min(1_000_000, args.preload), args.preload})
+
+
+def size_runs(group, token, plants, largest, ids, args, engine):
+    """At one store size: creates (64 connections) and, at the largest size, a get and a
+    tag-filtered list of preloaded plants."""
+    runs = [("POST /plants", "post", ids.take(), 1)]
+    if plants == largest and plants > 0:
+        runs += [("GET /plants/{id}", "get", 0, plants),
+                 ("GET /plants?tag=&limit=100", "tagged", 0, plants)]
+    rows = []
+    for workload, mode, first, count in runs:
+        row = run_wrk(group, 64, args.duration, token, first, workload, mode, count)
+        row.update(engine=engine, preloaded=plants)
+        rows.append(row)
+        print(f"{engine:>10} {plants:>11,} {workload:<28} {row['requests_per_s']:>9,.0f} req/s",
+              file=sys.stderr)
+    return rows
+
+
+def postgres_scaling(args, binary, workdir, ids):
+    """One instance on PostgreSQL, started on an empty database, then measured as the table
+    grows to each size behind its back. Autovacuum is off for `plants`, so the statistics never
+    change: the plans the instance built on the empty table serve every size (issue 25)."""
+    postgres = Postgres(workdir)
+    server = None
+    rows = []
+    try:
+        url = postgres.database("scaling")
+        token = subprocess.run([binary, "token", "create", "--name", "bench",
+                                "--database-url", url], check=True, capture_output=True,
+                               text=True).stdout.strip()
+        subprocess.run(["psql", url, "-qc",
+                        "ALTER TABLE plants SET (autovacuum_enabled = off)"], check=True,
+                       capture_output=True)
+        server = start_plantstore(binary, os.path.join(workdir, "unused"),
+                                  ["--database-url", url], "plantstore-pg")
+        group = Group("plantstore-pg", [server], postgres)
+        loaded = 0
+        sizes = scaling_sizes(args)
+        for plants in sizes:
+            if plants > loaded:
+                started = time.monotonic()
+                preload_postgres(url, loaded, plants)
+                print(f"preloaded PostgreSQL to {plants:,} plants in "
+                      f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+                loaded = plants
+            rows += size_runs(group, token, plants, sizes[-1], ids, args, "PostgreSQL")
+    finally:
+        if server:
+            server.stop()
+        postgres.stop()
+    return rows
+
+
 def scaling(args, binary, workdir, ids):
     results = {}
-    # Throughput on an empty store and on one with 10 million plants, same run.
-    for plants in (0, args.preload):
+    # Throughput on an empty store and on preloaded ones, same run; reads at the largest.
+    sizes = scaling_sizes(args)
+    rows = []
+    for plants in sizes:
         data_dir = os.path.join(workdir, f"scaling-{plants}")
         if plants:
             started = time.monotonic()
@@ -398,14 +497,18 @@ def scaling(args, binary, workdir, ids):
         token = mint_token(binary, data_dir)
         server = start_plantstore(binary, data_dir)
         try:
-            row = run_wrk(server, 64, args.duration, token, ids.take())
+            size_rows = size_runs(server, token, plants, sizes[-1], ids, args, "SQLite")
         finally:
             server.stop()
-        row["preloaded"] = plants
-        row["ready_seconds"] = server.ready_seconds
-        results[f"throughput_{plants}"] = row
+        size_rows[0]["ready_seconds"] = server.ready_seconds
+        results[f"throughput_{plants}"] = size_rows[0]
+        rows += size_rows
+        shutil.rmtree(data_dir, ignore_errors=True)
     base, big = results["throughput_0"], results[f"throughput_{args.preload}"]
     results["throughput_ratio"] = big["requests_per_s"] / base["requests_per_s"]
+    if args.postgres:
+        rows += postgres_scaling(args, binary, workdir, ids)
+    results["rows"] = rows
 
     # Memory of idle keep-alive connections.
     data_dir = os.path.join(workdir, "idle")
@@ -542,7 +645,8 @@ def main():
     parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
     parser.add_argument("--connections", default="1,16,64,256")
     parser.add_argument("--scaling", action="store_true",
-                        help="also measure a 10M-plant store and idle connections")
+                        help="also measure stores of 1M and 10M plants (with --postgres, on "
+                             "PostgreSQL too) and idle connections")
     parser.add_argument("--preload", type=int, default=10_000_000)
     parser.add_argument("--logging", action="store_true",
                         help="also measure the cost of access logging (on vs off, 64 conns)")
@@ -627,6 +731,10 @@ def main():
               f"{extra[f'throughput_{args.preload}']['ready_seconds']:.2f} s with {args.preload:,} "
               f"plants. Idle connections add {extra['idle_1000_added_mib']:.1f} MiB (1,000) and "
               f"{extra['idle_10000_added_mib']:.1f} MiB (10,000).")
+    if "rows" in extra:
+        print("\nBy store size (64 connections; the plants preloaded, then each workload "
+              f"{args.duration} s):\n")
+        print(scaling_table(extra["rows"]))
     if "webhook_fast_deliveries_per_s" in extra:
         print(f"\nWebhooks: {extra['webhook_fast_delivered']:,.0f} of "
               f"{extra['webhook_fast_created']:,} events delivered to nginx "

@@ -2,10 +2,12 @@
 -- Usage: wrk ... -s plants.lua -- post <first-id>
 --        wrk ... -s plants.lua -- get <first-id> <count>
 --        wrk ... -s plants.lua -- list <first-id> <count>
+--        wrk ... -s plants.lua -- tagged <first-id> <count>
 -- post: POST /plants with a unique, valid NewPlant per request; ids are unique across threads
 --       (each thread gets its own range of 10^12) and across runs (the first id).
 -- get:  GET /plants/{id} for ids drawn from the plants a post run created; list: pages of
---       GET /plants?limit=100&after={id} from such ids.
+--       GET /plants?limit=100&after={id} from such ids; tagged: the same filtered by the tag
+--       the benchmark's preloaded plant {id} has (tag-{id % 100}).
 -- The bearer token comes from the PLANTSTORE_TOKEN environment variable.
 local threads = {}
 
@@ -39,6 +41,10 @@ function request()
    end
    -- The first id of a post run is never sent (wrk generates one request ahead), so skip it.
    local id = first_id + math.random(1, count - 1)
+   if mode == "tagged" then
+      return wrk.format("GET", string.format("/plants?limit=100&tag=tag-%d&after=%d", id % 100, id),
+                        headers)
+   end
    if mode == "list" then
       return wrk.format("GET", string.format("/plants?limit=100&after=%d", id), headers)
    end

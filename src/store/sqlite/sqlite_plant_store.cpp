@@ -247,7 +247,10 @@ class SqlitePlantStore::Writer {
 };
 
 // One read connection and its statements. Ids are compared with >= so that "no lower bound"
-// is simply the smallest id.
+// is simply the smallest id. A list by tag names its index: left to itself, SQLite (without
+// ANALYZE statistics) walks the primary key from `after` and filters by tag, reading every plant
+// of the tenant past `after` for a rare tag (measured: 2,700 such lists/s at 300,000 plants where
+// one tag in 100 matches, 713 µs of CPU each).
 class SqlitePlantStore::Reader {
   public:
     explicit Reader(const std::filesystem::path& data_dir)
@@ -255,8 +258,9 @@ class SqlitePlantStore::Reader {
           one_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
           page_(db_->prepare("SELECT id, name, tag FROM plants WHERE tenant = ?1 AND id >= ?2 "
                              "ORDER BY id LIMIT ?3")),
-          tagged_page_(db_->prepare("SELECT id, name, tag FROM plants WHERE tenant = ?1 AND "
-                                    "tag = ?4 AND id >= ?2 ORDER BY id LIMIT ?3")) {}
+          tagged_page_(db_->prepare("SELECT id, name, tag FROM plants INDEXED BY plants_by_tag "
+                                    "WHERE tenant = ?1 AND tag = ?4 AND id >= ?2 "
+                                    "ORDER BY id LIMIT ?3")) {}
 
     ReadResult read(const std::string& tenant, domain::PlantId id) {
         one_.bind(1, std::string_view(tenant)).bind(2, id);
