@@ -183,7 +183,8 @@ class Group:
 def postgres_rows(args, binary, workdir, ids, connection_counts):
     """POST rows for one instance on PostgreSQL, two instances on the same database (the load
     split between them), and one instance committing each request alone (--max-batch-writes 1:
-    what a one-transaction-per-request server does with one connection)."""
+    what a one-transaction-per-request server does with one connection); with --baseline, one
+    instance of the baseline build on a database of its own."""
     postgres = Postgres(workdir)
     rows, started = [], []
     try:
@@ -197,12 +198,23 @@ def postgres_rows(args, binary, workdir, ids, connection_counts):
         alone = start_plantstore(binary, unused,
                                  ["--database-url", url, "--max-batch-writes", "1"], "pg batch=1")
         started = [one, two, alone]
-        groups = [(Group("plantstore-pg", [one], postgres), [one]),
-                  (Group("2 × plantstore-pg", [one, two], postgres), [one, two]),
-                  (Group("plantstore-pg 1 write/txn", [alone], postgres), [alone])]
+        groups = [(Group("plantstore-pg", [one], postgres), [one], token),
+                  (Group("2 × plantstore-pg", [one, two], postgres), [one, two], token),
+                  (Group("plantstore-pg 1 write/txn", [alone], postgres), [alone], token)]
+        if args.baseline:
+            base_url = postgres.database("bench_baseline")
+            base_token = subprocess.run([args.baseline, "token", "create", "--name", "bench",
+                                         "--database-url", base_url], check=True,
+                                        capture_output=True, text=True).stdout.strip()
+            base = start_plantstore(args.baseline, unused, ["--database-url", base_url],
+                                    "pg baseline")
+            started.append(base)
+            groups.insert(1, (Group(f"plantstore-pg ({args.baseline_name})", [base], postgres),
+                              [base], base_token))
         for conns in connection_counts:
-            for group, targets in groups:
-                row = run_wrk(group, conns, args.duration, token, ids.take(), targets=targets)
+            for group, targets, group_token in groups:
+                row = run_wrk(group, conns, args.duration, group_token, ids.take(),
+                              targets=targets)
                 rows.append(row)
                 print(f"{group.name:>26} c={conns:<4} {row['requests_per_s']:>9,.0f} req/s",
                       file=sys.stderr)
@@ -656,9 +668,15 @@ def main():
     parser.add_argument("--webhooks", action="store_true",
                         help="also measure creates with a webhook subscription (fast and slow "
                              "receivers) and how fast deliveries drain")
+    parser.add_argument("--baseline", help="another plantstore binary (an older build) measured "
+                        "beside this one, interleaved, in the same rows (not with --scaling)")
+    parser.add_argument("--baseline-name", default="baseline",
+                        help="how the baseline's rows are labelled (e.g. its commit)")
     parser.add_argument("--out", default=os.path.join(BENCH_DIR, "results", "latest.json"))
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
     # SIGTERM (e.g. from timeout) unwinds like Ctrl-C, so the finally below stops our servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -673,22 +691,36 @@ def main():
         plantstore = start_plantstore(binary, data_dir)
         nginx = start_nginx(workdir)
         servers = [plantstore, nginx]
+        tokens = {plantstore.name: token, nginx.name: token}
+        if args.baseline:
+            base_dir = os.path.join(workdir, "baseline")
+            base_token = subprocess.run([args.baseline, "token", "create", "--name", "bench",
+                                         "--data-dir", base_dir], check=True,
+                                        capture_output=True, text=True).stdout.strip()
+            baseline = start_plantstore(args.baseline, base_dir,
+                                        name=f"plantstore ({args.baseline_name})")
+            servers.insert(1, baseline)
+            tokens[baseline.name] = base_token
         for conns in [int(c) for c in args.connections.split(",")]:
-            # Alternate which goes first, so neither always gets the warmer machine.
-            order = (nginx, plantstore) if conns % 2 == 0 else (plantstore, nginx)
+            # Alternate which goes first, so none always gets the warmer machine.
+            order = servers if conns % 2 == 0 else list(reversed(servers))
             for server in order:
-                rows.append(run_wrk(server, conns, args.duration, token, ids.take()))
+                rows.append(run_wrk(server, conns, args.duration, tokens[server.name],
+                                    ids.take()))
                 print(f"{server.name:>10} c={conns:<4} {rows[-1]['requests_per_s']:>9,.0f} req/s",
                       file=sys.stderr)
         # Reads of plants the c=1 row created (all of them exist), then pages of a listing.
-        first = next(r for r in rows if r["server"] == "plantstore")
-        created = first["requests"] - first["non200"]
+        readers = [server for server in servers if server.name != "nginx"]
+        firsts = {server.name: next(r for r in rows if r["server"] == server.name)
+                  for server in readers}
+        created = min(r["requests"] - r["non200"] for r in firsts.values())
         if created > 0:
             for workload, mode in (("GET /plants/{id}", "get"),
                                    ("GET /plants?limit=100", "list")):
-                for server in (nginx, plantstore):
-                    row = run_wrk(server, 64, args.duration, token, first["first_id"], workload,
-                                  mode, created)
+                for server in servers:
+                    first = firsts.get(server.name, firsts[plantstore.name])
+                    row = run_wrk(server, 64, args.duration, tokens[server.name],
+                                  first["first_id"], workload, mode, created)
                     rows.append(row)
                     print(f"{server.name:>10} {workload} {row['requests_per_s']:>9,.0f} req/s",
                           file=sys.stderr)
