@@ -52,7 +52,7 @@ struct ServeConfig {
     std::filesystem::path data_dir = "data";
     std::string database_url;
     std::size_t database_read_connections = 2;
-    std::size_t database_write_connections = 2;
+    std::size_t database_write_connections = 1;
     long database_timeout_ms = 10'000;
     std::string base_path;
     unsigned threads = 0;

@@ -102,8 +102,11 @@ TEST(PostgresSynchronousReplication, NothingIsAcknowledgedBeforeTheStandbyHasIt)
     PrivateCluster cluster(dir.path() / "cluster");
     TestDatabase database(cluster.url());
     const std::string token = mint(database.url(), "t");
+    // Two writer connections: while the replay's commit waits on one, the fresh create's
+    // commit reaches the server on the other and waits there too.
     ServerProcess server(dir.path() / "data",
-                         {"--store-timeout-ms", "1500", "--database-timeout-ms", "2500"},
+                         {"--store-timeout-ms", "1500", "--database-timeout-ms", "2500",
+                          "--database-write-connections", "2"},
                          database_environment(database.url()));
     const std::string first = R"({"id":1,"name":"Fern","tag":"green"})";
     const std::string second = R"({"id":2,"name":"Moss"})";

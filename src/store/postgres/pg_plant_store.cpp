@@ -130,7 +130,7 @@ class PgPlantStore::Engine {
         PipelinedConnection::Options connection_options;
         connection_options.targets = targets_;
         connection_options.answer_timeout = options_.answer_timeout;
-        connection_options.session = {kSessionSettings};
+        connection_options.session = {kSessionSettings.begin(), kSessionSettings.end()};
         connection_options.prepared = prepared_statements();
         connection_options.on_state = [this, &up, index, error](
                                           bool ready, const std::string& reason, std::size_t host) {

@@ -27,7 +27,7 @@ class PgPlantStore final : public PlantStore {
         /// Connections for reads (gets and lists).
         std::size_t read_connections = 2;
         /// Connections for writes, each with at most one batch (transaction) in flight.
-        std::size_t write_connections = 2;
+        std::size_t write_connections = 1;
         /// Writes waiting for the writer beyond which new ones are refused as unavailable.
         std::size_t max_pending = 16384;
         /// Most writes in one transaction.

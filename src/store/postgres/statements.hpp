@@ -2,6 +2,7 @@
 // the engine runs, and the array parameters it takes. May call pq.hpp only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,13 +29,20 @@ namespace plantstore::store::postgres {
 //   them. A join with the input can become a hash join over the whole table, and
 //   `tenant = $1 AND id = ANY($2)`, planned on an empty table, became an index scan on the
 //   tenant alone, filtering 199,999 rows by id;
-// - the connections that run them set kSessionSettings, so a scan of the whole table is never
+// - the connections that run them set kSessionSettings: a scan of the whole table is never
 //   chosen over the key, and `plants_by_tag` is partial (WHERE tag IS NOT NULL; schema.cpp),
 //   so only a tag filter can use it.
-// tests/integration/postgres_scale_test.cpp checks it through the API at 200,000 plants.
+// With those shapes the generic plan is safe at every size, so the connections also always use
+// it: left to choose, PostgreSQL planned the insert afresh for every batch (its custom plans know
+// the batch's size, so the generic plan, which assumes 100 rows from unnest(), always looked
+// dearer; pg_prepared_statements showed 0 generic and 10 custom plans after 10 batches), and
+// planning cost more CPU than running a small batch.
+// PostgresAtScale (tests/integration/postgres_test.cpp) checks it through the API at 200,000
+// plants.
 
 /// Run on each connection of the plant store before it prepares its statements (see above).
-inline constexpr const char* kSessionSettings = "SET enable_seqscan = off";
+inline constexpr std::array<const char*, 2> kSessionSettings = {
+    "SET enable_seqscan = off", "SET plan_cache_mode = force_generic_plan"};
 
 /// The parts of insert_plants_statement(), so that the archive (import) can insert without
 /// queueing webhooks.
