@@ -2,12 +2,15 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -612,6 +615,29 @@ void add_store_options(CLI::App* command, store::StoreConfig& where, bool with_e
     });
 }
 
+// The on/off options of `serve` and `config`, as add_serve_options declares them.
+std::set<std::string>& on_off_flags() {
+    static std::set<std::string> flags;
+    return flags;
+}
+
+// The command line for CLI11 (which wants it reversed), with "on" after each on/off option given
+// without a value: `--webhook-allow-http --webhook-retry-schedule 0s` would otherwise give the
+// next option's name as its value. A following word that is not an option stays its value,
+// checked as before (`--docs maybe` is refused naming --docs). Written by hand: CLI11 2.1
+// replaces a missing value with the option's default, which for these is "off".
+std::vector<std::string> with_bare_on_off_as_on(int argc, char** argv) {
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        args.emplace_back(argv[i]);
+        if (on_off_flags().count(args.back()) == 0) continue;
+        if (i + 1 == argc || std::string_view(argv[i + 1]).starts_with('-'))
+            args.emplace_back("on");
+    }
+    std::reverse(args.begin(), args.end());
+    return args;
+}
+
 // The options of `serve` (and of `config`, which prints what `serve` would use).
 void add_serve_options(CLI::App* command, ServeConfig& config) {
     command
@@ -624,7 +650,9 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
         command->add_option(flag, value, help)->envname(env)->capture_default_str();
     };
     // An on/off flag: the words, not CLI11's booleans, so that help, env and files read alike.
+    // Given without a value it means on (see with_bare_on_off_as_on).
     const auto on_off = [&](const char* flag, bool& value, const char* env, const char* help) {
+        on_off_flags().insert(flag);
         command
             ->add_option_function<std::string>(
                 flag, [&value](const std::string& text) { value = text == "on"; }, help)
@@ -891,7 +919,8 @@ int run(int argc, char** argv) {
             apply_config_file(*config_file, serve_command);
             apply_config_file(*config_file, config_command);
         }
-        cli.parse(argc, argv);
+        auto args = with_bare_on_off_as_on(argc, argv);
+        cli.parse(args);
     } catch (const CLI::ParseError& error) {
         return cli.exit(error);
     } catch (const std::exception& error) {  // an unreadable or malformed config file

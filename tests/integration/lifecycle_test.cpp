@@ -122,6 +122,26 @@ TEST_F(Lifecycle, BadOptionValuesAreRefused) {
     EXPECT_NE(braces.err.find("--base-path"), std::string::npos) << braces.err;
 }
 
+// An on/off option given without a value means on, and leaves the next option alone;
+// `--x on|off` and `--x=off` keep working, and any other word is refused naming the option.
+TEST_F(Lifecycle, AnOnOffOptionWithoutAValueMeansOn) {
+    const auto bare = run_plantstore(
+        {"config", "--webhook-allow-http", "--webhook-retry-schedule", "0s,1s", "--docs"});
+    ASSERT_EQ(bare.exit_code, 0) << bare.err;
+    EXPECT_NE(bare.out.find("webhook-allow-http=\"on\""), std::string::npos) << bare.out;
+    EXPECT_NE(bare.out.find("webhook-retry-schedule=\"0s,1s\""), std::string::npos) << bare.out;
+    EXPECT_NE(bare.out.find("docs=\"on\""), std::string::npos) << bare.out;
+    const auto words = run_plantstore(
+        {"config", "--webhook-allow-http", "off", "--access-log=off", "--metrics", "on"});
+    ASSERT_EQ(words.exit_code, 0) << words.err;
+    EXPECT_NE(words.out.find("webhook-allow-http=\"off\""), std::string::npos) << words.out;
+    EXPECT_NE(words.out.find("access-log=\"off\""), std::string::npos) << words.out;
+    EXPECT_NE(words.out.find("metrics=\"on\""), std::string::npos) << words.out;
+    const auto other = run_plantstore({"config", "--docs", "maybe"});
+    EXPECT_NE(other.exit_code, 0);
+    EXPECT_NE(other.err.find("--docs"), std::string::npos) << other.err;
+}
+
 TEST_F(Lifecycle, HelpDocumentsEveryServeOptionWithItsEnvironmentVariable) {
     const auto help = run_plantstore({"serve", "--help"});
     EXPECT_EQ(help.exit_code, 0);
