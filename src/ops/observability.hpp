@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "outbox/dispatcher.hpp"
+#include "outbox/delivery_observer.hpp"
 #include "store/plant_store.hpp"
 #include "transport/http_server.hpp"
 

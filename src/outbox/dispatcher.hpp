@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "outbox/delivery_observer.hpp"
 #include "store/webhook_repository.hpp"
 #include "webhooks/retry_schedule.hpp"
 #include "webhooks/secret_box.hpp"
@@ -46,22 +47,6 @@ struct DeliveryOptions {
     std::string user_agent = "plantstore";
     /// How often the outbox is looked at when nothing announced new deliveries.
     std::chrono::milliseconds poll_interval{1000};
-};
-
-/// Receives what deliveries do, for metrics and logs. Thread-safe and cheap.
-class DeliveryObserver {
-  public:
-    virtual ~DeliveryObserver() = default;
-    /// One attempt ended: `outcome` is "delivered", "retry" (failed, another attempt follows)
-    /// or "failed" (failed, the event has no attempt left or its subscription was disabled).
-    /// `problem` says why it failed (a status or an error), empty when delivered.
-    virtual void on_attempt(std::string_view subscription_id, std::string_view event_id,
-                            std::string_view outcome, std::chrono::milliseconds duration,
-                            std::string_view problem) = 0;
-    /// What the outbox holds, every few seconds.
-    virtual void on_outbox(const store::OutboxStats& stats) = 0;
-    /// The outbox could not be read or written (the store is down); deliveries wait for it.
-    virtual void on_outbox_failed(std::string_view what) = 0;
 };
 
 /// The values of the Standard Webhooks headers and the body of one attempt. Pure.
