@@ -136,9 +136,18 @@ class WebhookRepository {
     /// Records attempts of deliveries claimed by `owner`, and their consequences, in one
     /// transaction (one durable commit however many). A delivery no longer held by `owner` (its
     /// lease expired and another claimed it) or gone (its subscription was deleted) keeps its
-    /// state; the attempt is still logged if the delivery exists.
-    virtual void record_attempts(const std::vector<RecordedAttempt>& attempts,
-                                 const std::string& owner) = 0;
+    /// state; the attempt is still logged if the delivery exists. Then disables each
+    /// subscription an attempt says to (AttemptRecord::disable_reason): that policy is written
+    /// here once, for every engine.
+    void record_attempts(const std::vector<RecordedAttempt>& attempts, const std::string& owner) {
+        store_attempts(attempts, owner);
+        for (const auto& [delivery, record] : attempts) {
+            if (record.disable_reason) {
+                set_enabled(delivery.tenant, delivery.subscription_id, false,
+                            *record.disable_reason, record.at);
+            }
+        }
+    }
     void record_attempt(const ClaimedDelivery& delivery, const AttemptRecord& record,
                         const std::string& owner) {
         record_attempts({{delivery, record}}, owner);
@@ -147,6 +156,12 @@ class WebhookRepository {
     /// how many.
     virtual std::size_t prune(std::int64_t before, std::size_t limit) = 0;
     virtual OutboxStats stats() = 0;
+
+  protected:
+    /// record_attempts() without disabling subscriptions: the attempts and the deliveries'
+    /// states, in one transaction.
+    virtual void store_attempts(const std::vector<RecordedAttempt>& attempts,
+                                const std::string& owner) = 0;
 };
 
 }  // namespace plantstore::store

@@ -249,8 +249,8 @@ std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
     return claimed;
 }
 
-void PgWebhookRepository::record_attempts(const std::vector<RecordedAttempt>& attempts,
-                                          const std::string& owner) {
+void PgWebhookRepository::store_attempts(const std::vector<RecordedAttempt>& attempts,
+                                         const std::string& owner) {
     in_transaction([&] {
         for (const auto& [delivery, record] : attempts) {
             run("INSERT INTO webhook_attempts (delivery_id, tenant, subscription_id, attempt, at, "
@@ -282,12 +282,6 @@ void PgWebhookRepository::record_attempts(const std::vector<RecordedAttempt>& at
         }
         return 0;
     });
-    for (const auto& [delivery, record] : attempts) {
-        if (record.disable_reason) {
-            set_enabled(delivery.tenant, delivery.subscription_id, false, *record.disable_reason,
-                        record.at);
-        }
-    }
 }
 
 std::size_t PgWebhookRepository::prune(std::int64_t before, std::size_t limit) {

@@ -36,10 +36,12 @@ class PgWebhookRepository final : public WebhookRepository {
                                            std::size_t limit,
                                            const std::vector<std::string>& busy_subscriptions,
                                            const std::string& owner) override;
-    void record_attempts(const std::vector<RecordedAttempt>& attempts,
-                         const std::string& owner) override;
     std::size_t prune(std::int64_t before, std::size_t limit) override;
     OutboxStats stats() override;
+
+  protected:
+    void store_attempts(const std::vector<RecordedAttempt>& attempts,
+                        const std::string& owner) override;
 
   private:
     using Parameters = std::vector<std::optional<std::string>>;

@@ -292,8 +292,8 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
     });
 }
 
-void SqliteWebhookRepository::record_attempts(const std::vector<RecordedAttempt>& attempts,
-                                              const std::string& owner) {
+void SqliteWebhookRepository::store_attempts(const std::vector<RecordedAttempt>& attempts,
+                                             const std::string& owner) {
     in_transaction([&] {
         auto log = db_->prepare(
             "INSERT INTO webhook_attempts (delivery_id, tenant, subscription_id, attempt, at, "
@@ -346,12 +346,6 @@ void SqliteWebhookRepository::record_attempts(const std::vector<RecordedAttempt>
         }
         return 0;
     });
-    for (const auto& [delivery, record] : attempts) {
-        if (record.disable_reason) {
-            set_enabled(delivery.tenant, delivery.subscription_id, false, *record.disable_reason,
-                        record.at);
-        }
-    }
 }
 
 std::size_t SqliteWebhookRepository::prune(std::int64_t before, std::size_t limit) {

@@ -38,10 +38,12 @@ class SqliteWebhookRepository final : public WebhookRepository {
                                            std::size_t limit,
                                            const std::vector<std::string>& busy_subscriptions,
                                            const std::string& owner) override;
-    void record_attempts(const std::vector<RecordedAttempt>& attempts,
-                         const std::string& owner) override;
     std::size_t prune(std::int64_t before, std::size_t limit) override;
     OutboxStats stats() override;
+
+  protected:
+    void store_attempts(const std::vector<RecordedAttempt>& attempts,
+                        const std::string& owner) override;
 
   private:
     /// Runs `work` in one write transaction (BEGIN IMMEDIATE), rolled back if it throws.
