@@ -56,6 +56,23 @@ struct ListQuery {
 using WriteCallback = std::function<void(WriteResult)>;
 using ReadCallback = std::function<void(ReadResult)>;
 
+/// One write as every engine queues it for group commit: what to do, to which tenant's plant,
+/// and whom to tell. A new kind of write is a new Kind here and a case in each engine's batch.
+struct WriteRequest {
+    enum class Kind { create, remove };
+    Kind kind = Kind::create;
+    std::string tenant;
+    domain::NewPlant plant;  ///< for remove, only the id is used
+    WriteCallback done;
+
+    static WriteRequest create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
+        return {Kind::create, std::move(tenant), std::move(plant), std::move(done)};
+    }
+    static WriteRequest remove(std::string tenant, domain::PlantId id, WriteCallback done) {
+        return {Kind::remove, std::move(tenant), {id, {}}, std::move(done)};
+    }
+};
+
 /// Whether a store can take work now, and if not, why (for /readyz and logs).
 struct Health {
     bool ready = true;

@@ -74,11 +74,7 @@ std::optional<PgError> first_failure(const std::vector<Result>& results, std::si
 
 class PgPlantStore::Engine {
   public:
-    struct Pending {
-        std::string tenant;
-        domain::NewPlant plant;  ///< for a delete, only the id is used
-        bool is_delete = false;
-        WriteCallback done;
+    struct Pending : WriteRequest {
         int attempts = 0;  ///< transactions it was part of without an answer
     };
     struct Writer {
@@ -326,7 +322,7 @@ class PgPlantStore::Engine {
         std::vector<std::size_t> creates;
         std::vector<std::size_t> deletes;
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            (batch[i].is_delete ? deletes : creates).push_back(i);
+            (batch[i].kind == WriteRequest::Kind::remove ? deletes : creates).push_back(i);
         }
         const auto by_key = [&batch](std::size_t a, std::size_t b) {
             return std::tie(batch[a].tenant, batch[a].plant.id) <
@@ -586,11 +582,11 @@ PgPlantStore::PgPlantStore(Options options)
 PgPlantStore::~PgPlantStore() = default;
 
 void PgPlantStore::create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
-    engine_->enqueue({std::move(tenant), std::move(plant), false, std::move(done), 0});
+    engine_->enqueue({WriteRequest::create(std::move(tenant), std::move(plant), std::move(done))});
 }
 
 void PgPlantStore::remove(std::string tenant, domain::PlantId id, WriteCallback done) {
-    engine_->enqueue({std::move(tenant), {id, {}}, true, std::move(done), 0});
+    engine_->enqueue({WriteRequest::remove(std::move(tenant), id, std::move(done))});
 }
 
 void PgPlantStore::read(std::string tenant, domain::PlantId id, ReadCallback done) {

@@ -146,7 +146,7 @@ class SqlitePlantStore::Writer {
         const std::int64_t created_at = common::unix_ms_now();
         for (const Pending& pending : batch) {
             const auto& plant = pending.plant;
-            if (pending.is_delete) {
+            if (pending.kind == WriteRequest::Kind::remove) {
                 delete_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
                 const int rc = delete_.try_step();
                 delete_.reset();
@@ -336,11 +336,11 @@ SqlitePlantStore::SqlitePlantStore(Options options)
 SqlitePlantStore::~SqlitePlantStore() { close(); }
 
 void SqlitePlantStore::create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
-    enqueue({std::move(tenant), std::move(plant), false, std::move(done)});
+    enqueue(WriteRequest::create(std::move(tenant), std::move(plant), std::move(done)));
 }
 
 void SqlitePlantStore::remove(std::string tenant, domain::PlantId id, WriteCallback done) {
-    enqueue({std::move(tenant), {id, {}}, true, std::move(done)});
+    enqueue(WriteRequest::remove(std::move(tenant), id, std::move(done)));
 }
 
 std::unique_ptr<SqlitePlantStore::Reader, std::function<void(SqlitePlantStore::Reader*)>>

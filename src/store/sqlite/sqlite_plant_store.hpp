@@ -51,12 +51,7 @@ class SqlitePlantStore final : public PlantStore {
     void close() override;
 
   private:
-    struct Pending {
-        std::string tenant;
-        domain::NewPlant plant;  ///< for a delete, only the id is used
-        bool is_delete = false;
-        WriteCallback done;
-    };
+    using Pending = WriteRequest;
     class Writer;
     class Reader;
     class Checkpointer;
