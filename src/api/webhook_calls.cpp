@@ -10,6 +10,7 @@
 #include "api/completion.hpp"
 #include "api/responses.hpp"
 #include "common/time_text.hpp"
+#include "domain/event.hpp"
 #include "domain/new_plant_decoder.hpp"
 #include "domain/plant.hpp"
 #include "outbox/subscriptions.hpp"
@@ -26,12 +27,19 @@ std::string subscription_url(const std::string& links_base, const std::string& i
     return links_base + "/" + id;
 }
 
+// Every event type's name (domain/event.hpp), as subscriptions list them.
+json::array event_names() {
+    json::array names;
+    for (const auto& [type, name] : domain::kEventTypes) names.emplace_back(name);
+    return names;
+}
+
 json::object encode_subscription(const store::WebhookSubscription& subscription,
                                  const std::optional<std::string>& secret) {
     json::object object;
     object["id"] = subscription.id;
     object["url"] = subscription.url;
-    object["events"] = json::array{"plant.created"};
+    object["events"] = event_names();
     if (secret) object["secret"] = *secret;
     object["enabled"] = subscription.enabled;
     if (!subscription.enabled && subscription.disabled_reason) {
@@ -95,10 +103,13 @@ std::variant<std::string, http::Response> decode_new_subscription(std::string_vi
             const json::array* events = value.if_array();
             if (events == nullptr || events->empty() ||
                 !std::all_of(events->begin(), events->end(), [](const json::value& event) {
-                    return event.is_string() && event.as_string() == "plant.created";
+                    return event.is_string() &&
+                           domain::parse_event_type(event.as_string()).has_value();
                 })) {
                 return error_response(
-                    400, R"(events: must be ["plant.created"], the only event plantstore sends)");
+                    400, "events: must be " + json::serialize(event_names()) +
+                             (domain::kEventTypes.size() == 1 ? ", the only event plantstore sends"
+                                                              : ", or some of them"));
             }
         } else {
             return error_response(400,

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "common/time_text.hpp"
-#include "domain/json_encoding.hpp"
+#include "domain/event.hpp"
 #include "outbound/https_client.hpp"
 #include "outbox/random_id.hpp"
 #include "webhooks/destination.hpp"
@@ -30,7 +30,8 @@ SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
                             const std::vector<std::string>& keys, std::int64_t timestamp,
                             std::string_view user_agent) {
     SignedRequest request;
-    request.body = domain::encode_plant_record({delivery.plant_id, {delivery.name, delivery.tag}});
+    request.body = domain::encode_event_payload(delivery.event_type,
+                                                {delivery.plant_id, {delivery.name, delivery.tag}});
     request.headers = {
         {"Content-Type", "application/json"},
         {"User-Agent", std::string(user_agent)},

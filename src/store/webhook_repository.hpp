@@ -9,8 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "domain/event.hpp"
 
 namespace plantstore::store {
 
@@ -51,6 +55,7 @@ struct DeliveryAttemptView {
 /// A due delivery claimed under a lease: what the dispatcher needs to send and sign it.
 struct ClaimedDelivery {
     std::string event_id;
+    domain::EventType event_type = domain::EventType::plant_created;
     std::string tenant;
     std::string subscription_id;
     std::int64_t plant_id = 0;
@@ -64,6 +69,14 @@ struct ClaimedDelivery {
     std::int64_t previous_secret_until = 0;
     std::optional<std::int64_t> failing_since;
 };
+
+/// The event type stored in an outbox row. @throws std::runtime_error for a name this build
+/// does not know (a newer version queued it): the claim fails, and the row waits for a build
+/// that knows it.
+inline domain::EventType stored_event_type(std::string_view name) {
+    if (const auto type = domain::parse_event_type(name)) return *type;
+    throw std::runtime_error("the outbox holds an event of unknown type " + std::string(name));
+}
 
 /// What one attempt gave, and what follows from it (decided by the dispatcher).
 struct AttemptRecord {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "store/open.hpp"
+#include "store/sqlite/schema.hpp"
 #include "store/store_calls.hpp"
 #include "support/postgres.hpp"
 #include "support/temp_dir.hpp"
@@ -48,6 +49,15 @@ class WebhookRepositoryContract : public testing::TestWithParam<const char*> {
         return repository->claim_due(now, now + 10'000, 100, busy, owner);
     }
 
+    // Runs `sql` on the engine's database behind the repository's back.
+    void run_sql(const std::string& sql) {
+        if (database_) {
+            database_->query(sql);
+        } else {
+            sqlite::open_existing_database(dir_.path() / "data")->exec(sql);
+        }
+    }
+
     std::unique_ptr<PlantStore> plants;
     std::unique_ptr<WebhookRepository> repository;
     // Far in the future of any created_at: every queued delivery is due.
@@ -82,6 +92,22 @@ TEST_P(WebhookRepositoryContract, ANewPlantQueuesOneDeliveryPerEnabledSubscripti
     EXPECT_EQ(delivery.url, "https://receiver.example/wh_1");
     EXPECT_EQ(delivery.sealed_secret, "sealed-wh_1");
     EXPECT_TRUE(delivery.event_id.starts_with("msg_"));
+    EXPECT_EQ(delivery.event_type, domain::EventType::plant_created);
+}
+
+// An outbox row as the builds before event types wrote it (no type) is a plant.created; a type
+// this build does not know fails the claim instead of being sent as something else.
+TEST_P(WebhookRepositoryContract, AnOutboxRowWithoutAStoredTypeIsAPlantCreated) {
+    subscription("acme", "wh_1");
+    run_sql(
+        "INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, "
+        "created_at, next_attempt_at) VALUES ('msg_old', 'acme', 'wh_1', 9, 'Old', NULL, 1, 1)");
+    const auto claimed = claim(kLater);
+    ASSERT_EQ(claimed.size(), 1U);
+    EXPECT_EQ(claimed.front().event_id, "msg_old");
+    EXPECT_EQ(claimed.front().event_type, domain::EventType::plant_created);
+    run_sql("UPDATE webhook_deliveries SET event_type = 'plant.eaten', lease_until = NULL");
+    EXPECT_THROW(claim(kLater), std::runtime_error);
 }
 
 TEST_P(WebhookRepositoryContract, AClaimIsLeasedToOneOwnerUntilItExpires) {

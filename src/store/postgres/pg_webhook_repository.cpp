@@ -225,7 +225,7 @@ std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
         "FROM due WHERE d.id = due.id RETURNING d.*) "
         "SELECT c.id, c.tenant, c.subscription_id, c.plant_id, c.name, c.tag, c.attempts, "
         "c.created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, "
-        "s.failing_since FROM claimed c JOIN webhook_subscriptions s "
+        "s.failing_since, c.event_type FROM claimed c JOIN webhook_subscriptions s "
         "ON s.tenant = c.tenant AND s.id = c.subscription_id",
         {number(now), number(lease_until), number(static_cast<std::int64_t>(limit)), owner, busy});
     std::vector<ClaimedDelivery> claimed;
@@ -244,6 +244,7 @@ std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
         delivery.sealed_previous_secret = optional_text_at(rows.get(), row, 10);
         delivery.previous_secret_until = int64_at(rows.get(), row, 11);
         delivery.failing_since = optional_int64_at(rows.get(), row, 12);
+        delivery.event_type = stored_event_type(text_at(rows.get(), row, 13));
         claimed.push_back(std::move(delivery));
     }
     return claimed;

@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 3> kMigrations = {
+constexpr std::array<std::string_view, 4> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -92,6 +92,11 @@ constexpr std::array<std::string_view, 3> kMigrations = {
     R"sql(
     DROP INDEX plants_by_tag;
     CREATE INDEX plants_by_tag ON plants (tenant, tag, id) WHERE tag IS NOT NULL;
+    )sql",
+    // 4: which event a delivery carries (domain/event.hpp); rows before it were all
+    // plant.created. A constant default: PostgreSQL adds the column without rewriting the table.
+    R"sql(
+    ALTER TABLE webhook_deliveries ADD COLUMN event_type text NOT NULL DEFAULT 'plant.created';
     )sql",
 };
 

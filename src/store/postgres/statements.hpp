@@ -1,5 +1,6 @@
 // Store layer, PostgreSQL engine (see store/plant_store.hpp): the SQL that more than one part of
-// the engine runs, and the array parameters it takes. May call pq.hpp only.
+// the engine runs, and the array parameters it takes. May call pq.hpp and the domain's event
+// names only.
 #pragma once
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "domain/event.hpp"
 #include "store/postgres/pq.hpp"
 
 namespace plantstore::store::postgres {
@@ -56,15 +58,20 @@ inserted AS (
     SELECT tenant, id, name, tag, created_at FROM input ORDER BY ord
     ON CONFLICT (tenant, id) DO NOTHING
     RETURNING tenant, id, name, tag, created_at))sql";
-inline constexpr const char* kQueueEvents = R"sql(,
+/// The outbox insert: one delivery of a `type` event per enabled subscription of the tenant of
+/// each inserted plant.
+inline std::string queue_events_sql(domain::EventType type) {
+    return std::string(R"sql(,
 events AS (
     INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, created_at,
-                                    next_attempt_at)
+                                    next_attempt_at, event_type)
     SELECT 'msg_' || lpad(to_hex(n.created_at), 12, '0') ||
            substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), s.tenant, s.id, n.id,
-           n.name, n.tag, n.created_at, n.created_at
+           n.name, n.tag, n.created_at, n.created_at, ')sql") +
+           std::string(domain::event_name(type)) + R"sql('
     FROM inserted n
     JOIN webhook_subscriptions s ON s.tenant = n.tenant AND s.enabled))sql";
+}
 inline constexpr const char* kAnswer = R"sql(
 SELECT i.ord,
        CASE WHEN n.id IS NOT NULL THEN 'c'
@@ -91,9 +98,10 @@ ORDER BY i.ord)sql";
 /// key's B-tree. Inputs must not repeat a (tenant, id); sorting them by
 /// (tenant, id) gives concurrent batches one lock order.
 inline const std::string& insert_plants_statement() {
-    static const std::string statement = std::string(insert_plants_sql::kInput) +
-                                         insert_plants_sql::kQueueEvents +
-                                         insert_plants_sql::kAnswer;
+    static const std::string statement =
+        std::string(insert_plants_sql::kInput) +
+        insert_plants_sql::queue_events_sql(domain::EventType::plant_created) +
+        insert_plants_sql::kAnswer;
     return statement;
 }
 /// insert_plants_statement() without the webhook deliveries: imports restore plants, they do

@@ -12,7 +12,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 3> kMigrations = {
+constexpr std::array<std::string_view, 4> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -96,6 +96,10 @@ constexpr std::array<std::string_view, 3> kMigrations = {
     CREATE INDEX webhook_attempts_by_subscription
         ON webhook_attempts (tenant, subscription_id, sequence);
     CREATE INDEX webhook_attempts_by_delivery ON webhook_attempts (delivery_id);
+    )sql",
+    // 4: which event a delivery carries (domain/event.hpp); rows before it were all plant.created.
+    R"sql(
+    ALTER TABLE webhook_deliveries ADD COLUMN event_type TEXT NOT NULL DEFAULT 'plant.created';
     )sql",
 };
 

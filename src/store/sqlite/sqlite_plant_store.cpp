@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/time_text.hpp"
+#include "domain/event.hpp"
 #include "store/sqlite/schema.hpp"
 
 namespace plantstore::store::sqlite {
@@ -119,9 +120,9 @@ class SqlitePlantStore::Writer {
           // B-tree (a few pages) instead of one random page each.
           enqueue_events_(db_->prepare(
               "INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, "
-              "created_at, next_attempt_at) SELECT 'msg_' || printf('%012x', ?5) || "
+              "created_at, next_attempt_at, event_type) SELECT 'msg_' || printf('%012x', ?5) || "
               "lower(hex(randomblob(10))), tenant, "
-              "id, ?2, ?3, ?4, ?5, ?5 FROM webhook_subscriptions WHERE tenant = ?1 AND "
+              "id, ?2, ?3, ?4, ?5, ?5, ?6 FROM webhook_subscriptions WHERE tenant = ?1 AND "
               "enabled = 1")) {
         // Replaces SQLite's automatic checkpoint, which would run inside a commit.
         sqlite3_wal_hook(db_->handle(), &Writer::after_commit, this);
@@ -170,7 +171,8 @@ class SqlitePlantStore::Writer {
                     .bind(2, plant.id)
                     .bind(3, std::string_view(plant.plant.name))
                     .bind(4, plant.plant.tag)
-                    .bind(5, created_at);
+                    .bind(5, created_at)
+                    .bind(6, domain::event_name(domain::EventType::plant_created));
                 const int enqueued = enqueue_events_.try_step();
                 enqueue_events_.reset();
                 if (enqueued != SQLITE_DONE)

@@ -253,7 +253,8 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
                         "id IN (SELECT d.id FROM ") +
             kDueDeliveries +
             " LIMIT ?3) "
-            "RETURNING id, tenant, subscription_id, plant_id, name, tag, attempts, created_at");
+            "RETURNING id, tenant, subscription_id, plant_id, name, tag, attempts, created_at, "
+            "event_type");
         claim.bind(1, now)
             .bind(2, lease_until)
             .bind(3, static_cast<std::int64_t>(limit))
@@ -270,6 +271,7 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
             delivery.tag = claim.column_optional_text(5);
             delivery.attempts = static_cast<int>(claim.column_int64(6));
             delivery.created_at = claim.column_int64(7);
+            delivery.event_type = stored_event_type(claim.column_text(8));
             claimed.push_back(std::move(delivery));
         }
         claim.reset();
