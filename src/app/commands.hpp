@@ -1,0 +1,39 @@
+// App layer (see token_refresher.hpp): the commands other than serve: token create, list and
+// revoke, backup, check, export and import, and what `config` prints.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "domain/plant.hpp"
+#include "store/open.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace plantstore::app {
+
+struct TokenCreateConfig {
+    std::string name;
+    std::string tenant = "default";
+    std::vector<std::string> scopes;  ///< none given: all of them (CLI11 appends to defaults)
+};
+
+int token_create(const store::StoreConfig& where, const TokenCreateConfig& config);
+int token_list(const store::StoreConfig& where);
+int token_revoke(const store::StoreConfig& where, const std::string& name);
+int backup(const store::StoreConfig& where, const std::filesystem::path& target);
+int check(const store::StoreConfig& where);
+int export_plants(const store::StoreConfig& where, bool tokens);
+int import_plants(const store::StoreConfig& where, const domain::FieldLimits& limits);
+
+/// `config`'s TOML with the database URL's password replaced by "***".
+std::string without_password(std::string toml, const std::string& database_url);
+
+/// --data-dir and --database-url of the commands other than serve (with their environment
+/// variables where `with_environment`).
+void add_store_options(CLI::App* command, store::StoreConfig& where, bool with_environment);
+
+}  // namespace plantstore::app

@@ -1,0 +1,261 @@
+#include "app/serve_config.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <thread>
+
+#include "app/config_file.hpp"
+#include "store/open.hpp"
+#include "webhooks/retry_schedule.hpp"
+
+namespace plantstore::app {
+
+namespace {
+
+// Read when neither --config nor PLANTSTORE_CONFIG names a file (the Debian package installs it).
+constexpr const char* kDefaultConfigFile = "/etc/plantstore/plantstore.toml";
+
+}  // namespace
+
+// The on/off options of `serve` and `config`, as add_serve_options declares them.
+std::set<std::string>& on_off_flags() {
+    static std::set<std::string> flags;
+    return flags;
+}
+
+// The command line for CLI11 (which wants it reversed), with "on" after each on/off option given
+// without a value: `--webhook-allow-http --webhook-retry-schedule 0s` would otherwise give the
+// next option's name as its value. A following word that is not an option stays its value,
+// checked as before (`--docs maybe` is refused naming --docs). Written by hand: CLI11 2.1
+// replaces a missing value with the option's default, which for these is "off".
+std::vector<std::string> with_bare_on_off_as_on(int argc, char** argv) {
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        args.emplace_back(argv[i]);
+        if (on_off_flags().count(args.back()) == 0) continue;
+        if (i + 1 == argc || std::string_view(argv[i + 1]).starts_with('-'))
+            args.emplace_back("on");
+    }
+    std::reverse(args.begin(), args.end());
+    return args;
+}
+
+// The options of `serve` (and of `config`, which prints what `serve` would use).
+void add_serve_options(CLI::App* command, ServeConfig& config) {
+    command
+        ->add_option("--config", config.config_file,
+                     "TOML file of settings, keyed by these flags without '--'; environment "
+                     "variables and flags override it (default: /etc/plantstore/plantstore.toml "
+                     "when it exists; PLANTSTORE_CONFIG set but empty: no file)")
+        ->envname("PLANTSTORE_CONFIG");
+    auto option = [&](const char* flag, auto& value, const char* env, const char* help) {
+        command->add_option(flag, value, help)->envname(env)->capture_default_str();
+    };
+    // An on/off flag: the words, not CLI11's booleans, so that help, env and files read alike.
+    // Given without a value it means on (see with_bare_on_off_as_on).
+    const auto on_off = [&](const char* flag, bool& value, const char* env, const char* help) {
+        on_off_flags().insert(flag);
+        command
+            ->add_option_function<std::string>(
+                flag, [&value](const std::string& text) { value = text == "on"; }, help)
+            ->default_str(value ? "on" : "off")
+            ->check(CLI::IsMember({"on", "off"}))
+            ->envname(env);
+    };
+    option("--listen", config.listen, "PLANTSTORE_LISTEN",
+           "Address to listen on, HOST:PORT (port 0 picks a free one)");
+    option("--data-dir", config.data_dir, "PLANTSTORE_DATA_DIR",
+           "Directory of the embedded SQLite database (created if missing)");
+    command
+        ->add_option("--database-url", config.database_url,
+                     "PostgreSQL connection URI or libpq key=value string (multi-host allowed); "
+                     "set: plants and tokens live there instead of --data-dir. Its password is "
+                     "never printed")
+        ->envname("PLANTSTORE_DATABASE_URL");
+    option("--database-read-connections", config.database_read_connections,
+           "PLANTSTORE_DATABASE_READ_CONNECTIONS", "PostgreSQL connections for reads (1 to 64)");
+    option("--database-write-connections", config.database_write_connections,
+           "PLANTSTORE_DATABASE_WRITE_CONNECTIONS",
+           "PostgreSQL connections for writes, one transaction in flight on each (1 to 64)");
+    option("--database-timeout-ms", config.database_timeout_ms, "PLANTSTORE_DATABASE_TIMEOUT_MS",
+           "Time PostgreSQL may take to answer before the connection is presumed lost and "
+           "replaced, e.g. a frozen or partitioned primary (its statement is not cancelled; "
+           "0: no limit)");
+    option("--base-path", config.base_path, "PLANTSTORE_BASE_PATH",
+           "Prefix of every API path, e.g. /v1 (empty: none)");
+    option("--threads", config.threads, "PLANTSTORE_THREADS", "I/O threads (0: one per core)");
+    option("--max-body-bytes", config.max_body_bytes, "PLANTSTORE_MAX_BODY_BYTES",
+           "Largest request body; larger gets 413");
+    option("--max-header-bytes", config.max_header_bytes, "PLANTSTORE_MAX_HEADER_BYTES",
+           "Largest request line plus headers; larger gets 431");
+    option("--max-text-length", config.max_text_length, "PLANTSTORE_MAX_TEXT_LENGTH",
+           "Longest name or tag in Unicode code points; longer gets 400");
+    option("--max-connections", config.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
+           "Open connections at most; more are closed at once");
+    option("--max-batch-writes", config.max_batch_writes, "PLANTSTORE_MAX_BATCH_WRITES",
+           "Creates and deletes committed in one transaction at most (1: one per request)");
+    option("--max-pending-writes", config.max_pending_writes, "PLANTSTORE_MAX_PENDING_WRITES",
+           "Creates waiting for the disk at most; more get 503");
+    option("--request-timeout-ms", config.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",
+           "Time to receive a whole request; slower gets 408");
+    option("--idle-timeout-ms", config.idle_timeout_ms, "PLANTSTORE_IDLE_TIMEOUT_MS",
+           "Time a keep-alive connection may wait for its next request");
+    option("--write-timeout-ms", config.write_timeout_ms, "PLANTSTORE_WRITE_TIMEOUT_MS",
+           "Time to write one response before the connection is dropped");
+    option("--drain-timeout-ms", config.drain_timeout_ms, "PLANTSTORE_DRAIN_TIMEOUT_MS",
+           "On SIGTERM/SIGINT, time requests in flight get to finish");
+    option("--store-timeout-ms", config.store_timeout_ms, "PLANTSTORE_STORE_TIMEOUT_MS",
+           "Time a request may wait for the store; longer gets 503 with Retry-After");
+    option("--log-level", config.log_level, "PLANTSTORE_LOG_LEVEL",
+           "Least severe log lines written: debug, info, warn or error");
+    on_off("--access-log", config.access_log, "PLANTSTORE_ACCESS_LOG",
+           "One JSON line per request on stderr: on or off");
+    on_off("--metrics", config.metrics, "PLANTSTORE_METRICS",
+           "Serve GET /metrics (Prometheus) on the listener: on or off");
+    on_off("--docs", config.docs, "PLANTSTORE_DOCS",
+           "Serve the API page for people at {base}/docs (no token needed to load it): on or off");
+    command
+        ->add_option("--cors-origin", config.cors_origins,
+                     "Origin allowed to call from a browser (repeatable), or * for any; "
+                     "none: no CORS headers")
+        ->delimiter(',')
+        ->envname("PLANTSTORE_CORS_ORIGIN");
+    option("--rate-limit", config.rate_limit, "PLANTSTORE_RATE_LIMIT",
+           "Requests per second each token may make on average (0: unlimited); more get 429");
+    option("--rate-burst", config.rate_burst, "PLANTSTORE_RATE_BURST",
+           "Requests a token may make at once above its rate");
+    option("--auth-failure-limit", config.auth_failure_limit, "PLANTSTORE_AUTH_FAILURE_LIMIT",
+           "Failed authentications per second one client address may make (0: unlimited); "
+           "past its burst, its requests that fail authentication get 429 (valid ones never)");
+    option("--metrics-listen", config.metrics_listen, "PLANTSTORE_METRICS_LISTEN",
+           "HOST:PORT of a separate listener for /metrics, /healthz and /readyz (empty: "
+           "/metrics is on the main listener)");
+    option("--tls-cert", config.tls_cert, "PLANTSTORE_TLS_CERT",
+           "PEM certificate chain; with --tls-key the listener speaks HTTPS (TLS 1.2+), and "
+           "SIGHUP rereads both");
+    option("--tls-key", config.tls_key, "PLANTSTORE_TLS_KEY", "PEM private key for --tls-cert");
+    option("--auth-failure-burst", config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
+           "Failed authentications one address may make at once");
+    command
+        ->add_option("--trusted-proxy", config.trusted_proxies,
+                     "Network (CIDR, or one address) of a proxy or load balancer trusted to name "
+                     "the client in Forwarded or X-Forwarded-For (repeatable); none: those "
+                     "headers are ignored")
+        ->delimiter(',')
+        ->envname("PLANTSTORE_TRUSTED_PROXY");
+    option("--jwt-issuer", config.jwt_issuer, "PLANTSTORE_JWT_ISSUER",
+           "Accept JWT access tokens whose iss is exactly this (empty: JWTs are not accepted)");
+    option("--jwt-audience", config.jwt_audience, "PLANTSTORE_JWT_AUDIENCE",
+           "Required with --jwt-issuer: the value a JWT's aud must contain");
+    option("--jwt-jwks-file", config.jwt_jwks_file, "PLANTSTORE_JWT_JWKS_FILE",
+           "JWKS document (JSON) with the issuer's public keys; reread at each refresh");
+    option("--jwt-jwks-url", config.jwt_jwks_url, "PLANTSTORE_JWT_JWKS_URL",
+           "https:// URL of the issuer's JWKS; fetched at start, refreshed periodically and "
+           "when a token names an unknown kid; the last good keys stay when a fetch fails");
+    option("--jwt-ca-file", config.jwt_ca_file, "PLANTSTORE_JWT_CA_FILE",
+           "PEM certificate authorities for --jwt-jwks-url (empty: the system's)");
+    option("--jwt-leeway-seconds", config.jwt_leeway_seconds, "PLANTSTORE_JWT_LEEWAY_SECONDS",
+           "Clock skew allowed on a JWT's exp, nbf and iat (0 to 600)");
+    option("--jwt-tenant-claim", config.jwt_tenant_claim, "PLANTSTORE_JWT_TENANT_CLAIM",
+           "The JWT claim that names the caller's tenant");
+    option("--jwt-default-tenant", config.jwt_default_tenant, "PLANTSTORE_JWT_DEFAULT_TENANT",
+           "Tenant of JWTs without the tenant claim (empty: such tokens are refused)");
+    option("--jwt-cache-size", config.jwt_cache_size, "PLANTSTORE_JWT_CACHE_SIZE",
+           "Verified JWTs remembered until they expire, so each is verified once (0: none)");
+    option("--jwt-jwks-refresh-seconds", config.jwt_jwks_refresh_seconds,
+           "PLANTSTORE_JWT_JWKS_REFRESH_SECONDS", "Time between two regular JWKS refreshes");
+    option("--jwt-jwks-min-refresh-seconds", config.jwt_jwks_min_refresh_seconds,
+           "PLANTSTORE_JWT_JWKS_MIN_REFRESH_SECONDS",
+           "Least time between two JWKS fetches (unknown kids and failures ask for more)");
+    option("--jwt-jwks-timeout-ms", config.jwt_jwks_timeout_ms, "PLANTSTORE_JWT_JWKS_TIMEOUT_MS",
+           "Time one JWKS fetch may take (its body may be at most 1 MiB)");
+    auto& webhooks = config.webhooks;
+    on_off("--webhooks", webhooks.enabled, "PLANTSTORE_WEBHOOKS",
+           "Serve {base}/webhooks and deliver webhooks: on or off");
+    option("--webhook-key-file", webhooks.key_file, "PLANTSTORE_WEBHOOK_KEY_FILE",
+           "File with the key (base64 of 32 bytes) that seals webhook signing secrets at rest "
+           "(empty: <data-dir>/webhook.key, created on first start; required on PostgreSQL, "
+           "the same on every instance)");
+    option("--webhook-timeout-ms", webhooks.timeout_ms, "PLANTSTORE_WEBHOOK_TIMEOUT_MS",
+           "Time one delivery attempt may take, every phase included; slower is a failure");
+    command
+        ->add_option("--webhook-retry-schedule", webhooks.retry_schedule,
+                     "Delays before each delivery attempt, the first 0s (units ms, s, m, h, d; "
+                     "each varied by up to 20%)")
+        ->default_str(std::string(webhooks::kDefaultRetrySchedule))
+        ->envname("PLANTSTORE_WEBHOOK_RETRY_SCHEDULE");
+    option("--webhook-concurrency", webhooks.concurrency, "PLANTSTORE_WEBHOOK_CONCURRENCY",
+           "Delivery requests in flight to one subscription from this instance at most");
+    option("--webhook-workers", webhooks.workers, "PLANTSTORE_WEBHOOK_WORKERS",
+           "Delivery requests in flight from this instance at most");
+    option("--webhook-max-subscriptions", webhooks.max_subscriptions,
+           "PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS",
+           "Webhook subscriptions per tenant at most; more get 409");
+    on_off("--webhook-allow-http", webhooks.allow_http, "PLANTSTORE_WEBHOOK_ALLOW_HTTP",
+           "Accept http:// subscription URLs besides https://: on or off");
+    on_off("--webhook-allow-private-addresses", webhooks.allow_private_addresses,
+           "PLANTSTORE_WEBHOOK_ALLOW_PRIVATE_ADDRESSES",
+           "Deliver to loopback, private and link-local addresses too (development and tests "
+           "only): on or off");
+    option("--webhook-ca-file", webhooks.ca_file, "PLANTSTORE_WEBHOOK_CA_FILE",
+           "PEM certificate authorities trusted for deliveries besides the system's");
+    option("--webhook-retention-hours", webhooks.retention_hours,
+           "PLANTSTORE_WEBHOOK_RETENTION_HOURS",
+           "Delivered and failed events are kept this long for the deliveries endpoint");
+    option("--webhook-disable-after-hours", webhooks.disable_after_hours,
+           "PLANTSTORE_WEBHOOK_DISABLE_AFTER_HOURS",
+           "A subscription whose every attempt failed for this long is disabled");
+}
+
+// `--config FILE` (or PLANTSTORE_CONFIG) from the raw arguments: the file must be read before
+// parsing, because its values become the options' defaults.
+std::optional<std::string> find_config_file(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--config" && i + 1 < argc) return argv[i + 1];
+        if (arg.starts_with("--config=")) return std::string(arg.substr(9));
+    }
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread exists; nothing sets variables
+    if (const char* from_env = std::getenv("PLANTSTORE_CONFIG")) {
+        if (*from_env == '\0') return std::nullopt;  // set but empty: no file at all
+        return from_env;
+    }
+    std::error_code ignored;  // unreadable or absent: no default file
+    if (std::filesystem::is_regular_file(kDefaultConfigFile, ignored)) return kDefaultConfigFile;
+    return std::nullopt;
+}
+
+// Makes each setting of the file the default of its option, unless the option's environment
+// variable is set: so flags > environment > file > built-in defaults. @throws CLI::Error
+// naming the key for an unknown key or a bad value.
+void apply_config_file(const std::string& path, CLI::App* command) {
+    for (const auto& setting : read_config_file(path)) {
+        CLI::Option* option = command->get_option_no_throw("--" + setting.key);
+        if (option == nullptr || setting.key == "config" || setting.key == "help") {
+            throw CLI::ValidationError(path, "unknown key '" + setting.key +
+                                                 "' (keys are the flags of `plantstore serve "
+                                                 "--help` without '--')");
+        }
+        const auto& env = option->get_envname();
+        // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread exists; nothing sets variables
+        if (!env.empty() && std::getenv(env.c_str()) != nullptr) {
+            continue;
+        }
+        try {
+            option->run_callback_for_default()->default_val(setting.value);
+        } catch (const CLI::Error& error) {
+            throw CLI::ValidationError(path, "key '" + setting.key + "': " + error.what());
+        }
+    }
+}
+
+}  // namespace plantstore::app

@@ -1,0 +1,84 @@
+// App layer (see token_refresher.hpp): the settings of `serve` (and of `config`, which prints
+// them): the options with their environment variables and help, the config file under them,
+// and the command-line rewrite that lets an on/off option stand alone. A new flag is a field of
+// ServeConfig and a line in add_serve_options (serve_config.cpp), then its use in service.cpp.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/webhook_setup.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace plantstore::app {
+
+struct ServeConfig {
+    std::string config_file;
+    std::string listen = "127.0.0.1:8080";
+    std::filesystem::path data_dir = "data";
+    std::string database_url;
+    std::size_t database_read_connections = 2;
+    std::size_t database_write_connections = 1;
+    long database_timeout_ms = 10'000;
+    std::string base_path;
+    unsigned threads = 0;
+    std::size_t max_body_bytes = std::size_t{64} * 1024;
+    std::size_t max_header_bytes = std::size_t{16} * 1024;
+    std::size_t max_text_length = 1024;
+    std::size_t max_connections = 10000;
+    std::size_t max_pending_writes = 16384;
+    std::size_t max_batch_writes = 4096;
+    long request_timeout_ms = 10'000;
+    long idle_timeout_ms = 60'000;
+    long write_timeout_ms = 10'000;
+    long drain_timeout_ms = 10'000;
+    long store_timeout_ms = 10'000;
+    std::string log_level = "info";
+    bool access_log = true;
+    bool metrics = true;
+    bool docs = true;
+    std::vector<std::string> cors_origins;
+    double rate_limit = 0;
+    double rate_burst = 20;
+    double auth_failure_limit = 5;
+    double auth_failure_burst = 20;
+    std::string tls_cert;
+    std::string tls_key;
+    std::string metrics_listen;
+    std::vector<std::string> trusted_proxies;
+    std::string jwt_issuer;
+    std::string jwt_audience;
+    std::string jwt_jwks_file;
+    std::string jwt_jwks_url;
+    std::string jwt_ca_file;
+    long jwt_leeway_seconds = 30;
+    std::string jwt_tenant_claim = "tenant";
+    std::string jwt_default_tenant;
+    std::size_t jwt_cache_size = 10000;
+    long jwt_jwks_refresh_seconds = 300;
+    long jwt_jwks_min_refresh_seconds = 10;
+    long jwt_jwks_timeout_ms = 5000;
+    app::WebhookConfig webhooks;
+};
+
+/// Declares every option of `serve` on `command`, bound to `config`.
+void add_serve_options(CLI::App* command, ServeConfig& config);
+
+/// The command line for CLI11 (reversed, as it wants it), with "on" after each on/off option
+/// given without a value.
+std::vector<std::string> with_bare_on_off_as_on(int argc, char** argv);
+
+/// `--config FILE` (or PLANTSTORE_CONFIG, or the default file when it exists) from the raw
+/// arguments: the file must be read before parsing, because its values become the defaults.
+std::optional<std::string> find_config_file(int argc, char** argv);
+
+/// Makes each setting of the file the default of its option on `command`, unless the option's
+/// environment variable is set. @throws CLI::Error naming the key
+void apply_config_file(const std::string& path, CLI::App* command);
+
+}  // namespace plantstore::app
