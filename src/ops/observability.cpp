@@ -11,6 +11,7 @@
 
 #include "common/time_text.hpp"
 #include "ops/log.hpp"
+#include "ops/prometheus_text.hpp"
 
 namespace plantstore::ops {
 
@@ -92,36 +93,12 @@ std::string concat(const Parts&... parts) {
     return out;
 }
 
-std::string format_double(double value) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.9g", value);
-    return text;
-}
-
 // The current values of a histogram's bucket counters.
 template <std::size_t N>
 std::array<std::uint64_t, N> snapshot(const std::array<std::atomic<std::uint64_t>, N>& counters) {
     std::array<std::uint64_t, N> values{};
     for (std::size_t b = 0; b < N; ++b) values[b] = counters[b].load();
     return values;
-}
-
-// One histogram's lines: cumulative buckets, sum and count.
-template <std::size_t N>
-void render_histogram(std::string& out, std::string_view name, std::string_view labels,
-                      const std::array<double, N>& bounds, const std::uint64_t* counts,
-                      double sum) {
-    std::uint64_t cumulative = 0;
-    const std::string separator = labels.empty() ? "" : ",";
-    for (std::size_t i = 0; i <= N; ++i) {
-        cumulative += counts[i];
-        const std::string bound = i < N ? format_double(bounds[i]) : "+Inf";
-        out += concat(name, "_bucket{", labels, separator, "le=\"", bound, "\"} ",
-                      std::to_string(cumulative), "\n");
-    }
-    const std::string braces = labels.empty() ? "" : concat("{", labels, "}");
-    out += concat(name, "_sum", braces, " ", format_double(sum), "\n");
-    out += concat(name, "_count", braces, " ", std::to_string(cumulative), "\n");
 }
 
 }  // namespace
@@ -335,16 +312,12 @@ void Observability::flush() {
 }
 
 std::string Observability::render_metrics() const {
-    std::string out;
-    out.reserve(std::size_t{16} * 1024);
+    PrometheusText out;
+    out.family("plantstore_build_info", "gauge", "Version of this build.");
+    out.sample("plantstore_build_info", concat("version=\"", options_.version, "\""), "1");
 
-    out += "# HELP plantstore_build_info Version of this build.\n";
-    out += "# TYPE plantstore_build_info gauge\n";
-    out += concat("plantstore_build_info{version=\"", options_.version, "\"} 1\n");
-
-    out +=
-        "# HELP plantstore_http_requests_total Requests answered, by route, method and "
-        "status.\n# TYPE plantstore_http_requests_total counter\n";
+    out.family("plantstore_http_requests_total", "counter",
+               "Requests answered, by route, method and status.");
     const auto& routes = options_.routes;
     for (std::size_t r = 0; r < routes.size(); ++r) {
         for (std::size_t m = 0; m < kMethods.size(); ++m) {
@@ -354,16 +327,16 @@ std::string Observability::render_metrics() const {
                 if (total == 0) continue;
                 const std::string status =
                     kStatuses[s] == 0 ? "other" : std::to_string(kStatuses[s]);
-                out += concat("plantstore_http_requests_total{route=\"", routes[r], "\",method=\"",
-                              kMethods[m], "\",status=\"", status, "\"} ", std::to_string(total),
-                              "\n");
+                out.sample("plantstore_http_requests_total",
+                           concat("route=\"", routes[r], "\",method=\"", kMethods[m],
+                                  "\",status=\"", status, "\""),
+                           total);
             }
         }
     }
 
-    out +=
-        "# HELP plantstore_http_request_duration_seconds Time from a request's head to its "
-        "response, by route.\n# TYPE plantstore_http_request_duration_seconds histogram\n";
+    out.family("plantstore_http_request_duration_seconds", "histogram",
+               "Time from a request's head to its response, by route.");
     for (std::size_t r = 0; r < routes.size(); ++r) {
         std::array<std::uint64_t, kDurationBuckets.size() + 1> counts{};
         double sum = 0;
@@ -374,43 +347,33 @@ std::string Observability::render_metrics() const {
             sum += static_cast<double>(shard->duration_nanoseconds[r].load()) / 1e9;
         }
         if (std::all_of(counts.begin(), counts.end(), [](auto c) { return c == 0; })) continue;
-        render_histogram(out, "plantstore_http_request_duration_seconds",
-                         concat("route=\"", routes[r], "\""), kDurationBuckets, counts.data(), sum);
+        out.histogram("plantstore_http_request_duration_seconds",
+                      concat("route=\"", routes[r], "\""), kDurationBuckets, counts.data(), sum);
     }
 
-    out +=
-        "# HELP plantstore_open_connections Client connections open now.\n"
-        "# TYPE plantstore_open_connections gauge\n";
-    out += "plantstore_open_connections " + std::to_string(open_connections_.load()) + "\n";
-    out +=
-        "# HELP plantstore_http_requests_in_flight Requests read but not yet answered.\n"
-        "# TYPE plantstore_http_requests_in_flight gauge\n";
-    out += "plantstore_http_requests_in_flight " + std::to_string(in_flight_.load()) + "\n";
+    out.family("plantstore_open_connections", "gauge", "Client connections open now.");
+    out.sample("plantstore_open_connections", "", open_connections_.load());
+    out.family("plantstore_http_requests_in_flight", "gauge",
+               "Requests read but not yet answered.");
+    out.sample("plantstore_http_requests_in_flight", "", in_flight_.load());
 
     const StoreCounters& store = *store_counters_;
-    const std::size_t pending = store_ != nullptr ? store_->health().pending_writes : 0;
-    out +=
-        "# HELP plantstore_store_queue_depth Writes waiting for the writer now.\n"
-        "# TYPE plantstore_store_queue_depth gauge\n";
-    out += "plantstore_store_queue_depth " + std::to_string(pending) + "\n";
-    out +=
-        "# HELP plantstore_store_failed_batches_total Transactions that wrote nothing.\n"
-        "# TYPE plantstore_store_failed_batches_total counter\n";
-    out += "plantstore_store_failed_batches_total " + std::to_string(store.failed_batches.load()) +
-           "\n";
+    const std::uint64_t pending = store_ != nullptr ? store_->health().pending_writes : 0;
+    out.family("plantstore_store_queue_depth", "gauge", "Writes waiting for the writer now.");
+    out.sample("plantstore_store_queue_depth", "", pending);
+    out.family("plantstore_store_failed_batches_total", "counter",
+               "Transactions that wrote nothing.");
+    out.sample("plantstore_store_failed_batches_total", "", store.failed_batches.load());
     const auto commit_counts = snapshot(store.commit_seconds);
-    out +=
-        "# HELP plantstore_store_commit_duration_seconds Time of one transaction, fsync "
-        "included.\n# TYPE plantstore_store_commit_duration_seconds histogram\n";
-    render_histogram(out, "plantstore_store_commit_duration_seconds", "", kCommitSecondsBuckets,
-                     commit_counts.data(),
-                     static_cast<double>(store.commit_nanoseconds.load()) / 1e9);
+    out.family("plantstore_store_commit_duration_seconds", "histogram",
+               "Time of one transaction, fsync included.");
+    out.histogram("plantstore_store_commit_duration_seconds", "", kCommitSecondsBuckets,
+                  commit_counts.data(), static_cast<double>(store.commit_nanoseconds.load()) / 1e9);
     const auto size_counts = snapshot(store.batch_sizes);
-    out +=
-        "# HELP plantstore_store_batch_size Writes per transaction (group commit).\n"
-        "# TYPE plantstore_store_batch_size histogram\n";
-    render_histogram(out, "plantstore_store_batch_size", "", kBatchSizeBuckets, size_counts.data(),
-                     static_cast<double>(store.writes.load()));
+    out.family("plantstore_store_batch_size", "histogram",
+               "Writes per transaction (group commit).");
+    out.histogram("plantstore_store_batch_size", "", kBatchSizeBuckets, size_counts.data(),
+                  static_cast<double>(store.writes.load()));
 
     render_webhook_metrics(out);
 
@@ -425,68 +388,55 @@ std::string Observability::render_metrics() const {
         long size_pages = 0;
         statm >> size_pages >> resident_pages;
     }
-    std::size_t open_fds = 0;
+    std::uint64_t open_fds = 0;
     std::error_code ec;
     for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
          !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
         ++open_fds;
     }
     const auto start_seconds = std::chrono::duration<double>(started_.time_since_epoch()).count();
-    out +=
-        "# HELP process_cpu_seconds_total User and system CPU time.\n"
-        "# TYPE process_cpu_seconds_total counter\n";
-    out += "process_cpu_seconds_total " + format_double(cpu_seconds) + "\n";
-    out +=
-        "# HELP process_resident_memory_bytes Resident memory.\n"
-        "# TYPE process_resident_memory_bytes gauge\n";
-    out += "process_resident_memory_bytes " +
-           std::to_string(resident_pages * ::sysconf(_SC_PAGESIZE)) + "\n";
-    out += "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\n";
-    out += "process_open_fds " + std::to_string(open_fds) + "\n";
-    out +=
-        "# HELP process_start_time_seconds Start time, in seconds since the Unix epoch.\n"
-        "# TYPE process_start_time_seconds gauge\n";
-    out += "process_start_time_seconds " + format_double(start_seconds) + "\n";
-    return out;
+    out.family("process_cpu_seconds_total", "counter", "User and system CPU time.");
+    out.sample("process_cpu_seconds_total", "", cpu_seconds);
+    out.family("process_resident_memory_bytes", "gauge", "Resident memory.");
+    out.sample("process_resident_memory_bytes", "",
+               static_cast<std::int64_t>(resident_pages * ::sysconf(_SC_PAGESIZE)));
+    out.family("process_open_fds", "gauge", "Open file descriptors.");
+    out.sample("process_open_fds", "", open_fds);
+    out.family("process_start_time_seconds", "gauge",
+               "Start time, in seconds since the Unix epoch.");
+    out.sample("process_start_time_seconds", "", start_seconds);
+    return out.take();
 }
 
-void Observability::render_webhook_metrics(std::string& out) const {
+void Observability::render_webhook_metrics(PrometheusText& out) const {
     const WebhookCounters& counters = *webhook_counters_;
     if (!counters.reported.load()) return;  // no dispatcher: webhooks are off
-    out +=
-        "# HELP plantstore_webhook_attempts_total Webhook delivery attempts, by outcome "
-        "(delivered; retry: failed, another attempt follows; failed: no attempt left).\n"
-        "# TYPE plantstore_webhook_attempts_total counter\n";
+    out.family("plantstore_webhook_attempts_total", "counter",
+               "Webhook delivery attempts, by outcome (delivered; retry: failed, another attempt "
+               "follows; failed: no attempt left).");
     for (std::size_t i = 0; i < kAttemptOutcomes.size(); ++i) {
-        const std::uint64_t count = counters.attempts[i].load();
-        out += concat("plantstore_webhook_attempts_total{outcome=\"", kAttemptOutcomes[i], "\"} ",
-                      std::to_string(count), "\n");
+        out.sample("plantstore_webhook_attempts_total",
+                   concat("outcome=\"", kAttemptOutcomes[i], "\""), counters.attempts[i].load());
     }
     const auto attempt_counts = snapshot(counters.attempt_seconds);
-    out +=
-        "# HELP plantstore_webhook_attempt_duration_seconds Time of one delivery attempt.\n"
-        "# TYPE plantstore_webhook_attempt_duration_seconds histogram\n";
-    render_histogram(out, "plantstore_webhook_attempt_duration_seconds", "", kAttemptSecondsBuckets,
-                     attempt_counts.data(),
-                     static_cast<double>(counters.attempt_milliseconds.load()) / 1e3);
-    out +=
-        "# HELP plantstore_webhook_outbox_depth Deliveries waiting to be made (all "
-        "instances).\n# TYPE plantstore_webhook_outbox_depth gauge\n";
-    out += "plantstore_webhook_outbox_depth " + std::to_string(counters.pending.load()) + "\n";
+    out.family("plantstore_webhook_attempt_duration_seconds", "histogram",
+               "Time of one delivery attempt.");
+    out.histogram("plantstore_webhook_attempt_duration_seconds", "", kAttemptSecondsBuckets,
+                  attempt_counts.data(),
+                  static_cast<double>(counters.attempt_milliseconds.load()) / 1e3);
+    out.family("plantstore_webhook_outbox_depth", "gauge",
+               "Deliveries waiting to be made (all instances).");
+    out.sample("plantstore_webhook_outbox_depth", "", counters.pending.load());
     const std::int64_t oldest = counters.oldest_pending_created_at.load();
     const std::int64_t now_ms = common::unix_ms_now();
-    out +=
-        "# HELP plantstore_webhook_outbox_oldest_age_seconds Age of the oldest waiting "
-        "delivery (0 when none waits).\n"
-        "# TYPE plantstore_webhook_outbox_oldest_age_seconds gauge\n";
-    out += "plantstore_webhook_outbox_oldest_age_seconds " +
-           format_double(oldest == 0 ? 0.0 : static_cast<double>(now_ms - oldest) / 1e3) + "\n";
-    out +=
-        "# HELP plantstore_webhook_subscriptions_disabled Subscriptions disabled (410 Gone, "
-        "failing too long, or by their tenant).\n"
-        "# TYPE plantstore_webhook_subscriptions_disabled gauge\n";
-    out += "plantstore_webhook_subscriptions_disabled " +
-           std::to_string(counters.disabled_subscriptions.load()) + "\n";
+    out.family("plantstore_webhook_outbox_oldest_age_seconds", "gauge",
+               "Age of the oldest waiting delivery (0 when none waits).");
+    out.sample("plantstore_webhook_outbox_oldest_age_seconds", "",
+               oldest == 0 ? 0.0 : static_cast<double>(now_ms - oldest) / 1e3);
+    out.family("plantstore_webhook_subscriptions_disabled", "gauge",
+               "Subscriptions disabled (410 Gone, failing too long, or by their tenant).");
+    out.sample("plantstore_webhook_subscriptions_disabled", "",
+               counters.disabled_subscriptions.load());
 }
 
 }  // namespace plantstore::ops

@@ -21,8 +21,7 @@ namespace plantstore::ops {
 /// a scrape sums the shards. Access-log lines are buffered per thread and written at least every
 /// 100 ms (on_tick), so logging costs a write(2) per batch of lines, not per request.
 ///
-/// Metrics are written by hand in the Prometheus text format (version 0.0.4): Debian packages no
-/// Prometheus client library for C++.
+/// Metrics are rendered with PrometheusText (ops/prometheus_text.hpp).
 class Observability final : public transport::ExchangeObserver,
                             public store::StoreObserver,
                             public outbox::DeliveryObserver {
@@ -85,7 +84,7 @@ class Observability final : public transport::ExchangeObserver,
     struct StoreCounters;
     struct WebhookCounters;
 
-    void render_webhook_metrics(std::string& out) const;
+    void render_webhook_metrics(class PrometheusText& out) const;
 
     Options options_;
     const store::PlantStore* store_;
