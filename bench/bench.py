@@ -128,10 +128,11 @@ def start_nginx(workdir):
                             "-g", "daemon off;"], port)
 
 
-def mint_token(binary, data_dir):
+def mint_token(binary, data_dir=None, url=None):
+    """A fresh token of `binary`'s store: the data directory, or the PostgreSQL database `url`."""
+    where = ["--database-url", url] if url else ["--data-dir", data_dir]
     return subprocess.run([binary, "token", "create", "--name", f"bench-{time.time_ns()}",
-                           "--data-dir", data_dir], check=True, capture_output=True,
-                          text=True).stdout.strip()
+                           *where], check=True, capture_output=True, text=True).stdout.strip()
 
 
 def start_plantstore(binary, data_dir, extra=(), name="plantstore"):
@@ -189,9 +190,7 @@ def postgres_rows(args, binary, workdir, ids, connection_counts):
     rows, started = [], []
     try:
         url = postgres.database("bench")
-        token = subprocess.run([binary, "token", "create", "--name", "bench",
-                                "--database-url", url], check=True, capture_output=True,
-                               text=True).stdout.strip()
+        token = mint_token(binary, url=url)
         unused = os.path.join(workdir, "unused")  # --data-dir is not used with a database URL
         one = start_plantstore(binary, unused, ["--database-url", url], "pg")
         two = start_plantstore(binary, unused, ["--database-url", url], "pg 2nd")
@@ -203,9 +202,7 @@ def postgres_rows(args, binary, workdir, ids, connection_counts):
                   (Group("plantstore-pg 1 write/txn", [alone], postgres), [alone], token)]
         if args.baseline:
             base_url = postgres.database("bench_baseline")
-            base_token = subprocess.run([args.baseline, "token", "create", "--name", "bench",
-                                         "--database-url", base_url], check=True,
-                                        capture_output=True, text=True).stdout.strip()
+            base_token = mint_token(args.baseline, url=base_url)
             base = start_plantstore(args.baseline, unused, ["--database-url", base_url],
                                     "pg baseline")
             started.append(base)
@@ -468,9 +465,7 @@ def postgres_scaling(args, binary, workdir, ids):
     rows = []
     try:
         url = postgres.database("scaling")
-        token = subprocess.run([binary, "token", "create", "--name", "bench",
-                                "--database-url", url], check=True, capture_output=True,
-                               text=True).stdout.strip()
+        token = mint_token(binary, url=url)
         subprocess.run(["psql", url, "-qc",
                         "ALTER TABLE plants SET (autovacuum_enabled = off)"], check=True,
                        capture_output=True)
@@ -694,9 +689,7 @@ def main():
         tokens = {plantstore.name: token, nginx.name: token}
         if args.baseline:
             base_dir = os.path.join(workdir, "baseline")
-            base_token = subprocess.run([args.baseline, "token", "create", "--name", "bench",
-                                         "--data-dir", base_dir], check=True,
-                                        capture_output=True, text=True).stdout.strip()
+            base_token = mint_token(args.baseline, base_dir)
             baseline = start_plantstore(args.baseline, base_dir,
                                         name=f"plantstore ({args.baseline_name})")
             servers.insert(1, baseline)

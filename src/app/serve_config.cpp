@@ -71,6 +71,11 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
             ->check(CLI::IsMember({"on", "off"}))
             ->envname(env);
     };
+    // A repeatable option whose values may also come comma-separated.
+    const auto list = [&](const char* flag, std::vector<std::string>& values, const char* env,
+                          const char* help) {
+        command->add_option(flag, values, help)->delimiter(',')->envname(env);
+    };
     option("--listen", config.listen, "PLANTSTORE_LISTEN",
            "Address to listen on, HOST:PORT (port 0 picks a free one)");
     option("--data-dir", config.data_dir, "PLANTSTORE_DATA_DIR",
@@ -123,12 +128,9 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Serve GET /metrics (Prometheus) on the listener: on or off");
     on_off("--docs", config.docs, "PLANTSTORE_DOCS",
            "Serve the API page for people at {base}/docs (no token needed to load it): on or off");
-    command
-        ->add_option("--cors-origin", config.cors_origins,
-                     "Origin allowed to call from a browser (repeatable), or * for any; "
-                     "none: no CORS headers")
-        ->delimiter(',')
-        ->envname("PLANTSTORE_CORS_ORIGIN");
+    list("--cors-origin", config.cors_origins, "PLANTSTORE_CORS_ORIGIN",
+         "Origin allowed to call from a browser (repeatable), or * for any; none: no CORS "
+         "headers");
     option("--rate-limit", config.rate_limit, "PLANTSTORE_RATE_LIMIT",
            "Requests per second each token may make on average (0: unlimited); more get 429");
     option("--rate-burst", config.rate_burst, "PLANTSTORE_RATE_BURST",
@@ -145,13 +147,9 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     option("--tls-key", config.tls_key, "PLANTSTORE_TLS_KEY", "PEM private key for --tls-cert");
     option("--auth-failure-burst", config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
            "Failed authentications one address may make at once");
-    command
-        ->add_option("--trusted-proxy", config.trusted_proxies,
-                     "Network (CIDR, or one address) of a proxy or load balancer trusted to name "
-                     "the client in Forwarded or X-Forwarded-For (repeatable); none: those "
-                     "headers are ignored")
-        ->delimiter(',')
-        ->envname("PLANTSTORE_TRUSTED_PROXY");
+    list("--trusted-proxy", config.trusted_proxies, "PLANTSTORE_TRUSTED_PROXY",
+         "Network (CIDR, or one address) of a proxy or load balancer trusted to name the client "
+         "in Forwarded or X-Forwarded-For (repeatable); none: those headers are ignored");
     option("--jwt-issuer", config.jwt_issuer, "PLANTSTORE_JWT_ISSUER",
            "Accept JWT access tokens whose iss is exactly this (empty: JWTs are not accepted)");
     option("--jwt-audience", config.jwt_audience, "PLANTSTORE_JWT_AUDIENCE",

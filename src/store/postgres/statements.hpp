@@ -140,13 +140,11 @@ struct PlantArrays {
     std::string names = "{";
     std::string tags = "{";
     std::string created_at = "{";
-    std::size_t size = 0;
 
     void add_plant(std::string_view tenant, std::int64_t id, std::string_view name,
                    const std::optional<std::string>& tag, std::int64_t created_at_ms) {
         append_array_element(tenants, tenant);
         append_bigint_element(ids, id);
-        ++size;
         append_array_element(names, name);
         append_array_element(tags, tag ? std::optional<std::string_view>(*tag) : std::nullopt);
         append_bigint_element(created_at, created_at_ms);
