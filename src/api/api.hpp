@@ -1,11 +1,13 @@
 // API layer: what each request means. Implements the HTTP layer's Handler for the Plant Store
-// API: one route table (api/routes.hpp), the order of checks (route, credentials with the
-// failed-authentication limit, for `ps_` tokens and JWTs; scope, token rate, parameters, media
-// type, body), the mapping of
-// store outcomes to statuses, CORS and every Error response. Hands /healthz, /readyz and /metrics
-// to an OperationsHandler when one is mounted. May call the http (types), domain, auth and store
-// (interface only) layers; knows nothing of sockets or HTTP framing, which the transport does
-// before calling in.
+// API. Api::admit does what every operation shares, in this order: match the route (404, 405 with
+// Allow, CORS preflight), authenticate (`ps_` tokens and JWTs, with the failed-authentication
+// limit), check the scope and the token's rate, then hand the request to the operation's prepare
+// function from the route table. Each resource's operations live in a file of their own
+// (plant_calls, webhook_calls, document_calls), one route row and one handler each; call.hpp runs
+// a handler whose answer comes from a store. Hands /healthz, /readyz and /metrics to an
+// OperationsHandler when one is mounted. May call the http (types), domain, auth, store (interface
+// only) and outbox (SubscriptionService) layers; knows nothing of sockets or HTTP framing, which
+// the transport does before calling in.
 #pragma once
 
 #include <memory>
@@ -15,12 +17,13 @@
 #include <vector>
 
 #include "api/cors.hpp"
+#include "api/plant_calls.hpp"
 #include "api/routes.hpp"
+#include "api/webhook_calls.hpp"
 #include "auth/rate_limiter.hpp"
 #include "auth/token.hpp"
 #include "domain/plant.hpp"
 #include "http/handler.hpp"
-#include "store/plant_store.hpp"
 
 namespace plantstore::auth {
 class JwtAuthenticator;
@@ -28,6 +31,9 @@ class TokenRegistry;
 }  // namespace plantstore::auth
 namespace plantstore::outbox {
 class SubscriptionService;
+}
+namespace plantstore::store {
+class PlantStore;
 }
 
 namespace plantstore::api {
@@ -50,9 +56,6 @@ struct ApiOptions {
     bool docs = true;
 };
 
-/// An authenticated caller: its tenant, scopes and name, from a `ps_` token or a JWT.
-using Caller = std::shared_ptr<const auth::Principal>;
-
 class Api final : public http::Handler {
   public:
     /// `operations`, when not null, answers its own paths; `jwt`, when not null, accepts JWTs
@@ -64,19 +67,17 @@ class Api final : public http::Handler {
 
     /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400,
     /// and 429 after too many failures from one address), the scope (403), the token's rate
-    /// (429), path and query parameters (400) and the media type (415). The continuation of an
-    /// admitted request decodes its body (400) and calls the store.
+    /// (429); then the operation's prepare function decides path and query parameters (400) and
+    /// the media type (415). The continuation of an admitted request decodes its body (400) and
+    /// calls the store.
     http::Decision admit(const http::RequestHead& head) const override;
     http::Response refuse(const http::RequestHead& head, int status,
                           std::string_view message) const override;
 
     /// Every metrics route label this handler (and its operations handler) gives, "other" last.
     std::vector<std::string_view> route_labels() const;
-
-    const ApiOptions& options() const { return options_; }
-    const std::string& plants_path() const { return plants_path_; }
-    const CorsPolicy& cors() const { return cors_; }
-    store::PlantStore& store() const { return store_; }
+    /// The route table, for checking it against the OpenAPI document.
+    const RouteTable& routes() const { return routes_; }
 
   private:
     /// The answer `response` to `head`, final, with its route label and CORS headers.
@@ -96,13 +97,12 @@ class Api final : public http::Handler {
                                                        const Endpoint& endpoint) const;
 
     ApiOptions options_;
-    std::string plants_path_;
     const auth::TokenRegistry& tokens_;
     const auth::JwtAuthenticator* jwt_;
-    store::PlantStore& store_;
     const OperationsHandler* operations_;
-    outbox::SubscriptionService* webhooks_;
     CorsPolicy cors_;
+    PlantCalls plants_;
+    std::unique_ptr<WebhookCalls> webhooks_;  // null: no {base}/webhooks
     RouteTable routes_;
     mutable auth::RateLimiter per_token_;
     mutable auth::RateLimiter per_subject_;  // JWT callers, by `sub`: a namespace of their own

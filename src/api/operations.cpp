@@ -9,17 +9,6 @@ namespace plantstore::api {
 
 namespace {
 
-std::vector<Route> operations_routes(bool with_metrics) {
-    std::vector<Route> routes = {
-        {"/healthz", "/healthz", {{"GET", Operation::health, std::nullopt}}},
-        {"/readyz", "/readyz", {{"GET", Operation::readiness, std::nullopt}}},
-    };
-    if (with_metrics) {
-        routes.push_back({"/metrics", "/metrics", {{"GET", Operation::metrics, {}}}});
-    }
-    return routes;
-}
-
 std::string path_of(std::string_view target) {
     const auto parsed = boost::urls::parse_origin_form(target);
     return parsed ? std::string(parsed->path()) : std::string();
@@ -33,7 +22,36 @@ OperationsHandler::OperationsHandler(const store::PlantStore& store,
     : store_(store),
       metrics_(std::move(metrics)),
       cors_(std::move(cors_origins)),
-      routes_(operations_routes(static_cast<bool>(metrics_))) {}
+      routes_(routes()) {}
+
+std::vector<Route> OperationsHandler::routes() const {
+    // Answered from the head alone: each prepare function gives the whole response.
+    std::vector<Route> routes = {
+        {"/healthz",
+         "/healthz",
+         {{"GET", "health", std::nullopt,
+           [](const CallRequest&) -> Prepared {
+               http::Response response;
+               response.body = R"({"status":"ok"})";
+               return response;
+           }}}},
+        {"/readyz",
+         "/readyz",
+         {{"GET", "ready", std::nullopt,
+           [this](const CallRequest&) -> Prepared { return readiness(); }}}},
+    };
+    if (metrics_) {
+        routes.push_back({"/metrics",
+                          "/metrics",
+                          {{"GET", "metrics", std::nullopt, [this](const CallRequest&) -> Prepared {
+                                http::Response response;
+                                response.body = metrics_();
+                                response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+                                return response;
+                            }}}});
+    }
+    return routes;
+}
 
 bool OperationsHandler::serves(std::string_view path) const {
     return routes_.match(path).route != nullptr;
@@ -50,33 +68,20 @@ http::Decision OperationsHandler::admit(const http::RequestHead& head) const {
     } else if (const Endpoint* endpoint = match.route->find(head.method); endpoint == nullptr) {
         decision.response = method_not_allowed(head.method, target->path(), match.route->allow());
     } else {
-        decision.response = answer(endpoint->operation);
+        decision.response =
+            std::get<http::Response>(endpoint->prepare({head, target->encoded_query(), match, {}}));
     }
     if (match.route != nullptr) decision.response.route = match.route->label;
     cors_.decorate(decision.response, head.origin);
     return decision;
 }
 
-http::Response OperationsHandler::answer(Operation operation) const {
+http::Response OperationsHandler::readiness() const {
+    if (draining_) return retry_later(503, "draining: the server is stopping", 1);
+    const store::Health health = store_.health();
+    if (!health.ready) return retry_later(503, "the store is not ready: " + health.reason, 1);
     http::Response response;
-    switch (operation) {
-        case Operation::health:
-            response.body = R"({"status":"ok"})";
-            break;
-        case Operation::metrics:
-            response.body = metrics_();
-            response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-            break;
-        case Operation::readiness:
-        default: {
-            if (draining_) return retry_later(503, "draining: the server is stopping", 1);
-            const store::Health health = store_.health();
-            if (!health.ready)
-                return retry_later(503, "the store is not ready: " + health.reason, 1);
-            response.body = R"({"status":"ready"})";
-            break;
-        }
-    }
+    response.body = R"({"status":"ready"})";
     return response;
 }
 

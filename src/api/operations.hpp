@@ -37,7 +37,8 @@ class OperationsHandler final : public http::Handler {
     void begin_draining() { draining_ = true; }
 
   private:
-    http::Response answer(Operation operation) const;
+    std::vector<Route> routes() const;
+    http::Response readiness() const;
 
     const store::PlantStore& store_;
     std::function<std::string()> metrics_;

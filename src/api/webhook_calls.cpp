@@ -4,10 +4,10 @@
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-#include <boost/url/parse_query.hpp>
 #include <variant>
 
-#include "api/completion.hpp"
+#include "api/call.hpp"
+#include "api/page_query.hpp"
 #include "api/responses.hpp"
 #include "common/time_text.hpp"
 #include "domain/event.hpp"
@@ -20,8 +20,6 @@ namespace plantstore::api {
 namespace json = boost::json;
 
 namespace {
-
-constexpr int kMaxDeliveriesLimit = 100;
 
 std::string subscription_url(const std::string& links_base, const std::string& id) {
     return links_base + "/" + id;
@@ -89,7 +87,192 @@ std::optional<json::object> decode_object(std::string_view body, std::string& pr
     return std::move(value.as_object());
 }
 
-// POST /webhooks: {"url": "...", "events": ["plant.created"]} (events optional).
+http::Response unavailable_response() {
+    return retry_later(
+        503, "the webhook store cannot take this request right now; retry after a second", 1);
+}
+
+// The response for an outcome that is not a success, if it is not.
+std::optional<http::Response> refusal(const outbox::SubscriptionOutcome& outcome) {
+    using Kind = outbox::SubscriptionOutcome::Kind;
+    switch (outcome.kind) {
+        case Kind::unavailable:
+            return unavailable_response();
+        case Kind::invalid:
+            return error_response(400, outcome.message);
+        case Kind::not_found:
+            return error_response(404, outcome.message);
+        case Kind::conflict:
+            return error_response(409, outcome.message);
+        default:
+            return std::nullopt;
+    }
+}
+
+using Done = std::function<void(outbox::SubscriptionOutcome)>;
+
+// The subscription an outcome carries, with its secret when the outcome has one (create,
+// rotate-secret): read, update and rotate-secret answer this.
+http::Response subscription_response(int status, const outbox::SubscriptionOutcome& outcome) {
+    if (auto refused = refusal(outcome)) return std::move(*refused);
+    return json_response(status, json::serialize(encode_subscription(outcome.subscriptions.front(),
+                                                                     outcome.secret)));
+}
+
+// POST /webhooks: 201 with the subscription, its secret and its Location.
+struct CreateWebhook {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+    const std::string& links_base;
+    std::string url;  // decoded from the body
+
+    std::optional<http::Response> decode(std::string_view body) {
+        auto decoded = decode_new_subscription(body);
+        if (auto* problem = std::get_if<http::Response>(&decoded)) return std::move(*problem);
+        url = std::get<std::string>(std::move(decoded));
+        return std::nullopt;
+    }
+    void call(const std::string& tenant, const Done& done) {
+        service.create(tenant, std::move(url), done);
+    }
+    http::Response respond(const Result& outcome) const {
+        if (auto refused = refusal(outcome)) return std::move(*refused);
+        const auto& created = outcome.subscriptions.front();
+        http::Response response =
+            json_response(201, json::serialize(encode_subscription(created, outcome.secret)));
+        response.headers.emplace_back("Location", subscription_url(links_base, created.id));
+        return response;
+    }
+};
+
+// GET /webhooks: the tenant's subscriptions, without secrets.
+struct ListWebhooks {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+
+    void call(const std::string& tenant, const Done& done) const { service.list(tenant, done); }
+    http::Response respond(const Result& outcome) const {
+        if (auto refused = refusal(outcome)) return std::move(*refused);
+        json::array list;
+        for (const auto& subscription : outcome.subscriptions) {
+            list.push_back(encode_subscription(subscription, std::nullopt));
+        }
+        return json_response(200, json::serialize(list));
+    }
+};
+
+// GET /webhooks/{id}.
+struct ReadWebhook {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+    std::string id;
+
+    void call(const std::string& tenant, const Done& done) const { service.get(tenant, id, done); }
+    http::Response respond(const Result& outcome) const {
+        return subscription_response(200, outcome);
+    }
+};
+
+// PATCH /webhooks/{id}: {"enabled": ...}, answered with the subscription.
+struct UpdateWebhook {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+    std::string id;
+    bool enabled = true;  // decoded from the body
+
+    std::optional<http::Response> decode(std::string_view body) {
+        auto decoded = decode_subscription_update(body);
+        if (auto* problem = std::get_if<http::Response>(&decoded)) return std::move(*problem);
+        enabled = std::get<bool>(decoded);
+        return std::nullopt;
+    }
+    void call(const std::string& tenant, const Done& done) const {
+        service.set_enabled(tenant, id, enabled, done);
+    }
+    http::Response respond(const Result& outcome) const {
+        return subscription_response(200, outcome);
+    }
+};
+
+// DELETE /webhooks/{id}: 204.
+struct DeleteWebhook {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+    std::string id;
+
+    void call(const std::string& tenant, const Done& done) const {
+        service.remove(tenant, id, done);
+    }
+    http::Response respond(const Result& outcome) const {
+        if (auto refused = refusal(outcome)) return std::move(*refused);
+        return json_response(204, {});
+    }
+};
+
+// POST /webhooks/{id}/rotate-secret: the subscription with its new secret.
+struct RotateWebhookSecret {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+    std::string id;
+
+    void call(const std::string& tenant, const Done& done) const {
+        service.rotate_secret(tenant, id, done);
+    }
+    http::Response respond(const Result& outcome) const {
+        return subscription_response(200, outcome);
+    }
+};
+
+// GET /webhooks/{id}/deliveries: a page of attempts, newest first, with a Link to the next.
+struct ListWebhookDeliveries {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+    const std::string& links_base;
+    std::string id;
+    PageQuery page;
+
+    void call(const std::string& tenant, const Done& done) const {
+        service.attempts(tenant, id, page.limit, page.after, done);
+    }
+    http::Response respond(const Result& outcome) const {
+        if (auto refused = refusal(outcome)) return std::move(*refused);
+        json::array list;
+        for (const auto& attempt : outcome.attempts) list.push_back(encode_attempt(attempt));
+        http::Response response = json_response(200, json::serialize(list));
+        if (outcome.more) {
+            response.headers.emplace_back(
+                "Link", next_page_link(subscription_url(links_base, id) + "/deliveries", page,
+                                       outcome.attempts.back().sequence));
+        }
+        return response;
+    }
+};
+
+// POST /webhooks/{id}/deliveries/{event_id}/retry: 202, the delivery pending again.
+struct RetryWebhookDelivery {
+    using Result = outbox::SubscriptionOutcome;
+    outbox::SubscriptionService& service;
+    std::string id;
+    std::string event_id;
+
+    void call(const std::string& tenant, const Done& done) const {
+        service.retry(tenant, id, event_id, done);
+    }
+    http::Response respond(const Result& outcome) const {
+        if (auto refused = refusal(outcome)) return std::move(*refused);
+        return json_response(
+            202, json::serialize(json::object{{"event_id", event_id}, {"state", "pending"}}));
+    }
+};
+
+const PageRules& deliveries_rules() {
+    static const PageRules rules{
+        20, 100, 1, "after: must be a cursor from a Link header (a positive integer)", {}};
+    return rules;
+}
+
+}  // namespace
+
 std::variant<std::string, http::Response> decode_new_subscription(std::string_view body) {
     std::string problem;
     auto object = decode_object(body, problem);
@@ -120,8 +303,7 @@ std::variant<std::string, http::Response> decode_new_subscription(std::string_vi
     return *url;
 }
 
-// PATCH /webhooks/{id}: {"enabled": true|false}.
-std::variant<bool, http::Response> decode_update(std::string_view body) {
+std::variant<bool, http::Response> decode_subscription_update(std::string_view body) {
     std::string problem;
     auto object = decode_object(body, problem);
     if (!object) return error_response(400, problem);
@@ -137,200 +319,77 @@ std::variant<bool, http::Response> decode_update(std::string_view body) {
     return *enabled;
 }
 
-class WebhookCall final : public http::Continuation,
-                          public std::enable_shared_from_this<WebhookCall> {
-  public:
-    WebhookCall(outbox::SubscriptionService& service, const CorsPolicy& cors,
-                std::string links_base, WebhookRequest request,
-                std::shared_ptr<const auth::Principal> caller, std::string_view route,
-                std::string_view origin)
-        : service_(service),
-          cors_(cors),
-          links_base_(std::move(links_base)),
-          request_(std::move(request)),
-          caller_(std::move(caller)),
-          route_(route),
-          origin_(origin) {}
+WebhookCalls::WebhookCalls(outbox::SubscriptionService& service, const std::string& base_path,
+                           const CorsPolicy& cors)
+    : service_(service), links_base_(base_path + "/webhooks"), cors_(cors) {}
 
-    void start(std::string_view body, http::Ready ready) override {
-        std::string url;
-        bool enabled = true;
-        if (request_.operation == Operation::create_webhook) {
-            auto decoded = decode_new_subscription(body);
-            if (auto* problem = std::get_if<http::Response>(&decoded)) {
-                outcome_ = std::move(*problem);
-                ready({});
-                return;
-            }
-            url = std::get<std::string>(std::move(decoded));
-        } else if (request_.operation == Operation::update_webhook) {
-            auto decoded = decode_update(body);
-            if (auto* problem = std::get_if<http::Response>(&decoded)) {
-                outcome_ = std::move(*problem);
-                ready({});
-                return;
-            }
-            enabled = std::get<bool>(decoded);
-        }
-        auto done = completion<outbox::SubscriptionOutcome>(shared_from_this(), std::move(ready));
-        const std::string& tenant = caller_->tenant;
-        switch (request_.operation) {
-            case Operation::create_webhook:
-                service_.create(tenant, std::move(url), done);
-                return;
-            case Operation::update_webhook:
-                service_.set_enabled(tenant, request_.id, enabled, done);
-                return;
-            case Operation::list_webhooks:
-                service_.list(tenant, done);
-                return;
-            case Operation::read_webhook:
-                service_.get(tenant, request_.id, done);
-                return;
-            case Operation::delete_webhook:
-                service_.remove(tenant, request_.id, done);
-                return;
-            case Operation::rotate_webhook_secret:
-                service_.rotate_secret(tenant, request_.id, done);
-                return;
-            case Operation::list_webhook_deliveries:
-                service_.attempts(tenant, request_.id, request_.limit, request_.after, done);
-                return;
-            case Operation::retry_webhook_delivery:
-            default:
-                service_.retry(tenant, request_.id, request_.event_id, done);
-                return;
-        }
-    }
-
-    /// The service's answer, on the connection's thread (see completion()).
-    void record(outbox::SubscriptionOutcome outcome) { outcome_ = std::move(outcome); }
-
-    http::Response finish() override {
-        http::Response response = respond();
-        response.route = route_;
-        response.caller = caller_->name;
-        cors_.decorate(response, origin_);
-        return response;
-    }
-
-  private:
-    http::Response respond() {
-        if (auto* early = std::get_if<http::Response>(&outcome_)) return std::move(*early);
-        auto* outcome = std::get_if<outbox::SubscriptionOutcome>(&outcome_);
-        using Kind = outbox::SubscriptionOutcome::Kind;
-        if (outcome == nullptr || outcome->kind == Kind::unavailable) {
-            return retry_later(
-                503, "the webhook store cannot take this request right now; retry after a second",
-                1);
-        }
-        switch (outcome->kind) {
-            case Kind::invalid:
-                return error_response(400, outcome->message);
-            case Kind::not_found:
-                return error_response(404, outcome->message);
-            case Kind::conflict:
-                return error_response(409, outcome->message);
-            default:
-                break;
-        }
-        switch (request_.operation) {
-            case Operation::create_webhook: {
-                const auto& created = outcome->subscriptions.front();
-                http::Response response = json_response(
-                    201, json::serialize(encode_subscription(created, outcome->secret)));
-                response.headers.emplace_back("Location",
-                                              subscription_url(links_base_, created.id));
-                return response;
-            }
-            case Operation::list_webhooks: {
-                json::array list;
-                for (const auto& subscription : outcome->subscriptions) {
-                    list.push_back(encode_subscription(subscription, std::nullopt));
-                }
-                return json_response(200, json::serialize(list));
-            }
-            case Operation::delete_webhook:
-                return json_response(204, {});
-            case Operation::list_webhook_deliveries: {
-                json::array list;
-                for (const auto& attempt : outcome->attempts)
-                    list.push_back(encode_attempt(attempt));
-                http::Response response = json_response(200, json::serialize(list));
-                if (outcome->more) {
-                    // Appended piece by piece: GCC 12 at -O3 mistakes `"<" + std::string` for an
-                    // overlapping copy (-Wrestrict, GCC bug 105329).
-                    std::string link = "<";
-                    link += subscription_url(links_base_, request_.id);
-                    link += "/deliveries?limit=" + std::to_string(request_.limit);
-                    link += "&after=" + std::to_string(outcome->attempts.back().sequence);
-                    link += R"(>; rel="next")";
-                    response.headers.emplace_back("Link", std::move(link));
-                }
-                return response;
-            }
-            case Operation::retry_webhook_delivery:
-                return json_response(
-                    202, json::serialize(
-                             json::object{{"event_id", request_.event_id}, {"state", "pending"}}));
-            default:  // read, update, rotate: the subscription (with the new secret on rotate)
-                return json_response(200, json::serialize(encode_subscription(
-                                              outcome->subscriptions.front(), outcome->secret)));
-        }
-    }
-
-    outbox::SubscriptionService& service_;
-    const CorsPolicy& cors_;
-    const std::string links_base_;
-    const WebhookRequest request_;
-    const std::shared_ptr<const auth::Principal> caller_;
-    const std::string_view route_;  // a route label: static text
-    const std::string origin_;
-    std::variant<std::monostate, http::Response, outbox::SubscriptionOutcome> outcome_;
-};
-
-}  // namespace
-
-std::optional<http::Response> parse_deliveries_query(std::string_view encoded_query,
-                                                     WebhookRequest& request) {
-    const auto params = boost::urls::parse_query(encoded_query);
-    if (!params) return error_response(400, "malformed query string");
-    bool seen_limit = false;
-    bool seen_after = false;
-    for (const auto& param : *params) {
-        const std::string_view key = param.key;
-        bool* seen = key == "limit" ? &seen_limit : key == "after" ? &seen_after : nullptr;
-        if (seen == nullptr) {
-            return error_response(
-                400, "unknown query parameter: " + std::string(key) + " (known: limit, after)");
-        }
-        if (*seen) return error_response(400, std::string(key) + ": given more than once");
-        *seen = true;
-        const auto number = domain::parse_plant_id(param.value);
-        if (key == "after") {
-            if (!number || *number < 1) {
-                return error_response(400,
-                                      "after: must be a cursor from a Link header (a "
-                                      "positive integer)");
-            }
-            request.after = *number;
-        } else {
-            if (!number || *number < 1 || *number > kMaxDeliveriesLimit) {
-                return error_response(400, "limit: must be an integer between 1 and " +
-                                               std::to_string(kMaxDeliveriesLimit));
-            }
-            request.limit = static_cast<int>(*number);
-        }
-    }
-    return std::nullopt;
+std::vector<Route> WebhookCalls::routes() const {
+    using auth::Scope;
+    const auto to = [this](Prepared (WebhookCalls::*prepare)(const CallRequest&) const) {
+        return [this, prepare](const CallRequest& request) { return (this->*prepare)(request); };
+    };
+    const std::string& prefix = links_base_;
+    return {
+        {"/webhooks",
+         prefix,
+         {{"GET", "listWebhooks", Scope::webhooks, to(&WebhookCalls::list)},
+          {"POST", "createWebhook", Scope::webhooks, to(&WebhookCalls::create)}}},
+        {"/webhooks/{id}",
+         prefix + "/{id}",
+         {{"GET", "readWebhook", Scope::webhooks, to(&WebhookCalls::read)},
+          {"PATCH", "updateWebhook", Scope::webhooks, to(&WebhookCalls::update)},
+          {"DELETE", "deleteWebhook", Scope::webhooks, to(&WebhookCalls::remove)}}},
+        {"/webhooks/{id}/rotate-secret",
+         prefix + "/{id}/rotate-secret",
+         {{"POST", "rotateWebhookSecret", Scope::webhooks, to(&WebhookCalls::rotate_secret)}}},
+        {"/webhooks/{id}/deliveries",
+         prefix + "/{id}/deliveries",
+         {{"GET", "listWebhookDeliveries", Scope::webhooks, to(&WebhookCalls::list_deliveries)}}},
+        {"/webhooks/{id}/deliveries/{event_id}/retry",
+         prefix + "/{id}/deliveries/{event_id}/retry",
+         {{"POST", "retryWebhookDelivery", Scope::webhooks, to(&WebhookCalls::retry_delivery)}}},
+    };
 }
 
-std::shared_ptr<http::Continuation> make_webhook_call(
-    outbox::SubscriptionService& service, const CorsPolicy& cors, std::string links_base,
-    WebhookRequest request, std::shared_ptr<const auth::Principal> caller, std::string_view route,
-    std::string_view origin) {
-    return std::make_shared<WebhookCall>(service, cors, std::move(links_base), std::move(request),
-                                         std::move(caller), route, origin);
+Prepared WebhookCalls::create(const CallRequest& request) const {
+    if (auto refusal = require_json_body(request.head)) return std::move(*refusal);
+    return service_call(CreateWebhook{service_, links_base_, {}}, request, cors_);
+}
+
+Prepared WebhookCalls::list(const CallRequest& request) const {
+    return service_call(ListWebhooks{service_}, request, cors_);
+}
+
+Prepared WebhookCalls::read(const CallRequest& request) const {
+    return service_call(ReadWebhook{service_, std::string(request.match.id)}, request, cors_);
+}
+
+Prepared WebhookCalls::update(const CallRequest& request) const {
+    if (auto refusal = require_json_body(request.head)) return std::move(*refusal);
+    return service_call(UpdateWebhook{service_, std::string(request.match.id)}, request, cors_);
+}
+
+Prepared WebhookCalls::remove(const CallRequest& request) const {
+    return service_call(DeleteWebhook{service_, std::string(request.match.id)}, request, cors_);
+}
+
+Prepared WebhookCalls::rotate_secret(const CallRequest& request) const {
+    return service_call(RotateWebhookSecret{service_, std::string(request.match.id)}, request,
+                        cors_);
+}
+
+Prepared WebhookCalls::list_deliveries(const CallRequest& request) const {
+    auto page = parse_page_query(request.query, deliveries_rules());
+    if (auto* refusal = std::get_if<http::Response>(&page)) return std::move(*refusal);
+    return service_call(ListWebhookDeliveries{service_, links_base_, std::string(request.match.id),
+                                              std::get<PageQuery>(std::move(page))},
+                        request, cors_);
+}
+
+Prepared WebhookCalls::retry_delivery(const CallRequest& request) const {
+    return service_call(RetryWebhookDelivery{service_, std::string(request.match.id),
+                                             std::string(request.match.second)},
+                        request, cors_);
 }
 
 }  // namespace plantstore::api

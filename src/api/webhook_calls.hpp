@@ -1,19 +1,19 @@
-// API layer (see api.hpp): the webhook management endpoints under {base}/webhooks. Parses their
-// parameters and bodies (400 naming the field), calls the outbox layer's SubscriptionService,
-// and turns its outcomes into responses (201, 200, 204, 202, 400, 404, 409, 503), encoded on the
-// transport's thread. Secrets appear only in the answers to create and rotate-secret.
+// API layer (see api.hpp): the webhook management endpoints under {base}/webhooks, one route row
+// and one handler per operation, in the shape of plant_calls. Prepare functions parse the query
+// (400) and check the media type (415); handlers (run by ServiceCall, api/call.hpp) decode the
+// body (400 naming the field), call the outbox layer's SubscriptionService and turn its outcome
+// into the response (201, 200, 204, 202, 400, 404, 409, 503) on the transport's thread. Secrets
+// appear only in the answers to create and rotate-secret.
 #pragma once
 
-#include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "api/cors.hpp"
 #include "api/routes.hpp"
-#include "auth/token.hpp"
-#include "http/handler.hpp"
 
 namespace plantstore::outbox {
 class SubscriptionService;
@@ -21,26 +21,37 @@ class SubscriptionService;
 
 namespace plantstore::api {
 
-/// What the path and query of a webhook request say.
-struct WebhookRequest {
-    Operation operation = Operation::list_webhooks;
-    std::string id;                     ///< the subscription, for every path below /webhooks/{id}
-    std::string event_id;               ///< retry_webhook_delivery
-    int limit = 20;                     ///< list_webhook_deliveries: 1 to 100
-    std::optional<std::int64_t> after;  ///< list_webhook_deliveries: the page cursor
+/// POST /webhooks's body, {"url": "...", "events": [...]} (events optional, every name an event
+/// type's): the url, or the 400 naming the field.
+std::variant<std::string, http::Response> decode_new_subscription(std::string_view body);
+
+/// PATCH /webhooks/{id}'s body, {"enabled": true|false}: the value, or the 400 naming the field.
+std::variant<bool, http::Response> decode_subscription_update(std::string_view body);
+
+class WebhookCalls {
+  public:
+    /// `service` and `cors` must outlive this object, which must outlive its routes.
+    WebhookCalls(outbox::SubscriptionService& service, const std::string& base_path,
+                 const CorsPolicy& cors);
+    WebhookCalls(const WebhookCalls&) = delete;
+    WebhookCalls& operator=(const WebhookCalls&) = delete;
+
+    /// The rows for /webhooks and every path below it.
+    std::vector<Route> routes() const;
+
+  private:
+    Prepared create(const CallRequest& request) const;
+    Prepared list(const CallRequest& request) const;
+    Prepared read(const CallRequest& request) const;
+    Prepared update(const CallRequest& request) const;
+    Prepared remove(const CallRequest& request) const;
+    Prepared rotate_secret(const CallRequest& request) const;
+    Prepared list_deliveries(const CallRequest& request) const;
+    Prepared retry_delivery(const CallRequest& request) const;
+
+    outbox::SubscriptionService& service_;
+    const std::string links_base_;  ///< {base}/webhooks, for Location and Link headers
+    const CorsPolicy& cors_;
 };
-
-/// Parses list_webhook_deliveries's query (`limit`, `after`) into `request`; a 400 response
-/// naming the parameter when it is wrong.
-std::optional<http::Response> parse_deliveries_query(std::string_view encoded_query,
-                                                     WebhookRequest& request);
-
-/// The rest of an admitted webhook request: `start` decodes its body (create, update) and calls
-/// `service`; `finish` builds the response. `links_base` is {base}/webhooks, for Location and
-/// Link headers.
-std::shared_ptr<http::Continuation> make_webhook_call(
-    outbox::SubscriptionService& service, const CorsPolicy& cors, std::string links_base,
-    WebhookRequest request, std::shared_ptr<const auth::Principal> caller, std::string_view route,
-    std::string_view origin);
 
 }  // namespace plantstore::api

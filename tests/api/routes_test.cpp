@@ -10,12 +10,12 @@ RouteTable table() {
     return RouteTable({
         {"/plants",
          "/v1/plants",
-         {{"GET", Operation::list_plants, auth::Scope::read},
-          {"POST", Operation::create_plant, auth::Scope::write}}},
-        {"/plants/{id}", "/v1/plants/{id}", {{"DELETE", Operation::delete_plant, {}}}},
+         {{"GET", "listPlants", auth::Scope::read, {}},
+          {"POST", "createPlant", auth::Scope::write, {}}}},
+        {"/plants/{id}", "/v1/plants/{id}", {{"DELETE", "deletePlant", {}, {}}}},
         {"/webhooks/{id}/deliveries/{event_id}/retry",
          "/v1/webhooks/{id}/deliveries/{event_id}/retry",
-         {{"POST", Operation::retry_webhook_delivery, auth::Scope::webhooks}}},
+         {{"POST", "retryWebhookDelivery", auth::Scope::webhooks, {}}}},
     });
 }
 
@@ -51,7 +51,7 @@ TEST(RouteTable, HeadFindsGetAndAllowListsIt) {
     const RouteTable routes = table();
     const Route& plants = *routes.match("/v1/plants").route;
     ASSERT_NE(plants.find("HEAD"), nullptr);
-    EXPECT_EQ(plants.find("HEAD")->operation, Operation::list_plants);
+    EXPECT_EQ(plants.find("HEAD")->operation_id, "listPlants");
     EXPECT_EQ(plants.find("PUT"), nullptr);
     EXPECT_EQ(plants.find("get"), nullptr);  // methods are case-sensitive (RFC 9110 §9.1)
     EXPECT_EQ(plants.allow(), "GET, HEAD, POST");
