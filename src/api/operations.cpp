@@ -22,9 +22,9 @@ OperationsHandler::OperationsHandler(const store::PlantStore& store,
     : store_(store),
       metrics_(std::move(metrics)),
       cors_(std::move(cors_origins)),
-      routes_(routes()) {}
+      routes_(make_routes()) {}
 
-std::vector<Route> OperationsHandler::routes() const {
+std::vector<Route> OperationsHandler::make_routes() const {
     // Answered from the head alone: each prepare function gives the whole response.
     std::vector<Route> routes = {
         {"/healthz",

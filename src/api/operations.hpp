@@ -28,6 +28,7 @@ class OperationsHandler final : public http::Handler {
     /// Whether `path` is one of this handler's routes.
     bool serves(std::string_view path) const;
     std::vector<std::string_view> route_labels() const { return routes_.labels(); }
+    const RouteTable& routes() const { return routes_; }
 
     http::Decision admit(const http::RequestHead& head) const override;
     http::Response refuse(const http::RequestHead& head, int status,
@@ -37,7 +38,7 @@ class OperationsHandler final : public http::Handler {
     void begin_draining() { draining_ = true; }
 
   private:
-    std::vector<Route> routes() const;
+    std::vector<Route> make_routes() const;
     http::Response readiness() const;
 
     const store::PlantStore& store_;

@@ -5,16 +5,23 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <thread>
+#include <tuple>
 
+#include "api/openapi_document.hpp"
 #include "api/operations.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
+#include "outbox/subscriptions.hpp"
+#include "store/open.hpp"
 #include "store/plant_store.hpp"
 #include "support/jwt_signer.hpp"
+#include "support/temp_dir.hpp"
 
 namespace plantstore::api {
 namespace {
@@ -393,6 +400,44 @@ TEST(ApiOperations, OperationsPathsGoToTheOperationsHandler) {
     EXPECT_EQ(api.route_labels(), (std::vector<std::string_view>{
                                       "/plants", "/plants/{id}", "/openapi.json", "/docs",
                                       "/docs/{file}", "/healthz", "/readyz", "/metrics", "other"}));
+}
+
+// Every endpoint the route tables serve is the operation of the served OpenAPI document with the
+// same path, method and operationId, and every operation of the document (CORS preflights aside)
+// is served: a new route row without its documentation, or the reverse, fails here.
+TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
+    testing_support::TempDir dir;
+    store::StoreConfig config;
+    config.data_dir = dir.path();
+    outbox::SubscriptionService subscriptions({}, webhooks::SecretKey::generate(),
+                                              store::open_webhook_repository(config));
+    auth::TokenRegistry tokens;
+    ScriptedStore store;
+    OperationsHandler operations(store, [] { return std::string(); });
+    Api api({"/v1", {}}, tokens, store, &operations, nullptr, &subscriptions);
+
+    using Operation = std::tuple<std::string, std::string, std::string>;  // path, method, id
+    std::set<Operation> served;
+    for (const RouteTable* table : {&api.routes(), &operations.routes()}) {
+        for (const Route& route : table->routes()) {
+            for (const Endpoint& endpoint : route.endpoints) {
+                std::string method(endpoint.method);
+                for (char& c : method) c = static_cast<char>(std::tolower(c));
+                served.emplace(route.label, method, endpoint.operation_id);
+            }
+        }
+    }
+    std::set<Operation> documented;
+    const auto document = boost::json::parse(openapi_document());
+    for (const auto& [path, item] : document.at("paths").as_object()) {
+        for (const auto& [method, operation] : item.as_object()) {
+            if (method == "parameters" || method == "servers" || method == "options") continue;
+            documented.emplace(path, method, operation.at("operationId").as_string());
+        }
+    }
+    EXPECT_EQ(served, documented);
+    EXPECT_EQ(served.size(), 18U);
+    subscriptions.close();
 }
 
 TEST(ApiDocs, ThePageAndItsFilesNeedNoTokenAndCarryTheirPolicy) {
