@@ -14,7 +14,10 @@
 #include <thread>
 
 #include "app/config_file.hpp"
+#include "auth/token.hpp"
+#include "ops/log.hpp"
 #include "store/open.hpp"
+#include "transport/client_address.hpp"
 #include "webhooks/retry_schedule.hpp"
 
 namespace plantstore::app {
@@ -23,6 +26,66 @@ namespace {
 
 // Read when neither --config nor PLANTSTORE_CONFIG names a file (the Debian package installs it).
 constexpr const char* kDefaultConfigFile = "/etc/plantstore/plantstore.toml";
+
+using std::chrono::milliseconds;
+
+// --base-path without trailing slashes. @throws CLI::ValidationError
+std::string normalized_base_path(std::string path) {
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    // No braces either: the route table reads "{name}" in a path as a parameter.
+    if (!path.empty() &&
+        (path.front() != '/' || path.find_first_of("?#% {}") != std::string::npos)) {
+        throw CLI::ValidationError(
+            "--base-path", "must start with '/' and contain no '?', '#', '%', '{', '}' or spaces");
+    }
+    return path;
+}
+
+// The JWT settings: all of them need --jwt-issuer; with it, the audience and at least one key
+// source are required. @throws CLI::ValidationError naming the option
+void validate_jwt(const ServeConfig& config) {
+    if (config.jwt_issuer.empty()) {
+        const std::pair<const char*, bool> dependent[] = {
+            {"--jwt-audience", !config.jwt_audience.empty()},
+            {"--jwt-jwks-file", !config.jwt_jwks_file.empty()},
+            {"--jwt-jwks-url", !config.jwt_jwks_url.empty()},
+            {"--jwt-default-tenant", !config.jwt_default_tenant.empty()}};
+        for (const auto& [flag, set] : dependent) {
+            if (set) throw CLI::ValidationError(flag, "needs --jwt-issuer (JWT is off without it)");
+        }
+        return;
+    }
+    if (config.jwt_audience.empty()) {
+        throw CLI::ValidationError("--jwt-audience",
+                                   "is required with --jwt-issuer (the aud tokens must carry)");
+    }
+    if (config.jwt_jwks_file.empty() && config.jwt_jwks_url.empty()) {
+        throw CLI::ValidationError("--jwt-jwks-url",
+                                   "--jwt-issuer needs the issuer's keys: --jwt-jwks-url or "
+                                   "--jwt-jwks-file");
+    }
+    if (!config.jwt_jwks_url.empty() && !config.jwt_jwks_url.starts_with("https://")) {
+        throw CLI::ValidationError("--jwt-jwks-url", "must be an https:// URL");
+    }
+    if (!config.jwt_default_tenant.empty() && !auth::valid_name(config.jwt_default_tenant)) {
+        throw CLI::ValidationError("--jwt-default-tenant", "must be 1 to 64 of A-Z a-z 0-9 . _ -");
+    }
+    if (config.jwt_tenant_claim.empty()) {
+        throw CLI::ValidationError("--jwt-tenant-claim", "must name a claim");
+    }
+    if (config.jwt_leeway_seconds < 0 || config.jwt_leeway_seconds > 600) {
+        throw CLI::ValidationError("--jwt-leeway-seconds", "must be 0 to 600");
+    }
+    if (config.jwt_jwks_min_refresh_seconds < 1 ||
+        config.jwt_jwks_refresh_seconds < config.jwt_jwks_min_refresh_seconds) {
+        throw CLI::ValidationError("--jwt-jwks-refresh-seconds",
+                                   "must be at least --jwt-jwks-min-refresh-seconds, itself at "
+                                   "least 1");
+    }
+    if (config.jwt_jwks_timeout_ms < 1) {
+        throw CLI::ValidationError("--jwt-jwks-timeout-ms", "must be at least 1");
+    }
+}
 
 }  // namespace
 
@@ -254,6 +317,145 @@ void apply_config_file(const std::string& path, CLI::App* command) {
             throw CLI::ValidationError(path, "key '" + setting.key + "': " + error.what());
         }
     }
+}
+
+std::pair<std::string, std::uint16_t> split_listen_address(const std::string& listen,
+                                                           const char* option) {
+    const auto colon = listen.rfind(':');
+    if (colon == std::string::npos || colon + 1 == listen.size()) {
+        throw CLI::ValidationError(option, "expected HOST:PORT, got '" + listen + "'");
+    }
+    std::string host = listen.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    const std::string port_text = listen.substr(colon + 1);
+    std::size_t used = 0;
+    unsigned long port = 0;
+    try {
+        port = std::stoul(port_text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != port_text.size() || port > 65535) {
+        throw CLI::ValidationError(option, "the port must be 0 to 65535, got '" + port_text + "'");
+    }
+    return {host, static_cast<std::uint16_t>(port)};
+}
+
+void validate(const ServeConfig& config) {
+    split_listen_address(config.listen);
+    if (!config.metrics_listen.empty())
+        split_listen_address(config.metrics_listen, "--metrics-listen");
+    if (!ops::parse_log_level(config.log_level)) {
+        throw CLI::ValidationError("--log-level", "must be debug, info, warn or error");
+    }
+    normalized_base_path(config.base_path);
+    try {
+        transport::TrustedProxies{config.trusted_proxies};
+    } catch (const std::invalid_argument& error) {
+        throw CLI::ValidationError("--trusted-proxy", error.what());
+    }
+    validate_jwt(config);
+    if (!config.database_url.empty()) {
+        try {
+            store::validate_database_url(config.database_url);
+        } catch (const std::invalid_argument& error) {
+            throw CLI::ValidationError("--database-url", error.what());
+        }
+    }
+    if (config.max_batch_writes < 1) {
+        throw CLI::ValidationError("--max-batch-writes", "must be at least 1");
+    }
+    if (config.database_read_connections < 1 || config.database_read_connections > 64) {
+        throw CLI::ValidationError("--database-read-connections", "must be 1 to 64");
+    }
+    if (config.database_write_connections < 1 || config.database_write_connections > 64) {
+        throw CLI::ValidationError("--database-write-connections", "must be 1 to 64");
+    }
+    if (config.database_timeout_ms < 0) {
+        throw CLI::ValidationError("--database-timeout-ms", "must be 0 (no limit) or more");
+    }
+    try {
+        validate_webhook_config(config.webhooks);
+    } catch (const std::invalid_argument& error) {
+        const std::string what = error.what();
+        const auto colon = what.find(": ");
+        throw CLI::ValidationError(what.substr(0, colon), what.substr(colon + 2));
+    }
+}
+
+store::StoreConfig store_config(const ServeConfig& config) {
+    store::StoreConfig store;
+    store.data_dir = config.data_dir;
+    store.database_url = config.database_url;
+    store.read_connections = config.database_read_connections;
+    store.write_connections = config.database_write_connections;
+    store.answer_timeout = milliseconds(config.database_timeout_ms);
+    store.max_pending_writes = config.max_pending_writes;
+    store.max_batch_writes = config.max_batch_writes;
+    return store;
+}
+
+api::ApiOptions api_options(const ServeConfig& config) {
+    return {normalized_base_path(config.base_path),
+            {config.max_text_length},
+            config.cors_origins,
+            config.rate_limit,
+            config.rate_burst,
+            config.auth_failure_limit,
+            config.auth_failure_burst,
+            config.docs};
+}
+
+transport::ServerOptions server_options(const ServeConfig& config) {
+    transport::ServerOptions options;
+    std::tie(options.host, options.port) = split_listen_address(config.listen);
+    options.threads =
+        config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+    options.tls_cert_file = config.tls_cert;
+    options.tls_key_file = config.tls_key;
+    options.trusted_proxies = config.trusted_proxies;
+    transport::ServerLimits& limits = options.limits;
+    limits.max_body_bytes = config.max_body_bytes;
+    limits.max_header_bytes = config.max_header_bytes;
+    limits.max_connections = config.max_connections;
+    limits.request_timeout = milliseconds(config.request_timeout_ms);
+    limits.idle_timeout = milliseconds(config.idle_timeout_ms);
+    limits.write_timeout = milliseconds(config.write_timeout_ms);
+    limits.handler_timeout = milliseconds(config.store_timeout_ms);
+    return options;
+}
+
+transport::ServerOptions metrics_server_options(const ServeConfig& config) {
+    transport::ServerOptions options;
+    std::tie(options.host, options.port) =
+        split_listen_address(config.metrics_listen, "--metrics-listen");
+    options.threads = 1;
+    options.limits.max_connections = 64;
+    return options;
+}
+
+ops::Observability::Options observability_options(const ServeConfig& config,
+                                                  std::string_view version) {
+    return {server_options(config).threads, config.access_log, std::string(version)};
+}
+
+std::optional<auth::JwtPolicy> jwt_policy(const ServeConfig& config) {
+    if (config.jwt_issuer.empty()) return std::nullopt;
+    return auth::JwtPolicy{config.jwt_issuer, config.jwt_audience, config.jwt_leeway_seconds,
+                           config.jwt_tenant_claim, config.jwt_default_tenant};
+}
+
+JwksRefresher::Options jwks_options(const ServeConfig& config) {
+    JwksRefresher::Options options;
+    options.file = config.jwt_jwks_file;
+    options.url = config.jwt_jwks_url;
+    options.fetch.ca_file = config.jwt_ca_file;
+    options.fetch.timeout = milliseconds(config.jwt_jwks_timeout_ms);
+    options.interval = std::chrono::seconds(config.jwt_jwks_refresh_seconds);
+    options.min_interval = std::chrono::seconds(config.jwt_jwks_min_refresh_seconds);
+    return options;
 }
 
 }  // namespace plantstore::app

@@ -1,15 +1,25 @@
 // App layer (see token_refresher.hpp): the settings of `serve` (and of `config`, which prints
-// them): the options with their environment variables and help, the config file under them,
-// and the command-line rewrite that lets an on/off option stand alone. A new flag is a field of
-// ServeConfig and a line in add_serve_options (serve_config.cpp), then its use in service.cpp.
+// them), in one place: the options with their environment variables and help, the config file
+// under them, the command-line rewrite that lets an on/off option stand alone, the one check of
+// every setting (validate) and one mapping from the settings to each part's options struct. A
+// new flag is a field of ServeConfig, a line in add_serve_options, its check in validate() and
+// its place in a mapping (all in serve_config.cpp).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "api/api.hpp"
+#include "app/jwks_refresher.hpp"
 #include "app/webhook_setup.hpp"
+#include "auth/jwt.hpp"
+#include "ops/observability.hpp"
+#include "store/open.hpp"
+#include "transport/http_server.hpp"
 
 namespace CLI {
 class App;
@@ -65,6 +75,27 @@ struct ServeConfig {
     long jwt_jwks_timeout_ms = 5000;
     app::WebhookConfig webhooks;
 };
+
+/// Checks every setting of `config`, each against its own rule and the settings it depends on.
+/// @throws CLI::ValidationError naming the option
+void validate(const ServeConfig& config);
+
+// One mapping per part, from settings validate() accepted (they do not check again).
+
+/// "host:port" or "[v6]:port" into its parts. @throws CLI::ValidationError naming `option`
+std::pair<std::string, std::uint16_t> split_listen_address(const std::string& listen,
+                                                           const char* option = "--listen");
+store::StoreConfig store_config(const ServeConfig& config);
+api::ApiOptions api_options(const ServeConfig& config);
+/// The main listener's.
+transport::ServerOptions server_options(const ServeConfig& config);
+/// The --metrics-listen listener's: one thread, plain HTTP, default limits.
+transport::ServerOptions metrics_server_options(const ServeConfig& config);
+ops::Observability::Options observability_options(const ServeConfig& config,
+                                                  std::string_view version);
+/// nullopt: JWT is off (no --jwt-issuer).
+std::optional<auth::JwtPolicy> jwt_policy(const ServeConfig& config);
+JwksRefresher::Options jwks_options(const ServeConfig& config);
 
 /// Declares every option of `serve` on `command`, bound to `config`.
 void add_serve_options(CLI::App* command, ServeConfig& config);

@@ -1,0 +1,63 @@
+// The one check of serve's settings: each bad setting is refused naming its option, and the
+// defaults pass.
+#include "app/serve_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace plantstore::app {
+namespace {
+
+// The option validate() names for `config` changed by `change`, or "<accepted>".
+std::string refused_option(const std::function<void(ServeConfig&)>& change) {
+    ServeConfig config;
+    change(config);
+    try {
+        validate(config);
+    } catch (const CLI::ValidationError& error) {
+        const std::string what = error.what();
+        return what.substr(0, what.find(':'));
+    }
+    return "<accepted>";
+}
+
+TEST(ServeConfig, TheDefaultsPass) {
+    EXPECT_EQ(refused_option([](ServeConfig&) {}), "<accepted>");
+}
+
+TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
+    EXPECT_EQ(refused_option([](auto& c) { c.listen = "127.0.0.1"; }), "--listen");
+    EXPECT_EQ(refused_option([](auto& c) { c.listen = "127.0.0.1:70000"; }), "--listen");
+    EXPECT_EQ(refused_option([](auto& c) { c.metrics_listen = "x:y"; }), "--metrics-listen");
+    EXPECT_EQ(refused_option([](auto& c) { c.log_level = "loud"; }), "--log-level");
+    EXPECT_EQ(refused_option([](auto& c) { c.base_path = "v1"; }), "--base-path");
+    EXPECT_EQ(refused_option([](auto& c) { c.trusted_proxies = {"nope"}; }), "--trusted-proxy");
+    EXPECT_EQ(refused_option([](auto& c) { c.jwt_audience = "a"; }), "--jwt-audience");
+    EXPECT_EQ(refused_option([](auto& c) { c.jwt_issuer = "https://id.example"; }),
+              "--jwt-audience");
+    EXPECT_EQ(refused_option([](auto& c) { c.database_url = "mysql://x"; }), "--database-url");
+    EXPECT_EQ(refused_option([](auto& c) { c.max_batch_writes = 0; }), "--max-batch-writes");
+    EXPECT_EQ(refused_option([](auto& c) { c.database_write_connections = 65; }),
+              "--database-write-connections");
+    EXPECT_EQ(refused_option([](auto& c) { c.database_timeout_ms = -1; }), "--database-timeout-ms");
+}
+
+TEST(ServeConfig, TheMappingsCarryTheSettings) {
+    ServeConfig config;
+    config.listen = "[::1]:8443";
+    config.base_path = "/v1/";
+    config.threads = 3;
+    config.request_timeout_ms = 1234;
+    const auto server = server_options(config);
+    EXPECT_EQ(server.host, "::1");
+    EXPECT_EQ(server.port, 8443);
+    EXPECT_EQ(server.threads, 3U);
+    EXPECT_EQ(server.limits.request_timeout, std::chrono::milliseconds(1234));
+    EXPECT_EQ(api_options(config).base_path, "/v1");
+    EXPECT_FALSE(jwt_policy(config));
+}
+
+}  // namespace
+}  // namespace plantstore::app
