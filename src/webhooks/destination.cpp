@@ -127,7 +127,14 @@ std::optional<std::string> url_problem(std::string_view url, const DestinationPo
     if (!view.has_authority() || view.host().empty()) return "url must name a host";
     if (view.has_userinfo()) return "url must not contain a user name or password";
     if (view.has_fragment()) return "url must not contain a fragment (#...)";
-    if (view.has_port() && (view.port_number() == 0)) return "url has an invalid port";
+    // The port's text, not port_number(), which is 16 bits: 99999 does not fit in it.
+    if (view.has_port() && !view.port().empty()) {
+        const std::string_view port = view.port();
+        if (port.size() > 5 || std::stoul(std::string(port)) == 0 ||
+            std::stoul(std::string(port)) > 65535) {
+            return "url has an invalid port: it must be 1 to 65535";
+        }
+    }
     if (!policy.allow_private_addresses) {
         const auto address = parse_ip_address(view.host());  // IP literals only
         if (address && !is_public_address(*address)) {

@@ -69,6 +69,8 @@ TEST(WebhookDestination, SubscriptionUrlsAreAbsoluteHttpsWithAHostAndNothingHidd
     const DestinationPolicy policy;
     EXPECT_EQ(url_problem("https://receiver.example/hooks", policy), std::nullopt);
     EXPECT_EQ(url_problem("https://receiver.example:8443/hooks?x=1", policy), std::nullopt);
+    EXPECT_EQ(url_problem("https://receiver.example:65535/hooks", policy), std::nullopt);
+    EXPECT_EQ(url_problem("https://receiver.example:/hooks", policy), std::nullopt);  // default
     EXPECT_EQ(url_problem("https://93.184.216.34/hooks", policy), std::nullopt);
     const std::pair<const char*, const char*> refused[] = {
         {"http://receiver.example/hooks", "https://"},
@@ -82,6 +84,9 @@ TEST(WebhookDestination, SubscriptionUrlsAreAbsoluteHttpsWithAHostAndNothingHidd
         {"https://[::1]:8443/hooks", "non-public"},
         {"https://169.254.169.254/latest/meta-data", "non-public"},
         {"https://receiver.example:0/", "port"},
+        {"https://receiver.example:65536/", "port"},
+        {"https://receiver.example:99999/hooks", "port"},
+        {"https://receiver.example:000000443/", "port"},
         {"https://exa mple.com/", "absolute"},
     };
     for (const auto& [url, reason] : refused) {
