@@ -7,6 +7,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -100,7 +101,11 @@ class HttpServer::Impl {
 
     void stop_accepting() {
         draining_ = true;
-        net::post(workers_.front()->context, [this] {
+        // Returns once the listener is closed: a stop() right after (nothing in flight to wait
+        // for) would otherwise stop the loop before it ran the close, and the listener would
+        // stay open, queueing connections nobody accepts, until the server is destroyed.
+        std::promise<void> closed;
+        net::post(workers_.front()->context, [this, &closed] {
             // Connections the kernel completed but nobody accepted yet would be reset by
             // closing the listener: take them, so that they close gracefully like idle ones.
             error_code ec;
@@ -111,7 +116,12 @@ class HttpServer::Impl {
                 if (!ec) serve(worker, std::move(socket));
             }
             acceptor_->close(ec);
+            closed.set_value();
         });
+        if (threads_.empty()) {  // never started: run the close here
+            workers_.front()->context.poll();
+        }
+        closed.get_future().wait();
         for (auto& worker : workers_) {
             net::post(worker->context, [&worker = *worker] {
                 for (ConnectionBase* connection : worker.connections) connection->drain();
