@@ -47,17 +47,31 @@ std::size_t count_code_points(std::string_view utf8) {
     }));
 }
 
-// Boost.JSON SAX handler that validates while parsing, so a NewPlant is built without a DOM and
-// the first broken rule stops the parse. Only the top-level object's members are interpreted;
-// deeper values (inside unknown fields) are only checked for well-formedness and depth.
-class NewPlantHandler {
+// What a body may say about a plant's fields: a creation (id and name required), a replacement
+// (PUT: name required, id optional) or a JSON Merge Patch (RFC 7396: every field optional, a
+// null tag removes the tag).
+enum class BodyKind { create, replace, merge_patch };
+
+// The fields a body gave, as decoded.
+struct Fields {
+    std::optional<PlantId> id;
+    std::optional<std::string> name;
+    bool has_tag = false;  ///< `tag` present, a string or (merge patch only) null
+    std::optional<std::string> tag;
+};
+
+// Boost.JSON SAX handler that validates while parsing, so a plant's fields are read without a
+// DOM and the first broken rule stops the parse. Only the top-level object's members are
+// interpreted; deeper values (inside unknown fields) are only checked for well-formedness and
+// depth.
+class PlantFieldsHandler {
   public:
     static constexpr std::size_t max_object_size = std::numeric_limits<std::size_t>::max();
     static constexpr std::size_t max_array_size = std::numeric_limits<std::size_t>::max();
     static constexpr std::size_t max_key_size = std::numeric_limits<std::size_t>::max();
     static constexpr std::size_t max_string_size = std::numeric_limits<std::size_t>::max();
 
-    explicit NewPlantHandler(const FieldLimits& limits) : limits_(limits) {}
+    PlantFieldsHandler(const FieldLimits& limits, BodyKind kind) : limits_(limits), kind_(kind) {}
 
     bool on_document_begin(json::error_code&) { return true; }
     bool on_document_end(json::error_code&) { return true; }
@@ -108,7 +122,10 @@ class NewPlantHandler {
     bool on_string(json::string_view part, std::size_t, json::error_code& ec) {
         if (!append_text(part, ec)) return false;
         if (is_member_value() && current_ == Field::tag) {
-            result_.plant.tag = std::move(tag_);
+            result_.has_tag = true;
+            result_.tag = std::move(tag_);
+        } else if (is_member_value() && current_ == Field::name) {
+            result_.name = std::move(name_);
         }
         return true;
     }
@@ -124,7 +141,13 @@ class NewPlantHandler {
     }
     bool on_double(double, json::string_view, json::error_code& ec) { return accept_scalar(ec); }
     bool on_bool(bool, json::error_code& ec) { return accept_scalar(ec); }
-    bool on_null(json::error_code& ec) { return accept_scalar(ec); }
+    bool on_null(json::error_code& ec) {
+        if (kind_ == BodyKind::merge_patch && is_member_value() && current_ == Field::tag) {
+            result_.has_tag = true;  // RFC 7396: null removes the member
+            return true;
+        }
+        return accept_scalar(ec);
+    }
     bool on_comment_part(json::string_view, json::error_code&) { return true; }
     bool on_comment(json::string_view, json::error_code&) { return true; }
 
@@ -132,10 +155,10 @@ class NewPlantHandler {
     const std::optional<std::string>& violation() const { return violation_; }
 
     /// Completes validation once the parser accepted the whole document.
-    std::variant<NewPlant, DecodeError> finish() {
+    std::variant<Fields, DecodeError> finish() {
         if (!top_is_object_) return DecodeError{"body: must be a JSON object"};
-        if (!seen_name_) return DecodeError{"name: is required"};
-        if (!seen_id_) return DecodeError{"id: is required"};
+        if (kind_ != BodyKind::merge_patch && !seen_name_) return DecodeError{"name: is required"};
+        if (kind_ == BodyKind::create && !seen_id_) return DecodeError{"id: is required"};
         return std::move(result_);
     }
 
@@ -176,7 +199,7 @@ class NewPlantHandler {
         if (depth_ == 0) return fail(ec, "body: must be a JSON object");
         if (!is_member_value() || current_ == Field::other) return true;
         if (current_ == Field::id) return type_error(ec);
-        std::string& target = current_ == Field::name ? result_.plant.name : tag_;
+        std::string& target = current_ == Field::name ? name_ : tag_;
         text_code_points_ += count_code_points({part.data(), part.size()});
         if (text_code_points_ > limits_.max_text_code_points) {
             return fail(ec, std::string(field_name(current_)) + ": must be at most " +
@@ -192,6 +215,7 @@ class NewPlantHandler {
     }
 
     const FieldLimits& limits_;
+    const BodyKind kind_;
     int depth_ = 0;
     bool top_is_object_ = false;
     bool seen_id_ = false;
@@ -200,9 +224,10 @@ class NewPlantHandler {
     Field current_ = Field::other;
     std::string key_;
     std::unordered_set<std::string> other_keys_;
+    std::string name_;
     std::string tag_;
     std::size_t text_code_points_ = 0;
-    NewPlant result_;
+    Fields result_;
     std::optional<std::string> violation_;
 };
 
@@ -221,14 +246,16 @@ DecodeError grammar_error(std::string_view body, std::size_t offset, const json:
 
 }  // namespace
 
-std::variant<NewPlant, DecodeError> decode_new_plant(std::string_view body,
-                                                     const FieldLimits& limits) {
+namespace {
+
+std::variant<Fields, DecodeError> decode_fields(std::string_view body, const FieldLimits& limits,
+                                                BodyKind kind) {
     if (std::all_of(body.begin(), body.end(), is_json_whitespace)) {
         return DecodeError{"body: is empty; a JSON object is required"};
     }
     json::parse_options options;
     options.max_depth = kMaxNestingDepth;
-    json::basic_parser<NewPlantHandler> parser(options, limits);
+    json::basic_parser<PlantFieldsHandler> parser(options, limits, kind);
     json::error_code ec;
     const std::size_t consumed = parser.write_some(false, body.data(), body.size(), ec);
     if (const auto& violation = parser.handler().violation()) return DecodeError{*violation};
@@ -238,6 +265,50 @@ std::variant<NewPlant, DecodeError> decode_new_plant(std::string_view body,
                            std::to_string(consumed)};
     }
     return parser.handler().finish();
+}
+
+// A replacement or a merge patch, whose id (optional) must be the path's.
+std::variant<PlantChange, DecodeError> decode_change(std::string_view body, PlantId id,
+                                                     const FieldLimits& limits, BodyKind kind) {
+    auto decoded = decode_fields(body, limits, kind);
+    if (auto* error = std::get_if<DecodeError>(&decoded)) return std::move(*error);
+    auto& fields = std::get<Fields>(decoded);
+    if (fields.id && *fields.id != id) {
+        return DecodeError{"id: must be the id in the path (" + std::to_string(id) +
+                           ") when given"};
+    }
+    PlantChange change;
+    change.name = std::move(fields.name);
+    // A replacement without a tag removes it.
+    change.sets_tag = kind == BodyKind::replace || fields.has_tag;
+    change.tag = std::move(fields.tag);
+    return change;
+}
+
+}  // namespace
+
+std::variant<NewPlant, DecodeError> decode_new_plant(std::string_view body,
+                                                     const FieldLimits& limits) {
+    auto decoded = decode_fields(body, limits, BodyKind::create);
+    if (auto* error = std::get_if<DecodeError>(&decoded)) return std::move(*error);
+    auto& fields = std::get<Fields>(decoded);
+    return NewPlant{*fields.id, {std::move(*fields.name), std::move(fields.tag)}};
+}
+
+std::variant<PlantChange, DecodeError> decode_plant_replacement(std::string_view body, PlantId id,
+                                                                const FieldLimits& limits) {
+    return decode_change(body, id, limits, BodyKind::replace);
+}
+
+std::variant<PlantChange, DecodeError> decode_plant_merge_patch(std::string_view body, PlantId id,
+                                                                const FieldLimits& limits) {
+    return decode_change(body, id, limits, BodyKind::merge_patch);
+}
+
+Plant PlantChange::applied_to(Plant current) const {
+    if (name) current.name = *name;
+    if (sets_tag) current.tag = tag;
+    return current;
 }
 
 std::optional<PlantId> parse_plant_id(std::string_view text) {

@@ -197,3 +197,79 @@ TEST(NewPlantDecoder, ManyDistinctUnknownKeysAreAccepted) {
 
 }  // namespace
 }  // namespace plantstore::domain
+
+namespace plantstore::domain {
+namespace {
+
+const FieldLimits kChangeLimits{};
+
+PlantChange change(const std::variant<PlantChange, DecodeError>& decoded) {
+    if (const auto* error = std::get_if<DecodeError>(&decoded)) {
+        ADD_FAILURE() << error->message;
+        return {};
+    }
+    return std::get<PlantChange>(decoded);
+}
+
+std::string change_error(const std::variant<PlantChange, DecodeError>& decoded) {
+    if (const auto* error = std::get_if<DecodeError>(&decoded)) return error->message;
+    return "<accepted>";
+}
+
+TEST(PlantReplacement, ReplacesNameAndTagAndAMissingTagRemovesIt) {
+    const Plant current{"Fern", "green"};
+    EXPECT_EQ(change(decode_plant_replacement(R"({"name":"Moss","tag":"x"})", 7, kChangeLimits))
+                  .applied_to(current),
+              (Plant{"Moss", "x"}));
+    EXPECT_EQ(change(decode_plant_replacement(R"({"name":"Moss"})", 7, kChangeLimits))
+                  .applied_to(current),
+              (Plant{"Moss", std::nullopt}));
+    EXPECT_EQ(
+        change(decode_plant_replacement(R"({"id":7,"name":"Moss","other":[1]})", 7, kChangeLimits))
+            .applied_to(current),
+        (Plant{"Moss", std::nullopt}));
+}
+
+TEST(PlantReplacement, IsCheckedAsACreationIs) {
+    EXPECT_EQ(change_error(decode_plant_replacement(R"({"tag":"x"})", 7, kChangeLimits)),
+              "name: is required");
+    EXPECT_EQ(
+        change_error(decode_plant_replacement(R"({"name":"a","tag":null})", 7, kChangeLimits)),
+        "tag: must be a string");
+    EXPECT_EQ(change_error(decode_plant_replacement(R"({"id":8,"name":"a"})", 7, kChangeLimits)),
+              "id: must be the id in the path (7) when given");
+    EXPECT_EQ(change_error(decode_plant_replacement(R"({"name":"a\u0000"})", 7, kChangeLimits)),
+              "name: must not contain U+0000");
+    EXPECT_EQ(change_error(decode_plant_replacement(R"({"name":"abc"})", 7, FieldLimits{2})),
+              "name: must be at most 2 characters");
+    EXPECT_EQ(change_error(decode_plant_replacement("[]", 7, kChangeLimits)),
+              "body: must be a JSON object");
+}
+
+TEST(PlantMergePatch, SetsWhatItNamesAndANullTagRemovesIt) {
+    const Plant current{"Fern", "green"};
+    const auto apply = [&](std::string_view body) {
+        return change(decode_plant_merge_patch(body, 7, kChangeLimits)).applied_to(current);
+    };
+    EXPECT_EQ(apply(R"({"name":"Moss"})"), (Plant{"Moss", "green"}));
+    EXPECT_EQ(apply(R"({"tag":"blue"})"), (Plant{"Fern", "blue"}));
+    EXPECT_EQ(apply(R"({"tag":null})"), (Plant{"Fern", std::nullopt}));
+    EXPECT_EQ(apply(R"({})"), current);
+    EXPECT_EQ(apply(R"({"id":7,"unknown":null})"), current);
+}
+
+TEST(PlantMergePatch, RefusesANullNameAnotherIdAndWhatIsNotAnObject) {
+    EXPECT_EQ(change_error(decode_plant_merge_patch(R"({"name":null})", 7, kChangeLimits)),
+              "name: must be a string");
+    EXPECT_EQ(change_error(decode_plant_merge_patch(R"({"id":-7})", 7, kChangeLimits)),
+              "id: must be the id in the path (7) when given");
+    EXPECT_EQ(change_error(decode_plant_merge_patch(R"({"tag":1})", 7, kChangeLimits)),
+              "tag: must be a string");
+    EXPECT_EQ(change_error(decode_plant_merge_patch(R"("x")", 7, kChangeLimits)),
+              "body: must be a JSON object");
+    EXPECT_EQ(change_error(decode_plant_merge_patch(R"({"tag":"a","tag":null})", 7, kChangeLimits)),
+              "tag: appears more than once in the object");
+}
+
+}  // namespace
+}  // namespace plantstore::domain
