@@ -55,7 +55,7 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       jwt_(jwt),
       operations_(operations),
       cors_(options_.cors_origins),
-      plants_(store, options_.base_path, options_.field_limits, cors_),
+      plants_(store, options_.base_path, options_.field_limits, options_.require_if_match, cors_),
       webhooks_(webhooks == nullptr
                     ? nullptr
                     : std::make_unique<WebhookCalls>(*webhooks, options_.base_path, cors_)),

@@ -54,6 +54,8 @@ struct ApiOptions {
     double auth_failure_burst = 20;
     /// Serve the API page for people at {base}/docs (and its files under {base}/docs/).
     bool docs = true;
+    /// PUT, PATCH and DELETE of a plant without If-Match are 428 (--require-if-match).
+    bool require_if_match = false;
 };
 
 class Api final : public http::Handler {

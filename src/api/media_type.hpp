@@ -9,4 +9,7 @@ namespace plantstore::api {
 /// parameter, if present, must name UTF-8 (RFC 8259 allows no other encoding). Pure.
 bool is_json_media_type(std::string_view content_type);
 
+/// The same rule for the media type `type` (lower case), e.g. "application/merge-patch+json".
+bool is_utf8_media_type(std::string_view content_type, std::string_view type);
+
 }  // namespace plantstore::api

@@ -1,8 +1,11 @@
 #include "api/plant_calls.hpp"
 
 #include "api/call.hpp"
+#include "api/entity_tags.hpp"
+#include "api/media_type.hpp"
 #include "api/page_query.hpp"
 #include "api/responses.hpp"
+#include "domain/etag.hpp"
 #include "domain/json_encoding.hpp"
 #include "domain/new_plant_decoder.hpp"
 #include "store/plant_store.hpp"
@@ -20,12 +23,27 @@ http::Response not_found_response(domain::PlantId id) {
     return error_response(404, "no plant with id " + std::to_string(id));
 }
 
+constexpr std::string_view kMergePatch = "application/merge-patch+json";
+
+// A response carrying one plant: 200 with it (with its id as GET /plants/{id} answers, or
+// without it as POST /plants does, the specification's Plant) and its ETag.
+http::Response plant_response(const domain::PlantRecord& record, bool with_id = true) {
+    http::Response response =
+        json_response(200, with_id ? domain::encode_plant_record(record)
+                                   : domain::encode_plant(record.plant));
+    response.headers.emplace_back("ETag", domain::plant_etag(record.plant));
+    return response;
+}
+
 http::Response write_outcome_response(const store::WriteResult& result, domain::PlantId id) {
     using Outcome = store::WriteResult::Outcome;
     switch (result.outcome) {
         case Outcome::created:
         case Outcome::replayed:
-            return json_response(200, domain::encode_plant(result.stored));
+            return plant_response({id, result.stored}, false);
+        case Outcome::updated:
+        case Outcome::unchanged:
+            return plant_response({id, result.stored});
         case Outcome::id_taken:
             return error_response(
                 409, "id: a different plant with id " + std::to_string(id) + " already exists");
@@ -33,10 +51,35 @@ http::Response write_outcome_response(const store::WriteResult& result, domain::
             return json_response(204, {});
         case Outcome::not_found:
             return not_found_response(id);
+        case Outcome::precondition_failed: {
+            http::Response response = error_response(
+                412, "If-Match: plant " + std::to_string(id) +
+                         " has changed; its current ETag is in this response's ETag header");
+            response.headers.emplace_back("ETag", domain::plant_etag(result.stored));
+            return response;
+        }
+        case Outcome::precondition_required:
+            return error_response(
+                428, "If-Match is required: send the plant's ETag (from GET /plants/" +
+                         std::to_string(id) + ") in If-Match, or * to accept any version");
         case Outcome::unavailable:
             break;
     }
     return unavailable_response();
+}
+
+// The precondition of a write from its If-Match (and --require-if-match), or the 400 when the
+// header is not "*" or a list of entity tags.
+std::variant<store::Precondition, http::Response> precondition(const CallRequest& request,
+                                                               bool required) {
+    store::Precondition condition;
+    condition.required = required;
+    if (request.head.if_match) {
+        const auto tags = parse_entity_tags(*request.head.if_match);
+        if (!tags) return error_response(400, "If-Match: must be * or a list of entity tags");
+        condition.if_match = strong_tags(*tags);
+    }
+    return condition;
 }
 
 // The {id} in the path, or the 400 naming it.
@@ -100,11 +143,12 @@ struct ListPlants {
     }
 };
 
-// GET /plants/{id}.
+// GET /plants/{id}: 200 with its ETag, or 304 when If-None-Match names it.
 struct ReadPlant {
     using Result = store::ReadResult;
     store::PlantStore& store;
     domain::PlantId id;
+    std::optional<EntityTags> if_none_match;
 
     void call(const std::string& tenant, std::function<void(Result)> done) const {
         store.read(tenant, id, std::move(done));
@@ -116,9 +160,41 @@ struct ReadPlant {
             case store::ReadResult::Outcome::not_found:
                 return not_found_response(id);
             default:
-                return json_response(200, domain::encode_plant_record(read.plants.front()));
+                break;
         }
+        http::Response response = plant_response(read.plants.front());
+        if (if_none_match && weakly_matches(*if_none_match, response.headers.back().second)) {
+            response.status = 304;  // RFC 9110 §15.4.5: the ETag, no content
+            response.body.clear();
+        }
+        return response;
     }
+};
+
+// PUT /plants/{id} (a replacement) and PATCH /plants/{id} (a JSON Merge Patch): the plant after,
+// with its ETag.
+struct ChangePlant {
+    using Result = store::WriteResult;
+    store::PlantStore& store;
+    domain::FieldLimits limits;
+    domain::PlantId id;
+    bool merge_patch;
+    store::Precondition precondition;
+    domain::PlantChange change;  // decoded from the body
+
+    std::optional<http::Response> decode(std::string_view body) {
+        auto decoded = merge_patch ? domain::decode_plant_merge_patch(body, id, limits)
+                                   : domain::decode_plant_replacement(body, id, limits);
+        if (auto* problem = std::get_if<domain::DecodeError>(&decoded)) {
+            return error_response(400, problem->message);
+        }
+        change = std::get<domain::PlantChange>(std::move(decoded));
+        return std::nullopt;
+    }
+    void call(const std::string& tenant, std::function<void(Result)> done) {
+        store.update(tenant, id, std::move(change), std::move(precondition), std::move(done));
+    }
+    http::Response respond(const Result& result) const { return write_outcome_response(result, id); }
 };
 
 // DELETE /plants/{id}: 204, or 404.
@@ -126,9 +202,10 @@ struct DeletePlant {
     using Result = store::WriteResult;
     store::PlantStore& store;
     domain::PlantId id;
+    store::Precondition precondition;
 
-    void call(const std::string& tenant, std::function<void(Result)> done) const {
-        store.remove(tenant, id, std::move(done));
+    void call(const std::string& tenant, std::function<void(Result)> done) {
+        store.remove(tenant, id, std::move(done), std::move(precondition));
     }
     http::Response respond(const Result& result) const {
         return write_outcome_response(result, id);
@@ -138,10 +215,12 @@ struct DeletePlant {
 }  // namespace
 
 PlantCalls::PlantCalls(store::PlantStore& store, const std::string& base_path,
-                       domain::FieldLimits field_limits, const CorsPolicy& cors)
+                       domain::FieldLimits field_limits, bool require_if_match,
+                       const CorsPolicy& cors)
     : store_(store),
       plants_path_(base_path + "/plants"),
       field_limits_(field_limits),
+      require_if_match_(require_if_match),
       cors_(cors) {}
 
 std::vector<Route> PlantCalls::routes() const {
@@ -157,6 +236,8 @@ std::vector<Route> PlantCalls::routes() const {
         {"/plants/{id}",
          plants_path_ + "/{id}",
          {{"GET", "readPlant", Scope::read, to(&PlantCalls::read)},
+          {"PUT", "replacePlant", Scope::write, to(&PlantCalls::replace)},
+          {"PATCH", "updatePlant", Scope::write, to(&PlantCalls::patch)},
           {"DELETE", "deletePlant", Scope::remove, to(&PlantCalls::remove)}}},
     };
 }
@@ -176,13 +257,52 @@ Prepared PlantCalls::list(const CallRequest& request) const {
 Prepared PlantCalls::read(const CallRequest& request) const {
     const auto id = path_id(request);
     if (const auto* refusal = std::get_if<http::Response>(&id)) return *refusal;
-    return service_call(ReadPlant{store_, std::get<domain::PlantId>(id)}, request, cors_);
+    std::optional<EntityTags> if_none_match;
+    if (request.head.if_none_match) {
+        if_none_match = parse_entity_tags(*request.head.if_none_match);
+        if (!if_none_match) {
+            return error_response(400, "If-None-Match: must be * or a list of entity tags");
+        }
+    }
+    return service_call(ReadPlant{store_, std::get<domain::PlantId>(id), std::move(if_none_match)},
+                        request, cors_);
+}
+
+Prepared PlantCalls::replace(const CallRequest& request) const {
+    if (auto refusal = require_json_body(request.head)) return std::move(*refusal);
+    return change(request, false);
+}
+
+Prepared PlantCalls::patch(const CallRequest& request) const {
+    const auto& type = request.head.content_type;
+    if (!type || !(is_utf8_media_type(*type, kMergePatch) || is_json_media_type(*type))) {
+        http::Response refusal = error_response(
+            415, "Content-Type must be application/merge-patch+json (or application/json)");
+        refusal.headers.emplace_back("Accept-Patch", std::string(kMergePatch));
+        return refusal;
+    }
+    return change(request, true);
+}
+
+Prepared PlantCalls::change(const CallRequest& request, bool merge_patch) const {
+    const auto id = path_id(request);
+    if (const auto* refusal = std::get_if<http::Response>(&id)) return *refusal;
+    auto condition = precondition(request, require_if_match_);
+    if (auto* refusal = std::get_if<http::Response>(&condition)) return std::move(*refusal);
+    return service_call(ChangePlant{store_, field_limits_, std::get<domain::PlantId>(id),
+                                    merge_patch, std::get<store::Precondition>(std::move(condition)),
+                                    {}},
+                        request, cors_);
 }
 
 Prepared PlantCalls::remove(const CallRequest& request) const {
     const auto id = path_id(request);
     if (const auto* refusal = std::get_if<http::Response>(&id)) return *refusal;
-    return service_call(DeletePlant{store_, std::get<domain::PlantId>(id)}, request, cors_);
+    auto condition = precondition(request, require_if_match_);
+    if (auto* refusal = std::get_if<http::Response>(&condition)) return std::move(*refusal);
+    return service_call(DeletePlant{store_, std::get<domain::PlantId>(id),
+                                    std::get<store::Precondition>(std::move(condition))},
+                        request, cors_);
 }
 
 }  // namespace plantstore::api

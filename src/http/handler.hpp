@@ -26,6 +26,10 @@ struct RequestHead {
     std::string_view origin;            ///< the Origin header, or empty
     std::string_view preflight_method;  ///< Access-Control-Request-Method, or empty
     std::string_view peer_address;      ///< the client's IP address, for per-address limits
+    /// If-Match and If-None-Match: every field line of each joined with ", " (RFC 9110 §5.3);
+    /// nullopt when absent.
+    std::optional<std::string> if_match;
+    std::optional<std::string> if_none_match;
 };
 
 /// A finished response: everything the transport writes besides the headers every response

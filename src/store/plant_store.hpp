@@ -15,18 +15,25 @@
 #include <string_view>
 #include <vector>
 
+#include "domain/new_plant_decoder.hpp"
 #include "domain/plant.hpp"
 
 namespace plantstore::store {
 
-/// How a create or delete ended. Each outcome is final and, when something changed, durable.
+/// How a write ended. Each outcome is final and, when something changed, durable.
 struct WriteResult {
     enum class Outcome {
         created,    ///< stored and durable
         replayed,   ///< the id already held this exact plant (a retry): nothing changed
         id_taken,   ///< the id already holds a different plant
         deleted,    ///< removed, durably
+        updated,    ///< changed, durably
+        unchanged,  ///< an update that would change nothing: nothing was written
         not_found,  ///< no plant with that id (in that tenant)
+        /// The plant's entity tag is none of the request's If-Match (nothing changed).
+        precondition_failed,
+        /// If-Match is required (--require-if-match) and the request had none.
+        precondition_required,
         /// Not acknowledged: refused (queue full, closing), or its commit failed. After a failed
         /// write nothing of it is visible; after a failed fsync its data may still reach the
         /// disk and reappear after a restart, whole, so a retry of the same create is safe
@@ -34,7 +41,9 @@ struct WriteResult {
         unavailable,
     };
     Outcome outcome = Outcome::unavailable;
-    domain::Plant stored;  ///< the plant as stored, for `created` and `replayed`
+    /// The plant as stored: after the write for created, replayed, updated and unchanged; as it
+    /// is for id_taken and precondition_failed.
+    domain::Plant stored;
     std::string reason;    ///< for `unavailable`: why (never shown to clients)
 };
 
@@ -56,20 +65,52 @@ struct ListQuery {
 using WriteCallback = std::function<void(WriteResult)>;
 using ReadCallback = std::function<void(ReadResult)>;
 
+/// An update's or delete's condition on the plant's current state (If-Match, RFC 9110 §13.1.1),
+/// checked in the write's transaction once the plant is found: a missing plant is not_found
+/// whatever it says.
+struct Precondition {
+    /// The strong entity tags If-Match listed, quoted; "*" matches any current plant. nullopt:
+    /// the request had no If-Match.
+    std::optional<std::vector<std::string>> if_match;
+    /// Whether a write without If-Match is refused (--require-if-match).
+    bool required = false;
+
+    /// Why a write to a plant whose entity tag is `current` must not go ahead, or nullopt.
+    std::optional<WriteResult::Outcome> refusal(std::string_view current) const {
+        if (!if_match) {
+            if (required) return WriteResult::Outcome::precondition_required;
+            return std::nullopt;
+        }
+        for (const std::string& tag : *if_match) {
+            if (tag == "*" || tag == current) return std::nullopt;
+        }
+        return WriteResult::Outcome::precondition_failed;
+    }
+};
+
 /// One write as every engine queues it for group commit: what to do, to which tenant's plant,
 /// and whom to tell. A new kind of write is a new Kind here and a case in each engine's batch.
 struct WriteRequest {
-    enum class Kind { create, remove };
+    enum class Kind { create, remove, update };
     Kind kind = Kind::create;
     std::string tenant;
-    domain::NewPlant plant;  ///< for remove, only the id is used
+    domain::NewPlant plant;      ///< for remove and update, only the id is used
+    domain::PlantChange change;  ///< update: what it sets
+    Precondition precondition;   ///< remove and update
     WriteCallback done;
 
     static WriteRequest create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
-        return {Kind::create, std::move(tenant), std::move(plant), std::move(done)};
+        return {Kind::create, std::move(tenant), std::move(plant), {}, {}, std::move(done)};
     }
-    static WriteRequest remove(std::string tenant, domain::PlantId id, WriteCallback done) {
-        return {Kind::remove, std::move(tenant), {id, {}}, std::move(done)};
+    static WriteRequest remove(std::string tenant, domain::PlantId id, Precondition precondition,
+                               WriteCallback done) {
+        return {Kind::remove,           std::move(tenant), {id, {}}, {}, std::move(precondition),
+                std::move(done)};
+    }
+    static WriteRequest update(std::string tenant, domain::PlantId id, domain::PlantChange change,
+                               Precondition precondition, WriteCallback done) {
+        return {Kind::update,         std::move(tenant),       {id, {}}, std::move(change),
+                std::move(precondition), std::move(done)};
     }
 };
 
@@ -119,10 +160,26 @@ class PlantStore {
   public:
     virtual ~PlantStore() = default;
 
-    /// Creates `plant`; `done` runs only after the outcome is durable.
-    virtual void create(std::string tenant, domain::NewPlant plant, WriteCallback done) = 0;
-    /// Deletes the plant `id`; `done` runs only after the outcome is durable.
-    virtual void remove(std::string tenant, domain::PlantId id, WriteCallback done) = 0;
+    /// Queues `request` for group commit; its `done` runs only after the outcome is durable.
+    /// Writes to one plant are committed in the order they were queued.
+    virtual void write(WriteRequest request) = 0;
+
+    /// Creates `plant` (see write()).
+    void create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
+        write(WriteRequest::create(std::move(tenant), std::move(plant), std::move(done)));
+    }
+    /// Deletes the plant `id` if `precondition` holds (see write()).
+    void remove(std::string tenant, domain::PlantId id, WriteCallback done,
+                Precondition precondition = {}) {
+        write(WriteRequest::remove(std::move(tenant), id, std::move(precondition),
+                                   std::move(done)));
+    }
+    /// Applies `change` to the plant `id` if `precondition` holds (see write()).
+    void update(std::string tenant, domain::PlantId id, domain::PlantChange change,
+                Precondition precondition, WriteCallback done) {
+        write(WriteRequest::update(std::move(tenant), id, std::move(change),
+                                   std::move(precondition), std::move(done)));
+    }
     /// The plant `id`, or not_found.
     virtual void read(std::string tenant, domain::PlantId id, ReadCallback done) = 0;
     /// A page of plants ordered by id (never not_found: an empty page is found).

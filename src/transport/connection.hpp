@@ -471,12 +471,28 @@ class Connection final : public ConnectionBase,
             head.content_type = found->value();
         }
         head.preflight_method = request[http::field::access_control_request_method];
+        head.if_match = joined_field(request, http::field::if_match);
+        head.if_none_match = joined_field(request, http::field::if_none_match);
         try {
             return handler_.admit(head);
         } catch (const std::exception& error) {
             observer_.on_failure(exchange_.request_id, "admit", error.what());
             return {refuse(500, "internal error"), nullptr};
         }
+    }
+
+    // Every field line named `name`, joined with ", " (a list field may be split over several
+    // lines, RFC 9110 §5.3); nullopt when there is none.
+    static std::optional<std::string> joined_field(const http::request<http::string_body>& request,
+                                                   http::field name) {
+        const auto [first, last] = request.equal_range(name);
+        if (first == last) return std::nullopt;
+        std::string value;
+        for (auto field = first; field != last; ++field) {
+            if (field != first) value += ", ";
+            value.append(field->value().data(), field->value().size());
+        }
+        return value;
     }
 
     // The handler's response to a request this connection refuses itself.

@@ -34,7 +34,8 @@ void serialize_response(std::string& out, const http::Response& response, const 
     out += "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ";
     out.append(framing.request_id.data(), framing.request_id.size());
     out += "\r\n";
-    if (response.status != 204) {  // RFC 9110 §8.6: a 204 carries neither body nor length
+    // RFC 9110 §8.6, §15.4.5: a 204 or a 304 carries no content (and here no length).
+    if (response.status != 204 && response.status != 304) {
         out += "Content-Type: ";
         out += response.content_type;
         // For HEAD, the length the GET's body would have (RFC 9110 §8.6).

@@ -35,14 +35,15 @@ class ScriptedStore final : public store::PlantStore {
     store::ReadResult::Outcome next_read = store::ReadResult::Outcome::found;
     std::vector<std::pair<std::string, domain::NewPlant>> received;
     std::vector<store::ListQuery> queries;
+    std::vector<store::WriteRequest> requests;
 
-    void create(std::string tenant, domain::NewPlant plant, store::WriteCallback done) override {
-        received.emplace_back(tenant, plant);
-        done({next, plant.plant, {}});
-    }
-    void remove(std::string tenant, domain::PlantId id, store::WriteCallback done) override {
-        received.emplace_back(tenant, domain::NewPlant{id, {}});
-        done({next, {}, {}});
+    void write(store::WriteRequest request) override {
+        received.emplace_back(request.tenant, request.plant);
+        requests.push_back(request);
+        const domain::Plant stored = request.kind == store::WriteRequest::Kind::create
+                                         ? request.plant.plant
+                                         : request.change.applied_to({"Fern", std::nullopt});
+        request.done({next, stored, {}});
     }
     void read(std::string, domain::PlantId id, store::ReadCallback done) override {
         done({next_read, {{id, {"Fern", std::nullopt}}}, false, {}});
@@ -157,7 +158,7 @@ TEST_F(ApiTest, OtherMethodIs405WithAllow) {
     EXPECT_EQ(header(collection, "Allow"), "GET, HEAD, POST");
     const Response item = final_response({"POST", "/v1/plants/1", {}, false, {}});
     EXPECT_EQ(item.status, 405);
-    EXPECT_EQ(header(item, "Allow"), "GET, HEAD, DELETE");
+    EXPECT_EQ(header(item, "Allow"), "GET, HEAD, PUT, PATCH, DELETE");
     // A method name that is a prefix of an allowed one is still another method.
     EXPECT_EQ(final_response({"GE", "/v1/plants", {}, false, {}}).status, 405);
 }
@@ -307,8 +308,8 @@ TEST_F(ApiTest, HeadIsAnsweredWhereGetIsAndListedInAllow) {
     const Response refused = final_response({"PUT", "/v1/plants", "Bearer ps_good", false, {}});
     EXPECT_EQ(refused.status, 405);
     EXPECT_EQ(header(refused, "Allow"), "GET, HEAD, POST");
-    EXPECT_EQ(header(final_response({"PUT", "/v1/plants/1", {}, false, {}}), "Allow"),
-              "GET, HEAD, DELETE");
+    EXPECT_EQ(header(final_response({"POST", "/v1/plants/1", {}, false, {}}), "Allow"),
+              "GET, HEAD, PUT, PATCH, DELETE");
 }
 
 TEST_F(ApiTest, ResponsesCarryTheirRouteLabelAndCaller) {
@@ -480,12 +481,7 @@ class HoldingStore final : public store::PlantStore {
     std::vector<store::WriteCallback> writes;
     std::vector<store::ReadCallback> reads;
 
-    void create(std::string, domain::NewPlant, store::WriteCallback done) override {
-        writes.push_back(std::move(done));
-    }
-    void remove(std::string, domain::PlantId, store::WriteCallback done) override {
-        writes.push_back(std::move(done));
-    }
+    void write(store::WriteRequest request) override { writes.push_back(std::move(request.done)); }
     void read(std::string, domain::PlantId, store::ReadCallback done) override {
         reads.push_back(std::move(done));
     }

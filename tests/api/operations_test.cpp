@@ -13,8 +13,7 @@ namespace {
 class HealthOnlyStore final : public store::PlantStore {
   public:
     store::Health health_now;
-    void create(std::string, domain::NewPlant, store::WriteCallback) override {}
-    void remove(std::string, domain::PlantId, store::WriteCallback) override {}
+    void write(store::WriteRequest) override {}
     void read(std::string, domain::PlantId, store::ReadCallback) override {}
     void list(std::string, store::ListQuery, store::ReadCallback) override {}
     store::Health health() const override { return health_now; }

@@ -48,6 +48,8 @@ const char* const kTaggedPage =
 std::vector<std::pair<std::string, std::string>> prepared_statements() {
     return {{"insert_plants", insert_plants_statement()},
             {"delete_plant", kDeletePlant},
+            {"delete_plant_if", kDeletePlantIf},
+            {"update_plant", kUpdatePlant},
             {"durability_mark", kDurabilityMark},
             {"read_one", kReadOne},
             {"page", kPage},
@@ -317,19 +319,20 @@ class PgPlantStore::Engine {
 
     void send_batch(Writer& writer, std::vector<Pending> batch) {
         writer.busy = true;
-        // Creates and deletes in (tenant, id) order: concurrent batches of several instances
-        // then take row locks in one order, which avoids most deadlocks between them.
+        // Creates, then deletes and updates (one statement each), each in (tenant, id) order:
+        // concurrent batches of several instances then take row locks in one order, which
+        // avoids most deadlocks between them. A batch never holds two writes to one plant.
         std::vector<std::size_t> creates;
-        std::vector<std::size_t> deletes;
+        std::vector<std::size_t> changes;
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            (batch[i].kind == WriteRequest::Kind::remove ? deletes : creates).push_back(i);
+            (batch[i].kind == WriteRequest::Kind::create ? creates : changes).push_back(i);
         }
         const auto by_key = [&batch](std::size_t a, std::size_t b) {
             return std::tie(batch[a].tenant, batch[a].plant.id) <
                    std::tie(batch[b].tenant, batch[b].plant.id);
         };
         std::sort(creates.begin(), creates.end(), by_key);
-        std::sort(deletes.begin(), deletes.end(), by_key);
+        std::sort(changes.begin(), changes.end(), by_key);
         std::vector<Statement> statements;
         statements.push_back({{}, "BEGIN", {}});
         if (!creates.empty()) {
@@ -347,30 +350,68 @@ class PgPlantStore::Engine {
                  {std::move(arrays.tenants), std::move(arrays.ids), std::move(arrays.names),
                   std::move(arrays.tags), std::move(arrays.created_at)}});
         }
-        // One statement per delete (statements.hpp: a shape with no plan but the key).
-        for (const std::size_t i : deletes) {
-            statements.push_back(
-                {"delete_plant", {}, {batch[i].tenant, std::to_string(batch[i].plant.id)}});
-        }
+        // One statement per delete or update (statements.hpp: a shape with no plan but the key).
+        for (const std::size_t i : changes) statements.push_back(change_statement(batch[i]));
         statements.push_back({"durability_mark", {}, {}});
         statements.push_back({{}, "COMMIT", {}});
         const auto started = std::chrono::steady_clock::now();
         writer.connection->submit(
             statements, [this, &writer, batch = std::move(batch), creates = std::move(creates),
-                         deletes = std::move(deletes), started](SegmentOutcome outcome) mutable {
+                         changes = std::move(changes), started](SegmentOutcome outcome) mutable {
                 writer.busy = false;
                 release_keys(batch);
-                complete_batch(batch, creates, deletes, std::move(outcome), started);
+                complete_batch(batch, creates, changes, std::move(outcome), started);
             });
     }
 
+    // The statement of a delete or an update.
+    static Statement change_statement(const Pending& pending) {
+        const Precondition& precondition = pending.precondition;
+        const char* required = precondition.required ? "true" : "false";
+        std::vector<std::optional<std::string>> parameters = {pending.tenant,
+                                                              std::to_string(pending.plant.id)};
+        if (pending.kind == WriteRequest::Kind::remove) {
+            if (!precondition.if_match && !precondition.required) {
+                return {"delete_plant", {}, std::move(parameters)};
+            }
+            parameters.push_back(if_match_array(precondition.if_match));
+            parameters.emplace_back(required);
+            return {"delete_plant_if", {}, std::move(parameters)};
+        }
+        const domain::PlantChange& change = pending.change;
+        parameters.push_back(change.name);
+        parameters.emplace_back(change.sets_tag ? "true" : "false");
+        parameters.push_back(change.tag);
+        parameters.push_back(if_match_array(precondition.if_match));
+        parameters.emplace_back(required);
+        return {"update_plant", {}, std::move(parameters)};
+    }
+
+    // The outcome of a change_statement() from its rows.
+    static WriteResult change_outcome(const Pending& pending, const PGresult* rows) {
+        using Outcome = WriteResult::Outcome;
+        if (pending.kind == WriteRequest::Kind::remove && pending.precondition.if_match == std::nullopt &&
+            !pending.precondition.required) {
+            return {PQntuples(rows) == 1 ? Outcome::deleted : Outcome::not_found, {}, {}};
+        }
+        if (PQntuples(rows) == 0) return {Outcome::not_found, {}, {}};
+        const std::string_view code = text_at(rows, 0, 0);
+        domain::Plant plant{std::string(text_at(rows, 0, 1)), optional_text_at(rows, 0, 2)};
+        if (code == "q") return {Outcome::precondition_required, {}, {}};
+        if (code == "f") return {Outcome::precondition_failed, std::move(plant), {}};
+        if (code == "d") return {Outcome::deleted, {}, {}};
+        if (code == "u") return {Outcome::unchanged, std::move(plant), {}};
+        if (code == "w") return {Outcome::updated, std::move(plant), {}};
+        throw PgError({}, "PostgreSQL answered an unknown outcome: " + std::string(code));
+    }
+
     void complete_batch(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
-                        const std::vector<std::size_t>& deletes, SegmentOutcome outcome,
+                        const std::vector<std::size_t>& changes, SegmentOutcome outcome,
                         std::chrono::steady_clock::time_point started) {
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
-        // BEGIN, the inserts, one statement per delete, the durability mark, COMMIT.
-        const std::size_t expected = 3 + (creates.empty() ? 0 : 1) + deletes.size();
+        // BEGIN, the inserts, one statement per delete or update, the durability mark, COMMIT.
+        const std::size_t expected = 3 + (creates.empty() ? 0 : 1) + changes.size();
         if (outcome.lost) {
             failure =
                 "the connection to PostgreSQL was lost before the commit was confirmed "
@@ -390,7 +431,7 @@ class PgPlantStore::Engine {
             for (Pending& pending : batch) pending.done(unavailable(failure));
         } else if (!batch.empty()) {
             try {
-                complete_rows(batch, creates, deletes, outcome.results, again);
+                complete_rows(batch, creates, changes, outcome.results, again);
             } catch (const PgError& error) {  // a malformed answer: nothing can be promised
                 failure = error.what();
                 for (Pending& pending : batch) pending.done(unavailable(failure));
@@ -407,7 +448,7 @@ class PgPlantStore::Engine {
     // Answers each row of a committed batch; puts the rows to run again into `again`.
     // @throws PgError, before answering any, when an answer does not fit the batch
     void complete_rows(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
-                       const std::vector<std::size_t>& deletes, const std::vector<Result>& results,
+                       const std::vector<std::size_t>& changes, const std::vector<Result>& results,
                        std::vector<Pending>& again) {
         const PGresult* inserted = creates.empty() ? nullptr : results[1].get();
         if (inserted != nullptr && PQntuples(inserted) != static_cast<int>(creates.size())) {
@@ -431,11 +472,15 @@ class PgPlantStore::Engine {
                      {}});
             }
         }
-        const std::size_t first_delete = creates.empty() ? 1 : 2;
-        for (std::size_t row = 0; row < deletes.size(); ++row) {
-            const bool gone = PQntuples(results[first_delete + row].get()) == 1;
-            batch[deletes[row]].done(
-                {gone ? WriteResult::Outcome::deleted : WriteResult::Outcome::not_found, {}, {}});
+        const std::size_t first_change = creates.empty() ? 1 : 2;
+        std::vector<WriteResult> outcomes;  // all decoded before any is answered
+        outcomes.reserve(changes.size());
+        for (std::size_t row = 0; row < changes.size(); ++row) {
+            outcomes.push_back(
+                change_outcome(batch[changes[row]], results[first_change + row].get()));
+        }
+        for (std::size_t row = 0; row < changes.size(); ++row) {
+            batch[changes[row]].done(std::move(outcomes[row]));
         }
         for (const std::size_t i : rerun) again.push_back(std::move(batch[i]));
     }
@@ -581,13 +626,7 @@ PgPlantStore::PgPlantStore(Options options)
 
 PgPlantStore::~PgPlantStore() = default;
 
-void PgPlantStore::create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
-    engine_->enqueue({WriteRequest::create(std::move(tenant), std::move(plant), std::move(done))});
-}
-
-void PgPlantStore::remove(std::string tenant, domain::PlantId id, WriteCallback done) {
-    engine_->enqueue({WriteRequest::remove(std::move(tenant), id, std::move(done))});
-}
+void PgPlantStore::write(WriteRequest request) { engine_->enqueue({std::move(request)}); }
 
 void PgPlantStore::read(std::string tenant, domain::PlantId id, ReadCallback done) {
     engine_->read(std::move(tenant), id, std::move(done));

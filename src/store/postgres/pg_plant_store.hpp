@@ -47,8 +47,7 @@ class PgPlantStore final : public PlantStore {
     explicit PgPlantStore(Options options);
     ~PgPlantStore() override;
 
-    void create(std::string tenant, domain::NewPlant plant, WriteCallback done) override;
-    void remove(std::string tenant, domain::PlantId id, WriteCallback done) override;
+    void write(WriteRequest request) override;
     void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
     Health health() const override;

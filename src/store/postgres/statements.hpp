@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "domain/event.hpp"
 #include "store/postgres/pq.hpp"
@@ -115,6 +116,64 @@ inline const std::string& insert_plants_quietly_statement() {
 /// Deletes one plant. Parameters: $1 tenant, $2 id. One row when it was there.
 inline constexpr const char* kDeletePlant =
     "DELETE FROM plants WHERE tenant = $1 AND id = $2 RETURNING 1";
+
+// A plant's entity tag in SQL, over the columns `name` and `tag`: exactly domain::plant_etag()
+// (domain/etag.hpp), so that If-Match is checked in the write's own statement; the store
+// contract tests hold the two to the same value.
+#define PLANTSTORE_PLANT_ETAG_SQL                                                        \
+    "'\"' || left(encode(sha256(convert_to(octet_length(convert_to(name, 'UTF8')) || ':' || " \
+    "name || coalesce(octet_length(convert_to(tag, 'UTF8')) || ':' || tag, '-'), 'UTF8')), " \
+    "'hex'), 32) || '\"'"
+// The verdict of an If-Match: $if_match (text[], NULL without the header) and $required
+// (--require-if-match) against `etag`: 'q' a required If-Match is missing, 'f' no tag matches.
+#define PLANTSTORE_PRECONDITION_SQL(if_match, required, otherwise)                        \
+    "CASE WHEN " required " AND " if_match "::text[] IS NULL THEN 'q' "                  \
+    "WHEN " if_match "::text[] IS NOT NULL AND NOT ('*' = ANY(" if_match ") OR etag = ANY(" \
+    if_match ")) THEN 'f' " otherwise " END"
+
+/// Deletes one plant if a precondition holds (If-Match, --require-if-match), locking it first.
+/// Parameters: $1 tenant, $2 id, $3 the If-Match tags (text[], NULL for none), $4 whether one is
+/// required. No row: no such plant. Otherwise one row (code, name, tag): code 'd' (deleted),
+/// 'f' (412: the plant as it is) or 'q' (428).
+inline constexpr const char* kDeletePlantIf =
+    "WITH cur AS (SELECT name, tag, " PLANTSTORE_PLANT_ETAG_SQL " AS etag FROM plants "
+    "WHERE tenant = $1 AND id = $2 FOR UPDATE), "
+    "verdict AS (SELECT name, tag, " PLANTSTORE_PRECONDITION_SQL("$3", "$4", "ELSE 'd'")
+    " AS code FROM cur), "
+    "gone AS (DELETE FROM plants p USING verdict v WHERE p.tenant = $1 AND p.id = $2 "
+    "AND v.code = 'd' RETURNING 1) "
+    "SELECT code, name, tag FROM verdict";
+
+/// Changes one plant if a precondition holds, locking it first; an update that changes nothing
+/// writes nothing. Parameters: $1 tenant, $2 id, $3 the new name (NULL keeps it), $4 whether
+/// the tag is set, $5 the new tag (NULL removes it when set), $6 the If-Match tags (text[], NULL
+/// for none), $7 whether one is required. No row: no such plant. Otherwise one row (code, name,
+/// tag): code 'w' (updated) or 'u' (unchanged) with the plant after, 'f' (412) with the plant as
+/// it is, or 'q' (428).
+inline constexpr const char* kUpdatePlant =
+    "WITH cur AS (SELECT name, tag FROM plants WHERE tenant = $1 AND id = $2 FOR UPDATE), "
+    "next AS (SELECT name AS old_name, tag AS old_tag, coalesce($3, name) AS name, "
+    "CASE WHEN $4 THEN $5 ELSE tag END AS tag, " PLANTSTORE_PLANT_ETAG_SQL " AS etag "
+    "FROM cur), "
+    "verdict AS (SELECT *, " PLANTSTORE_PRECONDITION_SQL(
+        "$6", "$7",
+        "WHEN name = old_name AND tag IS NOT DISTINCT FROM old_tag THEN 'u' ELSE 'w'")
+    " AS code FROM next), "
+    "changed AS (UPDATE plants p SET name = v.name, tag = v.tag FROM verdict v "
+    "WHERE p.tenant = $1 AND p.id = $2 AND v.code = 'w' RETURNING 1) "
+    "SELECT code, CASE WHEN code = 'f' THEN old_name ELSE name END, "
+    "CASE WHEN code = 'f' THEN old_tag ELSE tag END FROM verdict";
+
+#undef PLANTSTORE_PRECONDITION_SQL
+#undef PLANTSTORE_PLANT_ETAG_SQL
+
+/// The If-Match tags of `precondition` as a text[] literal, or NULL (nullopt) without any.
+inline std::optional<std::string> if_match_array(const std::optional<std::vector<std::string>>& tags) {
+    if (!tags) return std::nullopt;
+    std::string literal = "{";
+    for (const std::string& tag : *tags) append_array_element(literal, std::string_view(tag));
+    return literal + "}";
+}
 
 /// Makes the transaction write WAL, so that its COMMIT waits for the synchronous standby (with
 /// synchronous replication) even when it changed no row. Without it, a batch whose creates are

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/time_text.hpp"
+#include "domain/etag.hpp"
 #include "domain/event.hpp"
 #include "store/sqlite/schema.hpp"
 
@@ -114,6 +115,8 @@ class SqlitePlantStore::Writer {
                                "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, id) DO NOTHING")),
           select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
           delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")),
+          update_(db_->prepare(
+              "UPDATE plants SET name = ?3, tag = ?4 WHERE tenant = ?1 AND id = ?2")),
           // The outbox: one pending delivery per enabled webhook subscription of the tenant,
           // in the transaction that stores the plant (store/webhook_repository.hpp). Event ids
           // start with the time in hex, so a batch's rows go to the end of the primary key's
@@ -146,47 +149,19 @@ class SqlitePlantStore::Writer {
         begin_.reset();
         const std::int64_t created_at = common::unix_ms_now();
         for (const Pending& pending : batch) {
-            const auto& plant = pending.plant;
-            if (pending.kind == WriteRequest::Kind::remove) {
-                delete_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
-                const int rc = delete_.try_step();
-                delete_.reset();
-                if (rc != SQLITE_DONE) return fail("DELETE", delete_);
-                results.push_back({db_->changes() == 1 ? WriteResult::Outcome::deleted
-                                                       : WriteResult::Outcome::not_found,
-                                   {},
-                                   {}});
-                continue;
+            std::string failure;
+            switch (pending.kind) {
+                case WriteRequest::Kind::create:
+                    failure = create(pending, created_at, results);
+                    break;
+                case WriteRequest::Kind::remove:
+                    failure = remove(pending, results);
+                    break;
+                case WriteRequest::Kind::update:
+                    failure = update(pending, results);
+                    break;
             }
-            insert_.bind(1, std::string_view(pending.tenant))
-                .bind(2, plant.id)
-                .bind(3, std::string_view(plant.plant.name))
-                .bind(4, plant.plant.tag)
-                .bind(5, created_at);
-            const int rc = insert_.try_step();
-            insert_.reset();
-            if (rc != SQLITE_DONE) return fail("INSERT", insert_);
-            if (db_->changes() == 1) {
-                enqueue_events_.bind(1, std::string_view(pending.tenant))
-                    .bind(2, plant.id)
-                    .bind(3, std::string_view(plant.plant.name))
-                    .bind(4, plant.plant.tag)
-                    .bind(5, created_at)
-                    .bind(6, domain::event_name(domain::EventType::plant_created));
-                const int enqueued = enqueue_events_.try_step();
-                enqueue_events_.reset();
-                if (enqueued != SQLITE_DONE)
-                    return fail("INSERT webhook_deliveries", enqueue_events_);
-                results.push_back({WriteResult::Outcome::created, plant.plant, {}});
-                continue;
-            }
-            select_.bind(1, std::string_view(pending.tenant)).bind(2, plant.id);
-            if (select_.try_step() != SQLITE_ROW) return fail("SELECT", select_);
-            domain::Plant existing{select_.column_text(0), select_.column_optional_text(1)};
-            select_.reset();
-            const auto outcome = existing == plant.plant ? WriteResult::Outcome::replayed
-                                                         : WriteResult::Outcome::id_taken;
-            results.push_back({outcome, std::move(existing), {}});
+            if (!failure.empty()) return failure;
         }
         if (commit_.try_step() != SQLITE_DONE) return fail("COMMIT", commit_);
         commit_.reset();
@@ -194,6 +169,105 @@ class SqlitePlantStore::Writer {
     }
 
   private:
+    // Each kind of write, inside the batch's transaction: appends its result, or returns why
+    // the batch failed (after rolling it back).
+    std::string create(const Pending& pending, std::int64_t created_at,
+                       std::vector<WriteResult>& results) {
+        const auto& plant = pending.plant;
+        insert_.bind(1, std::string_view(pending.tenant))
+            .bind(2, plant.id)
+            .bind(3, std::string_view(plant.plant.name))
+            .bind(4, plant.plant.tag)
+            .bind(5, created_at);
+        const int rc = insert_.try_step();
+        insert_.reset();
+        if (rc != SQLITE_DONE) return fail("INSERT", insert_);
+        if (db_->changes() == 1) {
+            enqueue_events_.bind(1, std::string_view(pending.tenant))
+                .bind(2, plant.id)
+                .bind(3, std::string_view(plant.plant.name))
+                .bind(4, plant.plant.tag)
+                .bind(5, created_at)
+                .bind(6, domain::event_name(domain::EventType::plant_created));
+            const int enqueued = enqueue_events_.try_step();
+            enqueue_events_.reset();
+            if (enqueued != SQLITE_DONE) return fail("INSERT webhook_deliveries", enqueue_events_);
+            results.push_back({WriteResult::Outcome::created, plant.plant, {}});
+            return {};
+        }
+        std::optional<domain::Plant> existing;
+        if (auto failure = select(pending, existing); !failure.empty()) return failure;
+        if (!existing) return fail("SELECT (the plant the insert found)", select_);
+        const auto outcome = *existing == plant.plant ? WriteResult::Outcome::replayed
+                                                      : WriteResult::Outcome::id_taken;
+        results.push_back({outcome, std::move(*existing), {}});
+        return {};
+    }
+
+    std::string remove(const Pending& pending, std::vector<WriteResult>& results) {
+        if (pending.precondition.if_match || pending.precondition.required) {
+            std::optional<domain::Plant> existing;
+            if (auto failure = select(pending, existing); !failure.empty()) return failure;
+            if (!existing) {
+                results.push_back({WriteResult::Outcome::not_found, {}, {}});
+                return {};
+            }
+            if (const auto refusal = pending.precondition.refusal(domain::plant_etag(*existing))) {
+                results.push_back({*refusal, std::move(*existing), {}});
+                return {};
+            }
+        }
+        delete_.bind(1, std::string_view(pending.tenant)).bind(2, pending.plant.id);
+        const int rc = delete_.try_step();
+        delete_.reset();
+        if (rc != SQLITE_DONE) return fail("DELETE", delete_);
+        results.push_back(
+            {db_->changes() == 1 ? WriteResult::Outcome::deleted : WriteResult::Outcome::not_found,
+             {},
+             {}});
+        return {};
+    }
+
+    std::string update(const Pending& pending, std::vector<WriteResult>& results) {
+        std::optional<domain::Plant> existing;
+        if (auto failure = select(pending, existing); !failure.empty()) return failure;
+        if (!existing) {
+            results.push_back({WriteResult::Outcome::not_found, {}, {}});
+            return {};
+        }
+        if (const auto refusal = pending.precondition.refusal(domain::plant_etag(*existing))) {
+            results.push_back({*refusal, std::move(*existing), {}});
+            return {};
+        }
+        domain::Plant changed = pending.change.applied_to(*existing);
+        if (changed == *existing) {
+            results.push_back({WriteResult::Outcome::unchanged, std::move(changed), {}});
+            return {};
+        }
+        update_.bind(1, std::string_view(pending.tenant))
+            .bind(2, pending.plant.id)
+            .bind(3, std::string_view(changed.name))
+            .bind(4, changed.tag);
+        const int rc = update_.try_step();
+        update_.reset();
+        if (rc != SQLITE_DONE) return fail("UPDATE", update_);
+        results.push_back({WriteResult::Outcome::updated, std::move(changed), {}});
+        return {};
+    }
+
+    // The plant `pending` names, as stored now (nullopt: none), or why the batch failed.
+    std::string select(const Pending& pending, std::optional<domain::Plant>& found) {
+        select_.bind(1, std::string_view(pending.tenant)).bind(2, pending.plant.id);
+        const int rc = select_.try_step();
+        if (rc == SQLITE_ROW) {
+            found = domain::Plant{select_.column_text(0), select_.column_optional_text(1)};
+        } else if (rc != SQLITE_DONE) {
+            return fail("SELECT", select_);
+        }
+        select_.reset();
+        return {};
+    }
+
     // WAL hook: runs after each commit, with the write lock released.
     static int after_commit(void* writer, sqlite3* db, const char*, int wal_pages) {
         auto& self = *static_cast<Writer*>(writer);
@@ -245,6 +319,7 @@ class SqlitePlantStore::Writer {
     Statement insert_;
     Statement select_;
     Statement delete_;
+    Statement update_;
     Statement enqueue_events_;
 };
 
@@ -337,13 +412,7 @@ SqlitePlantStore::SqlitePlantStore(Options options)
 
 SqlitePlantStore::~SqlitePlantStore() { close(); }
 
-void SqlitePlantStore::create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
-    enqueue(WriteRequest::create(std::move(tenant), std::move(plant), std::move(done)));
-}
-
-void SqlitePlantStore::remove(std::string tenant, domain::PlantId id, WriteCallback done) {
-    enqueue(WriteRequest::remove(std::move(tenant), id, std::move(done)));
-}
+void SqlitePlantStore::write(WriteRequest request) { enqueue(std::move(request)); }
 
 std::unique_ptr<SqlitePlantStore::Reader, std::function<void(SqlitePlantStore::Reader*)>>
 SqlitePlantStore::borrow_reader() {

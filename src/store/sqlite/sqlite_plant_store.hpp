@@ -42,8 +42,7 @@ class SqlitePlantStore final : public PlantStore {
     /// Same as close().
     ~SqlitePlantStore() override;
 
-    void create(std::string tenant, domain::NewPlant plant, WriteCallback done) override;
-    void remove(std::string tenant, domain::PlantId id, WriteCallback done) override;
+    void write(WriteRequest request) override;
     void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
     Health health() const override;
