@@ -191,6 +191,8 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Serve GET /metrics (Prometheus) on the listener: on or off");
     on_off("--docs", config.docs, "PLANTSTORE_DOCS",
            "Serve the API page for people at {base}/docs (no token needed to load it): on or off");
+    on_off("--require-if-match", config.require_if_match, "PLANTSTORE_REQUIRE_IF_MATCH",
+           "PUT, PATCH and DELETE of a plant without If-Match get 428: on or off");
     list("--cors-origin", config.cors_origins, "PLANTSTORE_CORS_ORIGIN",
          "Origin allowed to call from a browser (repeatable), or * for any; none: no CORS "
          "headers");
@@ -405,7 +407,8 @@ api::ApiOptions api_options(const ServeConfig& config) {
             config.rate_burst,
             config.auth_failure_limit,
             config.auth_failure_burst,
-            config.docs};
+            config.docs,
+            config.require_if_match};
 }
 
 transport::ServerOptions server_options(const ServeConfig& config) {

@@ -52,6 +52,7 @@ struct ServeConfig {
     bool access_log = true;
     bool metrics = true;
     bool docs = true;
+    bool require_if_match = false;
     std::vector<std::string> cors_origins;
     double rate_limit = 0;
     double rate_burst = 20;

@@ -200,6 +200,7 @@ void Service::start() {
          {"access_log", config.access_log ? "on" : "off"},
          {"metrics", config.metrics ? "on" : "off"},
          {"docs", config.docs ? "on" : "off"},
+         {"require_if_match", config.require_if_match ? "on" : "off"},
          {"cors_origins", std::to_string(config.cors_origins.size())},
          {"tls", config.tls_cert.empty() ? "off" : "on"},
          {"jwt_issuer", config.jwt_issuer.empty() ? "off" : config.jwt_issuer},

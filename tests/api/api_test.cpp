@@ -15,6 +15,7 @@
 
 #include "api/openapi_document.hpp"
 #include "api/operations.hpp"
+#include "domain/etag.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
 #include "outbox/subscriptions.hpp"
@@ -110,6 +111,94 @@ TEST_F(ApiTest, CreatesAndAnswersThePlantWithoutId) {
     ASSERT_EQ(store.received.size(), 1U);
     EXPECT_EQ(store.received[0].first, "default");
     EXPECT_EQ(store.received[0].second.id, 3);
+}
+
+TEST_F(ApiTest, SinglePlantResponsesCarryTheirETag) {
+    const std::string etag = domain::plant_etag({"Fern", "green"});
+    EXPECT_EQ(header(full(post(), R"({"id":3,"name":"Fern","tag":"green"})"), "ETag"), etag);
+    store.next = store::WriteResult::Outcome::replayed;
+    EXPECT_EQ(header(full(post(), R"({"id":3,"name":"Fern","tag":"green"})"), "ETag"), etag);
+    const Response read = full(get("/v1/plants/7"), "");
+    EXPECT_EQ(header(read, "ETag"), domain::plant_etag({"Fern", std::nullopt}));
+    EXPECT_EQ(header(full(get("/v1/plants"), ""), "ETag"), "<absent>");  // a list: no ETag
+}
+
+TEST_F(ApiTest, IfNoneMatchOnAReadIs304WithTheETagAndNoBody) {
+    const std::string etag = domain::plant_etag({"Fern", std::nullopt});
+    for (const std::string& value : {etag, "W/" + etag, R"("other", )" + etag, std::string("*")}) {
+        RequestHead head = get("/v1/plants/7");
+        head.if_none_match = value;
+        const Response response = full(head, "");
+        EXPECT_EQ(response.status, 304) << value;
+        EXPECT_EQ(response.body, "");
+        EXPECT_EQ(header(response, "ETag"), etag);
+    }
+    RequestHead other = get("/v1/plants/7");
+    other.if_none_match = R"("other")";
+    EXPECT_EQ(full(other, "").status, 200);
+    other.if_none_match = "not a tag";
+    EXPECT_EQ(final_response(other).status, 400);
+    store.next_read = store::ReadResult::Outcome::not_found;  // a missing plant is 404 whatever
+    other.if_none_match = "*";
+    EXPECT_EQ(full(other, "").status, 404);
+}
+
+TEST_F(ApiTest, PutAndPatchDecodeTheirBodiesAndPassIfMatchToTheStore) {
+    store.next = store::WriteResult::Outcome::updated;
+    RequestHead put{"PUT", "/v1/plants/7", "Bearer ps_good", false, "application/json"};
+    put.if_match = R"(W/"weak", "strong")";
+    const Response replaced = full(put, R"({"name":"Moss"})");
+    EXPECT_EQ(replaced.status, 200);
+    EXPECT_EQ(replaced.body, R"({"id":7,"name":"Moss"})");
+    EXPECT_EQ(header(replaced, "ETag"), domain::plant_etag({"Moss", std::nullopt}));
+    ASSERT_EQ(store.requests.size(), 1U);
+    EXPECT_EQ(store.requests[0].kind, store::WriteRequest::Kind::update);
+    EXPECT_EQ(store.requests[0].plant.id, 7);
+    EXPECT_EQ(store.requests[0].change, (domain::PlantChange{"Moss", true, std::nullopt}));
+    EXPECT_EQ(store.requests[0].precondition.if_match,
+              (std::vector<std::string>{R"("strong")"}));  // weak tags never match strongly
+    EXPECT_EQ(full(put, R"({"id":8,"name":"Moss"})").status, 400);
+    EXPECT_EQ(full(put, R"({"tag":"x"})").status, 400);
+
+    RequestHead patch{"PATCH", "/v1/plants/7", "Bearer ps_good", false,
+                      "application/merge-patch+json"};
+    EXPECT_EQ(full(patch, R"({"tag":"blue"})").status, 200);
+    EXPECT_EQ(store.requests.back().change, (domain::PlantChange{std::nullopt, true, "blue"}));
+    EXPECT_FALSE(store.requests.back().precondition.if_match);
+    patch.content_type = "application/json";  // accepted as the same
+    EXPECT_EQ(full(patch, R"({})").status, 200);
+    EXPECT_EQ(full(patch, R"({"name":null})").status, 400);
+    patch.content_type = "text/plain";
+    const Response unsupported = full(patch, R"({})");
+    EXPECT_EQ(unsupported.status, 415);
+    EXPECT_EQ(header(unsupported, "Accept-Patch"), "application/merge-patch+json");
+    patch.content_type = "application/merge-patch+json";
+    patch.if_match = "garbage";
+    EXPECT_EQ(final_response(patch).status, 400);
+}
+
+TEST_F(ApiTest, PreconditionOutcomesAre412WithTheCurrentETagAnd428) {
+    RequestHead put{"PUT", "/v1/plants/7", "Bearer ps_good", false, "application/json"};
+    store.next = store::WriteResult::Outcome::precondition_failed;
+    const Response failed = full(put, R"({"name":"Moss"})");
+    EXPECT_EQ(failed.status, 412);
+    EXPECT_EQ(header(failed, "ETag"), domain::plant_etag({"Moss", std::nullopt}));
+    store.next = store::WriteResult::Outcome::precondition_required;
+    const Response required = full(put, R"({"name":"Moss"})");
+    EXPECT_EQ(required.status, 428);
+    EXPECT_NE(required.body.find("If-Match"), std::string::npos);
+}
+
+TEST_F(ApiTest, RequireIfMatchIsPassedToTheStore) {
+    Api strict{{"/v1", {}, {}, 0, 0, 5, 20, true, true}, tokens, store};
+    auto decision = strict.admit({"DELETE", "/v1/plants/7", "Bearer ps_good", false, {}});
+    ASSERT_NE(decision.next, nullptr);
+    decision.next->start("", [](const std::function<void()>& record) {
+        if (record) record();
+    });
+    ASSERT_EQ(store.requests.size(), 1U);
+    EXPECT_TRUE(store.requests[0].precondition.required);
+    EXPECT_EQ(store.requests[0].kind, store::WriteRequest::Kind::remove);
 }
 
 TEST_F(ApiTest, ReplayIs200AndConflictIs409) {

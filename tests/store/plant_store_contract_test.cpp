@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "domain/etag.hpp"
 #include "store/open.hpp"
 #include "store/store_calls.hpp"
 #include "support/postgres.hpp"
@@ -69,6 +70,142 @@ std::vector<domain::PlantRecord> list_all(PlantStore& store, const std::string& 
         query.after = result.plants.back().id;
     }
     return all;
+}
+
+WriteResult update_and_wait(PlantStore& store, const std::string& tenant, domain::PlantId id,
+                            domain::PlantChange change, Precondition precondition = {}) {
+    return wait_for<WriteResult>([&](auto done) {
+        store.update(tenant, id, std::move(change), std::move(precondition), std::move(done));
+    });
+}
+
+WriteResult remove_and_wait(PlantStore& store, const std::string& tenant, domain::PlantId id,
+                            Precondition precondition = {}) {
+    return wait_for<WriteResult>(
+        [&](auto done) { store.remove(tenant, id, std::move(done), std::move(precondition)); });
+}
+
+domain::PlantChange rename(std::string name) { return {std::move(name), false, std::nullopt}; }
+
+Precondition if_match(std::vector<std::string> tags) { return {std::move(tags), false}; }
+
+std::optional<domain::Plant> read_plant(PlantStore& store, const std::string& tenant,
+                                        domain::PlantId id) {
+    const auto read = wait_for<ReadResult>([&](auto done) { store.read(tenant, id, done); });
+    if (read.outcome != ReadResult::Outcome::found) return std::nullopt;
+    return read.plants.front().plant;
+}
+
+TEST_P(PlantStoreContract, AnUpdateChangesWhatItSetsAndOnlyInItsTenant) {
+    auto store = open();
+    ASSERT_EQ(create_and_wait(*store, "a", plant(1, "Fern", "green")).outcome, Outcome::created);
+    ASSERT_EQ(create_and_wait(*store, "b", plant(1, "Moss")).outcome, Outcome::created);
+    const auto renamed = update_and_wait(*store, "a", 1, rename("Fern II"));
+    EXPECT_EQ(renamed.outcome, Outcome::updated);
+    EXPECT_EQ(renamed.stored, (domain::Plant{"Fern II", "green"}));
+    EXPECT_EQ(update_and_wait(*store, "a", 1, {std::nullopt, true, std::nullopt}).stored,
+              (domain::Plant{"Fern II", std::nullopt}));  // the tag removed
+    EXPECT_EQ(update_and_wait(*store, "a", 1, {"Fern", true, "blue"}).stored,
+              (domain::Plant{"Fern", "blue"}));
+    EXPECT_EQ(read_plant(*store, "a", 1), (domain::Plant{"Fern", "blue"}));
+    EXPECT_EQ(read_plant(*store, "b", 1), (domain::Plant{"Moss", std::nullopt}));
+    EXPECT_EQ(update_and_wait(*store, "a", 2, rename("x")).outcome, Outcome::not_found);
+    EXPECT_EQ(update_and_wait(*store, "c", 1, rename("x")).outcome, Outcome::not_found);
+    // A change to what is there already writes nothing.
+    const auto same = update_and_wait(*store, "a", 1, {"Fern", true, "blue"});
+    EXPECT_EQ(same.outcome, Outcome::unchanged);
+    EXPECT_EQ(same.stored, (domain::Plant{"Fern", "blue"}));
+    EXPECT_EQ(update_and_wait(*store, "a", 1, {}).outcome, Outcome::unchanged);
+    // After an update, the original create is a conflict, not a replay.
+    EXPECT_EQ(create_and_wait(*store, "a", plant(1, "Fern", "green")).outcome, Outcome::id_taken);
+}
+
+// The entity tag each engine checks If-Match against is domain::plant_etag() (PostgreSQL
+// computes it in SQL), for names and tags of every kind.
+TEST_P(PlantStoreContract, IfMatchIsCheckedAgainstThePlantsEntityTag) {
+    auto store = open();
+    const std::vector<domain::Plant> plants = {
+        {"Fern", "green"}, {"Fern", std::nullopt}, {"Fern", ""}, {"", std::nullopt},
+        {"Ünïcødé 🌿", "日本語"}, {"a:b", "1:c"}, {std::string(1024, 'x'), "-"}};
+    domain::PlantId id = 0;
+    for (const auto& content : plants) {
+        ++id;
+        ASSERT_EQ(create_and_wait(*store, "default", {id, content}).outcome, Outcome::created);
+        const std::string etag = domain::plant_etag(content);
+        const auto stale = update_and_wait(*store, "default", id, rename("other"),
+                                           if_match({"\"0123\"", "W/" + etag}));
+        EXPECT_EQ(stale.outcome, Outcome::precondition_failed) << content.name;
+        EXPECT_EQ(stale.stored, content);
+        EXPECT_EQ(update_and_wait(*store, "default", id, rename("other"),
+                                  if_match({"\"0123\"", etag}))
+                      .outcome,
+                  Outcome::updated)
+            << content.name;
+    }
+    // "*" matches any plant that exists, and nothing that does not.
+    EXPECT_EQ(update_and_wait(*store, "default", 1, rename("again"), if_match({"*"})).outcome,
+              Outcome::updated);
+    EXPECT_EQ(update_and_wait(*store, "default", 99, rename("x"), if_match({"*"})).outcome,
+              Outcome::not_found);
+}
+
+TEST_P(PlantStoreContract, ADeleteMayBeConditionalAndARequiredIfMatchComesAfterExistence) {
+    auto store = open();
+    ASSERT_EQ(create_and_wait(*store, "default", plant(1, "Fern")).outcome, Outcome::created);
+    const std::string etag = domain::plant_etag({"Fern", std::nullopt});
+    const Precondition required{std::nullopt, true};
+    EXPECT_EQ(remove_and_wait(*store, "default", 1, required).outcome,
+              Outcome::precondition_required);
+    EXPECT_EQ(update_and_wait(*store, "default", 1, rename("x"), required).outcome,
+              Outcome::precondition_required);
+    EXPECT_EQ(remove_and_wait(*store, "default", 2, required).outcome, Outcome::not_found);
+    EXPECT_EQ(update_and_wait(*store, "default", 2, rename("x"), required).outcome,
+              Outcome::not_found);
+    const auto stale = remove_and_wait(*store, "default", 1, if_match({"\"nope\""}));
+    EXPECT_EQ(stale.outcome, Outcome::precondition_failed);
+    EXPECT_EQ(stale.stored, (domain::Plant{"Fern", std::nullopt}));
+    EXPECT_EQ(remove_and_wait(*store, "default", 1, {{{etag}}, true}).outcome, Outcome::deleted);
+    EXPECT_EQ(read_plant(*store, "default", 1), std::nullopt);
+    // Created again with other content: the old tag does not match it.
+    ASSERT_EQ(create_and_wait(*store, "default", plant(1, "Moss")).outcome, Outcome::created);
+    EXPECT_EQ(update_and_wait(*store, "default", 1, rename("x"), if_match({etag})).outcome,
+              Outcome::precondition_failed);
+}
+
+// Racing updates of one plant, each with the If-Match both read: exactly one wins.
+TEST_P(PlantStoreContract, RacingConditionalUpdatesHaveOneWinner) {
+    auto store = open();
+    ASSERT_EQ(create_and_wait(*store, "default", plant(1, "Fern")).outcome, Outcome::created);
+    const std::string etag = domain::plant_etag({"Fern", std::nullopt});
+    constexpr int kRacers = 8;
+    std::vector<std::future<WriteResult>> racers;
+    for (int i = 0; i < kRacers; ++i) {
+        racers.push_back(std::async(std::launch::async, [&, i] {
+            return update_and_wait(*store, "default", 1, rename("Fern " + std::to_string(i)),
+                                   if_match({etag}));
+        }));
+    }
+    int won = 0;
+    for (auto& racer : racers) {
+        const auto result = racer.get();
+        if (result.outcome == Outcome::updated) {
+            ++won;
+        } else {
+            EXPECT_EQ(result.outcome, Outcome::precondition_failed);
+        }
+    }
+    EXPECT_EQ(won, 1);
+}
+
+TEST_P(PlantStoreContract, UpdatesSurviveReopening) {
+    {
+        auto store = open();
+        ASSERT_EQ(create_and_wait(*store, "default", plant(1, "Fern")).outcome, Outcome::created);
+        ASSERT_EQ(update_and_wait(*store, "default", 1, {"Fern", true, "green"}).outcome,
+                  Outcome::updated);
+    }
+    auto reopened = open();
+    EXPECT_EQ(read_plant(*reopened, "default", 1), (domain::Plant{"Fern", "green"}));
 }
 
 TEST_P(PlantStoreContract, CreatesAndReportsTheStoredPlant) {
