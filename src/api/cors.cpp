@@ -18,7 +18,7 @@ void CorsPolicy::decorate(http::Response& response, std::string_view origin) con
     response.headers.emplace_back("Access-Control-Allow-Origin", any_ ? "*" : std::string(origin));
     if (!any_) response.headers.emplace_back("Vary", "Origin");
     response.headers.emplace_back("Access-Control-Expose-Headers",
-                                  "Link, Retry-After, WWW-Authenticate, X-Request-Id");
+                                  "ETag, Link, Location, Retry-After, WWW-Authenticate, X-Request-Id");
 }
 
 http::Response CorsPolicy::preflight(std::string_view allowed_methods) const {
@@ -26,7 +26,7 @@ http::Response CorsPolicy::preflight(std::string_view allowed_methods) const {
     response.status = 204;
     response.headers.emplace_back("Access-Control-Allow-Methods", std::string(allowed_methods));
     response.headers.emplace_back("Access-Control-Allow-Headers",
-                                  "Authorization, Content-Type, X-Request-Id");
+                                  "Authorization, Content-Type, If-Match, If-None-Match, X-Request-Id");
     response.headers.emplace_back("Access-Control-Max-Age", "600");
     return response;
 }

@@ -526,7 +526,7 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
         }
     }
     EXPECT_EQ(served, documented);
-    EXPECT_EQ(served.size(), 18U);
+    EXPECT_EQ(served.size(), 20U);
     subscriptions.close();
 }
 
