@@ -161,10 +161,10 @@ TEST_F(HttpApi, OtherMethodIs405WithAllow) {
     expect_error(*response, 405, "DELETE");
     EXPECT_EQ(response->header("allow"), "GET, HEAD, POST");
     const auto item =
-        connection.request("PUT", "/plants/1", "", {"Authorization: Bearer " + token});
+        connection.request("POST", "/plants/1", "", {"Authorization: Bearer " + token});
     ASSERT_TRUE(item);
-    expect_error(*item, 405, "PUT");
-    EXPECT_EQ(item->header("allow"), "GET, HEAD, DELETE");
+    expect_error(*item, 405, "POST");
+    EXPECT_EQ(item->header("allow"), "GET, HEAD, PUT, PATCH, DELETE");
 }
 
 TEST_F(HttpApi, NonJsonContentTypeIs415AndJsonWithCharsetIsAccepted) {
@@ -345,6 +345,65 @@ TEST_F(HttpApiOptions, EnvironmentVariablesConfigureToo) {
     start();
     ::unsetenv("PLANTSTORE_BASE_PATH");
     EXPECT_EQ(post(R"({"id":1,"name":"a"})", "/env/plants").status, 200);
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support
+
+namespace plantstore::testing_support {
+namespace {
+
+// The round trip a careful client makes: read the ETag, change the plant with If-Match, lose a
+// race against an older ETag (412 with the current one), read only if changed (304), delete the
+// version it knows.
+TEST_F(HttpApi, AnETagRoundTripChangesOnlyTheVersionItNames) {
+    ASSERT_EQ(post(R"({"id":5,"name":"Fern","tag":"green"})").status, 200);
+    HttpConnection connection(port());
+    const std::string auth = "Authorization: Bearer " + token;
+    const auto read = connection.request("GET", "/plants/5", "", {auth});
+    ASSERT_TRUE(read);
+    const std::string first = read->header("etag");
+    ASSERT_EQ(first.size(), 34U) << first;  // a quoted 128-bit hex digest
+
+    const auto patched =
+        connection.request("PATCH", "/plants/5", R"({"tag":null})",
+                           {auth, "Content-Type: application/merge-patch+json",
+                            "If-Match: " + first});
+    ASSERT_TRUE(patched);
+    EXPECT_EQ(patched->status, 200);
+    EXPECT_EQ(boost::json::parse(patched->body), boost::json::parse(R"({"id":5,"name":"Fern"})"));
+    const std::string second = patched->header("etag");
+    EXPECT_NE(second, first);
+
+    const auto stale = connection.request(
+        "PUT", "/plants/5", R"({"name":"Other"})",
+        {auth, "Content-Type: application/json", "If-Match: " + first});
+    ASSERT_TRUE(stale);
+    expect_error(*stale, 412, "If-Match");
+    EXPECT_EQ(stale->header("etag"), second);
+
+    const auto unchanged = connection.request("GET", "/plants/5", "", {auth, "If-None-Match: " + second});
+    ASSERT_TRUE(unchanged);
+    EXPECT_EQ(unchanged->status, 304);
+    EXPECT_EQ(unchanged->body, "");
+    EXPECT_EQ(unchanged->header("etag"), second);
+
+    // A PUT equal to the plant changes nothing and keeps the ETag.
+    const auto same = connection.request("PUT", "/plants/5", R"({"id":5,"name":"Fern"})",
+                                         {auth, "Content-Type: application/json"});
+    ASSERT_TRUE(same);
+    EXPECT_EQ(same->status, 200);
+    EXPECT_EQ(same->header("etag"), second);
+
+    EXPECT_EQ(connection.request("DELETE", "/plants/5", "", {auth, "If-Match: " + first})->status,
+              412);
+    EXPECT_EQ(connection.request("DELETE", "/plants/5", "", {auth, "If-Match: " + second})->status,
+              204);
+    // PUT does not create.
+    const auto absent = connection.request("PUT", "/plants/5", R"({"name":"Fern"})",
+                                           {auth, "Content-Type: application/json"});
+    ASSERT_TRUE(absent);
+    expect_error(*absent, 404, "5");
 }
 
 }  // namespace

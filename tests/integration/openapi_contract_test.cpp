@@ -43,7 +43,7 @@ class OpenApiContract : public ServerTest {
                 const std::string& path_template, const std::string& target,
                 const std::string& body = "") {
         std::vector<std::string> headers = {"Authorization: Bearer " + with_token};
-        if (method == "POST" || method == "PATCH") {
+        if (method == "POST" || method == "PUT" || method == "PATCH") {
             headers.emplace_back("Content-Type: application/json");
         }
         return call(method, path_template, target, headers, body);
@@ -98,6 +98,8 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         {"POST", "/plants", "/plants", R"({"id":1,"name":"a"})"},
         {"GET", "/plants", "/plants", ""},
         {"GET", "/plants/{id}", "/plants/1", ""},
+        {"PUT", "/plants/{id}", "/plants/1", R"({"name":"a","tag":"t"})"},
+        {"PATCH", "/plants/{id}", "/plants/1", R"({"tag":"p"})"},
         {"DELETE", "/plants/{id}", "/plants/1", ""},
     };
 
@@ -144,6 +146,22 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     call_as(token, "DELETE", "/plants/{id}", "/plants/abc");                    // 400
     call_as(token, "GET", "/plants/{id}", "/plants/404");                       // 404
     call_as(token, "DELETE", "/plants/{id}", "/plants/404");                    // 404
+    // Updates and preconditions, on plant 1 (created again after the DELETE above).
+    for (const char* method : {"PUT", "PATCH"}) {
+        call_as(token, method, "/plants/{id}", "/plants/abc", R"({"name":"a"})");  // 400
+        call_as(token, method, "/plants/{id}", "/plants/1", R"({"name":null})");   // 400
+        call_as(token, method, "/plants/{id}", "/plants/404", R"({"name":"a"})");  // 404
+        call(method, "/plants/{id}", "/plants/1",
+             {"Authorization: Bearer " + token, "Content-Type: application/json",
+              R"(If-Match: "stale")"},
+             R"({"name":"b"})");  // 412
+        call(method, "/plants/{id}", "/plants/1",
+             {"Authorization: Bearer " + token, "Content-Type: text/plain"}, "x");  // 415
+    }
+    call("DELETE", "/plants/{id}", "/plants/1",
+         {"Authorization: Bearer " + token, R"(If-Match: "stale")"});  // 412
+    call("GET", "/plants/{id}", "/plants/1",
+         {"Authorization: Bearer " + token, "If-None-Match: *"});  // 304
     for (const auto& [path_template, target] : std::vector<std::pair<std::string, std::string>>{
              {"/plants", "/plants"},
              {"/plants/{id}", "/plants/1"},
@@ -238,6 +256,12 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     call("GET", "/nowhere", "/nowhere", {});  // 404 for a path it does not have
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
+    start({"--require-if-match"});
+    for (const char* method : {"PUT", "PATCH", "DELETE"}) {
+        call_as(token, method, "/plants/{id}", "/plants/1", R"({"name":"c"})");  // 428
+    }
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+
     start(with_webhooks(
         {"--rate-limit", "0.01", "--rate-burst", "1", "--metrics", "off", "--docs", "off"}));
     call_as(token, "POST", "/plants", "/plants", R"({"id":3,"name":"a"})");  // spends the burst
@@ -266,7 +290,8 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         start();
         database->query("ALTER TABLE plants RENAME TO plants_elsewhere");
         for (const auto& op : plant_operations) {
-            call_as(token, op.method, op.path_template, op.target, R"({"id":5,"name":"a"})");
+            call_as(token, op.method, op.path_template, op.target,
+                    op.method == "POST" ? R"({"id":5,"name":"a"})" : op.body);
         }
         database->query("ALTER TABLE plants_elsewhere RENAME TO plants");
         ASSERT_EQ(server->stop(SIGTERM), 0);
@@ -286,7 +311,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         for (const auto& op : plant_operations) {
             if (op.method != "GET") {
                 call_as(token, op.method, op.path_template, op.target,
-                        R"({"id":5,"name":"a"})");  // 503
+                        op.method == "POST" ? R"({"id":5,"name":"a"})" : op.body);  // 503
             }
         }
         std::filesystem::remove(fault_dir / "fail-write");

@@ -97,6 +97,52 @@ TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
     EXPECT_EQ(get_status(a.port(), token, "/plants/1"), 200);
 }
 
+// Conditional updates of one plant through two instances, each with the ETag all of them read:
+// exactly one wins per round, whichever instance it went through, and the winner's name is
+// stored.
+TEST(PostgresScaleOut, RacingUpdatesWithOneETagHaveOneWinnerAcrossInstances) {
+    TempDir dir;
+    TestDatabase database;
+    const auto environment = database_environment(database.url());
+    const std::string token = mint(database.url(), "shared");
+    ServerProcess a(dir.path() / "a", {}, environment);
+    ServerProcess b(dir.path() / "b", {}, environment);
+    const std::string auth = "Authorization: Bearer " + token;
+    ASSERT_EQ(post_plant(a.port(), token, R"({"id":1,"name":"start"})").status, 200);
+    constexpr int kRounds = 20;
+    constexpr int kRacers = 4;
+    for (int round = 0; round < kRounds; ++round) {
+        HttpConnection reader(a.port());
+        const std::string etag = reader.request("GET", "/plants/1", "", {auth})->header("etag");
+        std::vector<int> statuses(kRacers, 0);
+        std::vector<std::thread> racers;
+        for (int racer = 0; racer < kRacers; ++racer) {
+            racers.emplace_back([&, racer] {
+                HttpConnection connection(racer % 2 == 0 ? a.port() : b.port());
+                const auto response = connection.request(
+                    "PATCH", "/plants/1",
+                    R"({"name":"r)" + std::to_string(round) + "-" + std::to_string(racer) + R"("})",
+                    {auth, "Content-Type: application/merge-patch+json", "If-Match: " + etag});
+                statuses[racer] = response ? response->status : 0;
+            });
+        }
+        for (auto& racer : racers) racer.join();
+        int winner = -1;
+        for (int racer = 0; racer < kRacers; ++racer) {
+            if (statuses[racer] == 200) {
+                EXPECT_EQ(winner, -1) << "round " << round << ": two winners";
+                winner = racer;
+            } else {
+                EXPECT_EQ(statuses[racer], 412) << "round " << round;
+            }
+        }
+        ASSERT_NE(winner, -1) << "round " << round << ": no winner";
+        const auto stored = boost::json::parse(reader.request("GET", "/plants/1", "", {auth})->body);
+        EXPECT_EQ(stored.at("name").as_string(),
+                  "r" + std::to_string(round) + "-" + std::to_string(winner));
+    }
+}
+
 TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
     TempDir dir;
     TestDatabase database;
