@@ -20,10 +20,11 @@ namespace {
 // Label values. Routes are the handler's route labels (Options::routes), at most kMaxRoutes;
 // anything else counts as the last one, "other".
 constexpr std::size_t kMaxRoutes = 16;
-constexpr std::array<std::string_view, 7> kMethods = {"GET",    "HEAD",    "POST", "PATCH",
-                                                      "DELETE", "OPTIONS", "other"};
-constexpr std::array<int, 19> kStatuses = {200, 201, 202, 204, 400, 401, 403, 404, 405, 408,
-                                           409, 413, 415, 429, 431, 500, 503, 100, 0};  // 0: other
+constexpr std::array<std::string_view, 8> kMethods = {"GET",   "HEAD",   "POST",    "PUT",
+                                                      "PATCH", "DELETE", "OPTIONS", "other"};
+constexpr std::array<int, 22> kStatuses = {200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 408,
+                                           409, 412, 413, 415, 428, 429, 431, 500, 503, 100, 0};
+// (0: any other status)
 // Upper bounds of the webhook attempt-duration histogram, in seconds.
 constexpr std::array<double, 9> kAttemptSecondsBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,
                                                           0.25,  1.0,  5.0,   15.0};

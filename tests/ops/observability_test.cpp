@@ -24,7 +24,7 @@ TEST(Observability, CountsExchangesByTheHandlersRouteLabels) {
     Observability observability({1, false, "test", {"/plants", "/plants/{id}", "other"}});
     observability.on_exchange(0, exchange("HEAD", "/plants/{id}", 200));
     observability.on_exchange(0, exchange("GET", "/unknown-label", 404));
-    observability.on_exchange(0, exchange("PUT", "/plants", 405));
+    observability.on_exchange(0, exchange("TRACE", "/plants", 405));
     const std::string metrics = observability.render_metrics();
     EXPECT_TRUE(contains(
         metrics,
