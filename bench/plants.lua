@@ -3,11 +3,13 @@
 --        wrk ... -s plants.lua -- get <first-id> <count>
 --        wrk ... -s plants.lua -- list <first-id> <count>
 --        wrk ... -s plants.lua -- tagged <first-id> <count>
+--        wrk ... -s plants.lua -- patch <first-id> <count>
 -- post: POST /plants with a unique, valid NewPlant per request; ids are unique across threads
 --       (each thread gets its own range of 10^12) and across runs (the first id).
 -- get:  GET /plants/{id} for ids drawn from the plants a post run created; list: pages of
 --       GET /plants?limit=100&after={id} from such ids; tagged: the same filtered by the tag
---       the benchmark's preloaded plant {id} has (tag-{id % 100}).
+--       the benchmark's preloaded plant {id} has (tag-{id % 100}); patch: PATCH /plants/{id}
+--       (JSON Merge Patch) with a name unique to the request, so that each one is a real write.
 -- The bearer token comes from the PLANTSTORE_TOKEN environment variable.
 local threads = {}
 
@@ -29,6 +31,8 @@ function init(args)
    headers = { ["Authorization"] = "Bearer " .. (os.getenv("PLANTSTORE_TOKEN") or "") }
    if mode == "post" then
       headers["Content-Type"] = "application/json"
+   elseif mode == "patch" then
+      headers["Content-Type"] = "application/merge-patch+json"
    end
 end
 
@@ -41,6 +45,11 @@ function request()
    end
    -- The first id of a post run is never sent (wrk generates one request ahead), so skip it.
    local id = first_id + math.random(1, count - 1)
+   if mode == "patch" then
+      sent = sent + 1
+      local body = string.format('{"name":"patched-%d-%d"}', index, sent)
+      return wrk.format("PATCH", string.format("/plants/%d", id), headers, body)
+   end
    if mode == "tagged" then
       return wrk.format("GET", string.format("/plants?limit=100&tag=tag-%d&after=%d", id % 100, id),
                         headers)

@@ -17,16 +17,18 @@ void CorsPolicy::decorate(http::Response& response, std::string_view origin) con
     if (!allows(origin)) return;
     response.headers.emplace_back("Access-Control-Allow-Origin", any_ ? "*" : std::string(origin));
     if (!any_) response.headers.emplace_back("Vary", "Origin");
-    response.headers.emplace_back("Access-Control-Expose-Headers",
-                                  "ETag, Link, Location, Retry-After, WWW-Authenticate, X-Request-Id");
+    response.headers.emplace_back(
+        "Access-Control-Expose-Headers",
+        "ETag, Link, Location, Retry-After, WWW-Authenticate, X-Request-Id");
 }
 
 http::Response CorsPolicy::preflight(std::string_view allowed_methods) const {
     http::Response response;
     response.status = 204;
     response.headers.emplace_back("Access-Control-Allow-Methods", std::string(allowed_methods));
-    response.headers.emplace_back("Access-Control-Allow-Headers",
-                                  "Authorization, Content-Type, If-Match, If-None-Match, X-Request-Id");
+    response.headers.emplace_back(
+        "Access-Control-Allow-Headers",
+        "Authorization, Content-Type, If-Match, If-None-Match, X-Request-Id");
     response.headers.emplace_back("Access-Control-Max-Age", "600");
     return response;
 }

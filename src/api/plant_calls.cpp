@@ -28,9 +28,8 @@ constexpr std::string_view kMergePatch = "application/merge-patch+json";
 // A response carrying one plant: 200 with it (with its id as GET /plants/{id} answers, or
 // without it as POST /plants does, the specification's Plant) and its ETag.
 http::Response plant_response(const domain::PlantRecord& record, bool with_id = true) {
-    http::Response response =
-        json_response(200, with_id ? domain::encode_plant_record(record)
-                                   : domain::encode_plant(record.plant));
+    http::Response response = json_response(
+        200, with_id ? domain::encode_plant_record(record) : domain::encode_plant(record.plant));
     response.headers.emplace_back("ETag", domain::plant_etag(record.plant));
     return response;
 }
@@ -194,7 +193,9 @@ struct ChangePlant {
     void call(const std::string& tenant, std::function<void(Result)> done) {
         store.update(tenant, id, std::move(change), std::move(precondition), std::move(done));
     }
-    http::Response respond(const Result& result) const { return write_outcome_response(result, id); }
+    http::Response respond(const Result& result) const {
+        return write_outcome_response(result, id);
+    }
 };
 
 // DELETE /plants/{id}: 204, or 404.
@@ -289,8 +290,11 @@ Prepared PlantCalls::change(const CallRequest& request, bool merge_patch) const 
     if (const auto* refusal = std::get_if<http::Response>(&id)) return *refusal;
     auto condition = precondition(request, require_if_match_);
     if (auto* refusal = std::get_if<http::Response>(&condition)) return std::move(*refusal);
-    return service_call(ChangePlant{store_, field_limits_, std::get<domain::PlantId>(id),
-                                    merge_patch, std::get<store::Precondition>(std::move(condition)),
+    return service_call(ChangePlant{store_,
+                                    field_limits_,
+                                    std::get<domain::PlantId>(id),
+                                    merge_patch,
+                                    std::get<store::Precondition>(std::move(condition)),
                                     {}},
                         request, cors_);
 }

@@ -44,7 +44,7 @@ struct WriteResult {
     /// The plant as stored: after the write for created, replayed, updated and unchanged; as it
     /// is for id_taken and precondition_failed.
     domain::Plant stored;
-    std::string reason;    ///< for `unavailable`: why (never shown to clients)
+    std::string reason;  ///< for `unavailable`: why (never shown to clients)
 };
 
 /// What a read or list found.
@@ -104,13 +104,13 @@ struct WriteRequest {
     }
     static WriteRequest remove(std::string tenant, domain::PlantId id, Precondition precondition,
                                WriteCallback done) {
-        return {Kind::remove,           std::move(tenant), {id, {}}, {}, std::move(precondition),
-                std::move(done)};
+        return {Kind::remove, std::move(tenant),       {id, {}},
+                {},           std::move(precondition), std::move(done)};
     }
     static WriteRequest update(std::string tenant, domain::PlantId id, domain::PlantChange change,
                                Precondition precondition, WriteCallback done) {
-        return {Kind::update,         std::move(tenant),       {id, {}}, std::move(change),
-                std::move(precondition), std::move(done)};
+        return {Kind::update,      std::move(tenant),       {id, {}},
+                std::move(change), std::move(precondition), std::move(done)};
     }
 };
 
@@ -171,8 +171,8 @@ class PlantStore {
     /// Deletes the plant `id` if `precondition` holds (see write()).
     void remove(std::string tenant, domain::PlantId id, WriteCallback done,
                 Precondition precondition = {}) {
-        write(WriteRequest::remove(std::move(tenant), id, std::move(precondition),
-                                   std::move(done)));
+        write(
+            WriteRequest::remove(std::move(tenant), id, std::move(precondition), std::move(done)));
     }
     /// Applies `change` to the plant `id` if `precondition` holds (see write()).
     void update(std::string tenant, domain::PlantId id, domain::PlantChange change,

@@ -15,9 +15,9 @@
 
 #include "api/openapi_document.hpp"
 #include "api/operations.hpp"
-#include "domain/etag.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
+#include "domain/etag.hpp"
 #include "outbox/subscriptions.hpp"
 #include "store/open.hpp"
 #include "store/plant_store.hpp"

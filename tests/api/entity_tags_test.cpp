@@ -16,8 +16,8 @@ TEST(EntityTags, ParsesStarAndListsOfStrongAndWeakTags) {
 }
 
 TEST(EntityTags, RefusesWhatIsNotAList) {
-    for (const char* value : {"", " , ", "a", R"("a)", R"(a")", R"("a" "b")", R"(w/"a")",
-                              R"("a"x)", R"("a b")", "*, \"a\"", R"(W/ "a")"}) {
+    for (const char* value : {"", " , ", "a", R"("a)", R"(a")", R"("a" "b")", R"(w/"a")", R"("a"x)",
+                              R"("a b")", "*, \"a\"", R"(W/ "a")"}) {
         EXPECT_FALSE(parse_entity_tags(value)) << value;
     }
 }

@@ -155,11 +155,11 @@ TEST_F(Durability, EveryAcknowledgedUpdateSurvivesKill9) {
                     for (int i = 0; i < kPlantsPerClient; ++i) {
                         const int id = client * kPlantsPerClient + i;
                         sent[id] = version;
-                        const auto response = connection.request(
-                            "PATCH", "/plants/" + std::to_string(id),
-                            R"({"name":"v)" + std::to_string(version) + R"("})",
-                            {"Authorization: Bearer " + token,
-                             "Content-Type: application/merge-patch+json"});
+                        const auto response =
+                            connection.request("PATCH", "/plants/" + std::to_string(id),
+                                               R"({"name":"v)" + std::to_string(version) + R"("})",
+                                               {"Authorization: Bearer " + token,
+                                                "Content-Type: application/merge-patch+json"});
                         if (!response) return;  // the server is gone
                         if (response->status == 200) {
                             acknowledged[id] = version;
@@ -172,7 +172,8 @@ TEST_F(Durability, EveryAcknowledgedUpdateSurvivesKill9) {
             }
         });
     }
-    for (int waited = 0; waited < 300 && updates < 200; ++waited) std::this_thread::sleep_for(100ms);
+    for (int waited = 0; waited < 300 && updates < 200; ++waited)
+        std::this_thread::sleep_for(100ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(std::random_device{}() % 300));
     server->kill_hard();
     for (auto& client : clients) client.join();

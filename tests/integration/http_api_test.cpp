@@ -365,24 +365,24 @@ TEST_F(HttpApi, AnETagRoundTripChangesOnlyTheVersionItNames) {
     const std::string first = read->header("etag");
     ASSERT_EQ(first.size(), 34U) << first;  // a quoted 128-bit hex digest
 
-    const auto patched =
-        connection.request("PATCH", "/plants/5", R"({"tag":null})",
-                           {auth, "Content-Type: application/merge-patch+json",
-                            "If-Match: " + first});
+    const auto patched = connection.request(
+        "PATCH", "/plants/5", R"({"tag":null})",
+        {auth, "Content-Type: application/merge-patch+json", "If-Match: " + first});
     ASSERT_TRUE(patched);
     EXPECT_EQ(patched->status, 200);
     EXPECT_EQ(boost::json::parse(patched->body), boost::json::parse(R"({"id":5,"name":"Fern"})"));
     const std::string second = patched->header("etag");
     EXPECT_NE(second, first);
 
-    const auto stale = connection.request(
-        "PUT", "/plants/5", R"({"name":"Other"})",
-        {auth, "Content-Type: application/json", "If-Match: " + first});
+    const auto stale =
+        connection.request("PUT", "/plants/5", R"({"name":"Other"})",
+                           {auth, "Content-Type: application/json", "If-Match: " + first});
     ASSERT_TRUE(stale);
     expect_error(*stale, 412, "If-Match");
     EXPECT_EQ(stale->header("etag"), second);
 
-    const auto unchanged = connection.request("GET", "/plants/5", "", {auth, "If-None-Match: " + second});
+    const auto unchanged =
+        connection.request("GET", "/plants/5", "", {auth, "If-None-Match: " + second});
     ASSERT_TRUE(unchanged);
     EXPECT_EQ(unchanged->status, 304);
     EXPECT_EQ(unchanged->body, "");

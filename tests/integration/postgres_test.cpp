@@ -137,7 +137,8 @@ TEST(PostgresScaleOut, RacingUpdatesWithOneETagHaveOneWinnerAcrossInstances) {
             }
         }
         ASSERT_NE(winner, -1) << "round " << round << ": no winner";
-        const auto stored = boost::json::parse(reader.request("GET", "/plants/1", "", {auth})->body);
+        const auto stored =
+            boost::json::parse(reader.request("GET", "/plants/1", "", {auth})->body);
         EXPECT_EQ(stored.at("name").as_string(),
                   "r" + std::to_string(round) + "-" + std::to_string(winner));
     }

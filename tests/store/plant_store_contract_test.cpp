@@ -124,9 +124,13 @@ TEST_P(PlantStoreContract, AnUpdateChangesWhatItSetsAndOnlyInItsTenant) {
 // computes it in SQL), for names and tags of every kind.
 TEST_P(PlantStoreContract, IfMatchIsCheckedAgainstThePlantsEntityTag) {
     auto store = open();
-    const std::vector<domain::Plant> plants = {
-        {"Fern", "green"}, {"Fern", std::nullopt}, {"Fern", ""}, {"", std::nullopt},
-        {"Ünïcødé 🌿", "日本語"}, {"a:b", "1:c"}, {std::string(1024, 'x'), "-"}};
+    const std::vector<domain::Plant> plants = {{"Fern", "green"},
+                                               {"Fern", std::nullopt},
+                                               {"Fern", ""},
+                                               {"", std::nullopt},
+                                               {"Ünïcødé 🌿", "日本語"},
+                                               {"a:b", "1:c"},
+                                               {std::string(1024, 'x'), "-"}};
     domain::PlantId id = 0;
     for (const auto& content : plants) {
         ++id;
@@ -136,10 +140,10 @@ TEST_P(PlantStoreContract, IfMatchIsCheckedAgainstThePlantsEntityTag) {
                                            if_match({"\"0123\"", "W/" + etag}));
         EXPECT_EQ(stale.outcome, Outcome::precondition_failed) << content.name;
         EXPECT_EQ(stale.stored, content);
-        EXPECT_EQ(update_and_wait(*store, "default", id, rename("other"),
-                                  if_match({"\"0123\"", etag}))
-                      .outcome,
-                  Outcome::updated)
+        EXPECT_EQ(
+            update_and_wait(*store, "default", id, rename("other"), if_match({"\"0123\"", etag}))
+                .outcome,
+            Outcome::updated)
             << content.name;
     }
     // "*" matches any plant that exists, and nothing that does not.

@@ -390,8 +390,8 @@ class PgPlantStore::Engine {
     // The outcome of a change_statement() from its rows.
     static WriteResult change_outcome(const Pending& pending, const PGresult* rows) {
         using Outcome = WriteResult::Outcome;
-        if (pending.kind == WriteRequest::Kind::remove && pending.precondition.if_match == std::nullopt &&
-            !pending.precondition.required) {
+        if (pending.kind == WriteRequest::Kind::remove &&
+            pending.precondition.if_match == std::nullopt && !pending.precondition.required) {
             return {PQntuples(rows) == 1 ? Outcome::deleted : Outcome::not_found, {}, {}};
         }
         if (PQntuples(rows) == 0) return {Outcome::not_found, {}, {}};

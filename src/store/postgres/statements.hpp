@@ -120,16 +120,17 @@ inline constexpr const char* kDeletePlant =
 // A plant's entity tag in SQL, over the columns `name` and `tag`: exactly domain::plant_etag()
 // (domain/etag.hpp), so that If-Match is checked in the write's own statement; the store
 // contract tests hold the two to the same value.
-#define PLANTSTORE_PLANT_ETAG_SQL                                                        \
+#define PLANTSTORE_PLANT_ETAG_SQL                                                             \
     "'\"' || left(encode(sha256(convert_to(octet_length(convert_to(name, 'UTF8')) || ':' || " \
-    "name || coalesce(octet_length(convert_to(tag, 'UTF8')) || ':' || tag, '-'), 'UTF8')), " \
+    "name || coalesce(octet_length(convert_to(tag, 'UTF8')) || ':' || tag, '-'), 'UTF8')), "  \
     "'hex'), 32) || '\"'"
 // The verdict of an If-Match: $if_match (text[], NULL without the header) and $required
 // (--require-if-match) against `etag`: 'q' a required If-Match is missing, 'f' no tag matches.
-#define PLANTSTORE_PRECONDITION_SQL(if_match, required, otherwise)                        \
-    "CASE WHEN " required " AND " if_match "::text[] IS NULL THEN 'q' "                  \
-    "WHEN " if_match "::text[] IS NOT NULL AND NOT ('*' = ANY(" if_match ") OR etag = ANY(" \
-    if_match ")) THEN 'f' " otherwise " END"
+#define PLANTSTORE_PRECONDITION_SQL(if_match, required, otherwise)       \
+    "CASE WHEN " required " AND " if_match                               \
+    "::text[] IS NULL THEN 'q' "                                         \
+    "WHEN " if_match "::text[] IS NOT NULL AND NOT ('*' = ANY(" if_match \
+    ") OR etag = ANY(" if_match ")) THEN 'f' " otherwise " END"
 
 /// Deletes one plant if a precondition holds (If-Match, --require-if-match), locking it first.
 /// Parameters: $1 tenant, $2 id, $3 the If-Match tags (text[], NULL for none), $4 whether one is
@@ -168,7 +169,8 @@ inline constexpr const char* kUpdatePlant =
 #undef PLANTSTORE_PLANT_ETAG_SQL
 
 /// The If-Match tags of `precondition` as a text[] literal, or NULL (nullopt) without any.
-inline std::optional<std::string> if_match_array(const std::optional<std::vector<std::string>>& tags) {
+inline std::optional<std::string> if_match_array(
+    const std::optional<std::vector<std::string>>& tags) {
     if (!tags) return std::nullopt;
     std::string literal = "{";
     for (const std::string& tag : *tags) append_array_element(literal, std::string_view(tag));

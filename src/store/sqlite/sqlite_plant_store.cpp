@@ -115,8 +115,8 @@ class SqlitePlantStore::Writer {
                                "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, id) DO NOTHING")),
           select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
           delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")),
-          update_(db_->prepare(
-              "UPDATE plants SET name = ?3, tag = ?4 WHERE tenant = ?1 AND id = ?2")),
+          update_(
+              db_->prepare("UPDATE plants SET name = ?3, tag = ?4 WHERE tenant = ?1 AND id = ?2")),
           // The outbox: one pending delivery per enabled webhook subscription of the tenant,
           // in the transaction that stores the plant (store/webhook_repository.hpp). Event ids
           // start with the time in hex, so a batch's rows go to the end of the primary key's
