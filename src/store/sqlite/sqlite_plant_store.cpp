@@ -207,15 +207,10 @@ class SqlitePlantStore::Writer {
     std::string remove(const Pending& pending, std::vector<WriteResult>& results) {
         if (pending.precondition.if_match || pending.precondition.required) {
             std::optional<domain::Plant> existing;
-            if (auto failure = select(pending, existing); !failure.empty()) return failure;
-            if (!existing) {
-                results.push_back({WriteResult::Outcome::not_found, {}, {}});
-                return {};
+            if (auto failure = select_allowed(pending, existing, results); !failure.empty()) {
+                return failure;
             }
-            if (const auto refusal = pending.precondition.refusal(domain::plant_etag(*existing))) {
-                results.push_back({*refusal, std::move(*existing), {}});
-                return {};
-            }
+            if (!existing) return {};
         }
         delete_.bind(1, std::string_view(pending.tenant)).bind(2, pending.plant.id);
         const int rc = delete_.try_step();
@@ -230,15 +225,10 @@ class SqlitePlantStore::Writer {
 
     std::string update(const Pending& pending, std::vector<WriteResult>& results) {
         std::optional<domain::Plant> existing;
-        if (auto failure = select(pending, existing); !failure.empty()) return failure;
-        if (!existing) {
-            results.push_back({WriteResult::Outcome::not_found, {}, {}});
-            return {};
+        if (auto failure = select_allowed(pending, existing, results); !failure.empty()) {
+            return failure;
         }
-        if (const auto refusal = pending.precondition.refusal(domain::plant_etag(*existing))) {
-            results.push_back({*refusal, std::move(*existing), {}});
-            return {};
-        }
+        if (!existing) return {};
         domain::Plant changed = pending.change.applied_to(*existing);
         if (changed == *existing) {
             results.push_back({WriteResult::Outcome::unchanged, std::move(changed), {}});
@@ -252,6 +242,21 @@ class SqlitePlantStore::Writer {
         update_.reset();
         if (rc != SQLITE_DONE) return fail("UPDATE", update_);
         results.push_back({WriteResult::Outcome::updated, std::move(changed), {}});
+        return {};
+    }
+
+    // The plant `pending` names if it exists and its precondition holds; otherwise `found` stays
+    // empty and the write's result (not_found, precondition_failed or _required) is appended.
+    // Returns why the batch failed, or an empty string.
+    std::string select_allowed(const Pending& pending, std::optional<domain::Plant>& found,
+                               std::vector<WriteResult>& results) {
+        if (auto failure = select(pending, found); !failure.empty()) return failure;
+        if (!found) {
+            results.push_back({WriteResult::Outcome::not_found, {}, {}});
+        } else if (const auto refusal = pending.precondition.refusal(domain::plant_etag(*found))) {
+            results.push_back({*refusal, std::move(*found), {}});
+            found.reset();
+        }
         return {};
     }
 
