@@ -26,6 +26,10 @@ class OpenApiContract : public ServerTest {
         HttpConnection connection(port());
         const auto response = connection.request(method, target, body, headers);
         record(path_template, method, response);
+        if (method == "GET") {  // HEAD is answered wherever GET is: the same call, no body
+            HttpConnection head(port());
+            record(path_template, "HEAD", head.request("HEAD", target, body, headers));
+        }
         return response ? response->status : 0;
     }
     // Remembers the status and which headers came with it.
@@ -51,9 +55,12 @@ class OpenApiContract : public ServerTest {
     // A request whose head never completes: the server's request time-out answers it.
     void call_slowly(const std::string& method, const std::string& path_template,
                      const std::string& target) {
-        HttpConnection connection(port());
-        connection.send_raw(method + " " + target + " HTTP/1.1\r\nHost: x\r\n");
-        record(path_template, method, connection.read_response());
+        for (const std::string& sent : {method, std::string(method == "GET" ? "HEAD" : "")}) {
+            if (sent.empty()) continue;
+            HttpConnection connection(port());
+            connection.send_raw(sent + " " + target + " HTTP/1.1\r\nHost: x\r\n");
+            record(path_template, sent, connection.read_response(sent == "HEAD"));
+        }
     }
     // A request with a body larger than every limit (413), whatever the method.
     void call_with_large_body(const std::string& method, const std::string& path_template,
@@ -277,11 +284,16 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     {
         HttpConnection in_flight(port());
         ASSERT_TRUE(begin_request(in_flight, "GET /readyz HTTP/1.1\r\nHost: x\r\n"));
+        HttpConnection head_in_flight(port());
+        ASSERT_TRUE(begin_request(head_in_flight, "HEAD /readyz HTTP/1.1\r\nHost: x\r\n"));
         ::kill(server->pid(), SIGTERM);
         ASSERT_TRUE(server->wait_for_log(R"("event":"draining")")) << server->log();
         in_flight.send_raw("\r\n");
         const auto draining = in_flight.read_response();
         observed.emplace("/readyz", "GET", draining ? draining->status : 0);  // 503
+        head_in_flight.send_raw("\r\n");
+        const auto head_draining = head_in_flight.read_response(true);
+        observed.emplace("/readyz", "HEAD", head_draining ? head_draining->status : 0);  // 503
     }
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
