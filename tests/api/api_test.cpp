@@ -516,7 +516,8 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
                 served.emplace(route.label, method, endpoint.operation_id);
                 // HEAD is answered wherever GET is, and documented as an operation of its own.
                 if (method == "get") {
-                    served.emplace(route.label, "head", std::string(endpoint.operation_id) + "Head");
+                    served.emplace(route.label, "head",
+                                   std::string(endpoint.operation_id) + "Head");
                 }
             }
         }
