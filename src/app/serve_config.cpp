@@ -170,7 +170,8 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     option("--max-connections", config.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
            "Open connections at most; more are closed at once");
     option("--max-batch-writes", config.max_batch_writes, "PLANTSTORE_MAX_BATCH_WRITES",
-           "Creates and deletes committed in one transaction at most (1: one per request)");
+           "Writes (creates, updates, deletes) committed in one transaction at most (1: one per "
+           "request)");
     option("--max-pending-writes", config.max_pending_writes, "PLANTSTORE_MAX_PENDING_WRITES",
            "Creates waiting for the disk at most; more get 503");
     option("--request-timeout-ms", config.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",

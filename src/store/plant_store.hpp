@@ -134,8 +134,9 @@ inline const char* write_refusal(bool closing, std::size_t pending, std::size_t 
 class StoreObserver {
   public:
     virtual ~StoreObserver() = default;
-    /// `writes` creates and deletes in one transaction that took `duration` (its durable commit
-    /// included); `failure` is empty when it committed, otherwise why nothing of it was written.
+    /// `writes` creates, updates and deletes in one transaction that took `duration` (its durable
+    /// commit included); `failure` is empty when it committed, otherwise why nothing of it was
+    /// written.
     virtual void on_batch(std::size_t writes, std::chrono::nanoseconds duration,
                           std::string_view failure) = 0;
     /// Background work (a checkpoint, a rollback after a failed batch) failed: nothing
