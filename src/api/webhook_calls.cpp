@@ -25,11 +25,40 @@ std::string subscription_url(const std::string& links_base, const std::string& i
     return links_base + "/" + id;
 }
 
-// Every event type's name (domain/event.hpp), as subscriptions list them.
-json::array event_names() {
+// The names of the event types in `set` (domain/event.hpp), in kEventTypes' order.
+json::array event_names(domain::EventSet set) {
     json::array names;
-    for (const auto& [type, name] : domain::kEventTypes) names.emplace_back(name);
+    for (const auto& [type, name] : domain::kEventTypes) {
+        if ((set & domain::event_bit(type)) != 0) names.emplace_back(name);
+    }
     return names;
+}
+
+// A body's "events": a non-empty array of event type names (repeats allowed), or the 400.
+std::variant<domain::EventSet, http::Response> decode_events(const json::value& value) {
+    domain::EventSet set = 0;
+    const json::array* events = value.if_array();
+    if (events != nullptr) {
+        for (const json::value& event : *events) {
+            const auto type =
+                event.is_string() ? domain::parse_event_type(event.as_string()) : std::nullopt;
+            if (!type) {
+                set = 0;
+                break;
+            }
+            set |= domain::event_bit(*type);
+        }
+    }
+    if (set == 0) {
+        std::string known;
+        for (const auto& [type, name] : domain::kEventTypes) {
+            known += known.empty() ? "" : ", ";
+            known += name;
+        }
+        return error_response(
+            400, "events: must be a non-empty array of event types, each one of " + known);
+    }
+    return set;
 }
 
 json::object encode_subscription(const store::WebhookSubscription& subscription,
@@ -37,7 +66,7 @@ json::object encode_subscription(const store::WebhookSubscription& subscription,
     json::object object;
     object["id"] = subscription.id;
     object["url"] = subscription.url;
-    object["events"] = event_names();
+    object["events"] = event_names(subscription.events);
     if (secret) object["secret"] = *secret;
     object["enabled"] = subscription.enabled;
     if (!subscription.enabled && subscription.disabled_reason) {
@@ -124,16 +153,16 @@ struct CreateWebhook {
     using Result = outbox::SubscriptionOutcome;
     outbox::SubscriptionService& service;
     const std::string& links_base;
-    std::string url;  // decoded from the body
+    NewSubscription subscription;  // decoded from the body
 
     std::optional<http::Response> decode(std::string_view body) {
         auto decoded = decode_new_subscription(body);
         if (auto* problem = std::get_if<http::Response>(&decoded)) return std::move(*problem);
-        url = std::get<std::string>(std::move(decoded));
+        subscription = std::get<NewSubscription>(std::move(decoded));
         return std::nullopt;
     }
     void call(const std::string& tenant, const Done& done) {
-        service.create(tenant, std::move(url), done);
+        service.create(tenant, std::move(subscription.url), subscription.events, done);
     }
     http::Response respond(const Result& outcome) const {
         if (auto refused = refusal(outcome)) return std::move(*refused);
@@ -173,21 +202,21 @@ struct ReadWebhook {
     }
 };
 
-// PATCH /webhooks/{id}: {"enabled": ...}, answered with the subscription.
+// PATCH /webhooks/{id}: {"enabled": ..., "events": [...]}, answered with the subscription.
 struct UpdateWebhook {
     using Result = outbox::SubscriptionOutcome;
     outbox::SubscriptionService& service;
     std::string id;
-    bool enabled = true;  // decoded from the body
+    outbox::SubscriptionChange change;  // decoded from the body
 
     std::optional<http::Response> decode(std::string_view body) {
         auto decoded = decode_subscription_update(body);
         if (auto* problem = std::get_if<http::Response>(&decoded)) return std::move(*problem);
-        enabled = std::get<bool>(decoded);
+        change = std::get<outbox::SubscriptionChange>(decoded);
         return std::nullopt;
     }
     void call(const std::string& tenant, const Done& done) const {
-        service.set_enabled(tenant, id, enabled, done);
+        service.update(tenant, id, change, done);
     }
     http::Response respond(const Result& outcome) const {
         return subscription_response(200, outcome);
@@ -273,50 +302,53 @@ const PageRules& deliveries_rules() {
 
 }  // namespace
 
-std::variant<std::string, http::Response> decode_new_subscription(std::string_view body) {
+std::variant<NewSubscription, http::Response> decode_new_subscription(std::string_view body) {
     std::string problem;
     auto object = decode_object(body, problem);
     if (!object) return error_response(400, problem);
-    std::optional<std::string> url;
+    NewSubscription subscription;
+    bool has_url = false;
     for (const auto& [key, value] : *object) {
         if (key == "url") {
             if (!value.is_string()) return error_response(400, "url: must be a string");
-            url = std::string(value.as_string());
+            subscription.url = std::string(value.as_string());
+            has_url = true;
         } else if (key == "events") {
-            const json::array* events = value.if_array();
-            if (events == nullptr || events->empty() ||
-                !std::all_of(events->begin(), events->end(), [](const json::value& event) {
-                    return event.is_string() &&
-                           domain::parse_event_type(event.as_string()).has_value();
-                })) {
-                return error_response(
-                    400, "events: must be " + json::serialize(event_names()) +
-                             (domain::kEventTypes.size() == 1 ? ", the only event plantstore sends"
-                                                              : ", or some of them"));
-            }
+            auto events = decode_events(value);
+            if (auto* refused = std::get_if<http::Response>(&events)) return std::move(*refused);
+            subscription.events = std::get<domain::EventSet>(events);
         } else {
             return error_response(400,
                                   "unknown field: " + std::string(key) + " (known: url, events)");
         }
     }
-    if (!url) return error_response(400, "url: required");
-    return *url;
+    if (!has_url) return error_response(400, "url: required");
+    return subscription;
 }
 
-std::variant<bool, http::Response> decode_subscription_update(std::string_view body) {
+std::variant<outbox::SubscriptionChange, http::Response> decode_subscription_update(
+    std::string_view body) {
     std::string problem;
     auto object = decode_object(body, problem);
     if (!object) return error_response(400, problem);
-    std::optional<bool> enabled;
+    outbox::SubscriptionChange change;
     for (const auto& [key, value] : *object) {
-        if (key != "enabled") {
-            return error_response(400, "unknown field: " + std::string(key) + " (known: enabled)");
+        if (key == "enabled") {
+            if (!value.is_bool()) return error_response(400, "enabled: must be true or false");
+            change.enabled = value.as_bool();
+        } else if (key == "events") {
+            auto events = decode_events(value);
+            if (auto* refused = std::get_if<http::Response>(&events)) return std::move(*refused);
+            change.events = std::get<domain::EventSet>(events);
+        } else {
+            return error_response(
+                400, "unknown field: " + std::string(key) + " (known: enabled, events)");
         }
-        if (!value.is_bool()) return error_response(400, "enabled: must be true or false");
-        enabled = value.as_bool();
     }
-    if (!enabled) return error_response(400, "enabled: required");
-    return *enabled;
+    if (!change.enabled && !change.events) {
+        return error_response(400, "the body must set enabled, events or both");
+    }
+    return change;
 }
 
 WebhookCalls::WebhookCalls(outbox::SubscriptionService& service, const std::string& base_path,
@@ -366,7 +398,7 @@ Prepared WebhookCalls::read(const CallRequest& request) const {
 
 Prepared WebhookCalls::update(const CallRequest& request) const {
     if (auto refusal = require_json_body(request.head)) return std::move(*refusal);
-    return service_call(UpdateWebhook{service_, std::string(request.match.id)}, request, cors_);
+    return service_call(UpdateWebhook{service_, std::string(request.match.id), {}}, request, cors_);
 }
 
 Prepared WebhookCalls::remove(const CallRequest& request) const {

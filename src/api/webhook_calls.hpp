@@ -14,19 +14,25 @@
 
 #include "api/cors.hpp"
 #include "api/routes.hpp"
-
-namespace plantstore::outbox {
-class SubscriptionService;
-}
+#include "domain/event.hpp"
+#include "outbox/subscriptions.hpp"
 
 namespace plantstore::api {
 
-/// POST /webhooks's body, {"url": "...", "events": [...]} (events optional, every name an event
-/// type's): the url, or the 400 naming the field.
-std::variant<std::string, http::Response> decode_new_subscription(std::string_view body);
+/// What POST /webhooks asks for.
+struct NewSubscription {
+    std::string url;
+    domain::EventSet events = domain::kDefaultEvents;
+};
 
-/// PATCH /webhooks/{id}'s body, {"enabled": true|false}: the value, or the 400 naming the field.
-std::variant<bool, http::Response> decode_subscription_update(std::string_view body);
+/// POST /webhooks's body, {"url": "...", "events": [...]} (events optional: a non-empty array of
+/// event type names): the subscription asked for, or the 400 naming the field.
+std::variant<NewSubscription, http::Response> decode_new_subscription(std::string_view body);
+
+/// PATCH /webhooks/{id}'s body, {"enabled": true|false, "events": [...]} (at least one of them):
+/// the change, or the 400 naming the field.
+std::variant<outbox::SubscriptionChange, http::Response> decode_subscription_update(
+    std::string_view body);
 
 class WebhookCalls {
   public:

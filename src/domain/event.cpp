@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/time_text.hpp"
 #include "domain/json_encoding.hpp"
 
 namespace plantstore::domain {
@@ -19,12 +20,32 @@ std::optional<EventType> parse_event_type(std::string_view name) {
     return found->first;
 }
 
-std::string encode_event_payload(EventType type, const PlantRecord& plant) {
-    switch (type) {
-        case EventType::plant_created:
-            return encode_plant_record(plant);
+bool valid_event_set(EventSet set) {
+    EventSet known = 0;
+    for (const auto& [type, name] : kEventTypes) known |= event_bit(type);
+    return set != 0 && (set & ~known) == 0;
+}
+
+std::string encode_event(const Event& event) {
+    // Names and timestamps need no escaping; the plant is encoded as GET returns it.
+    std::string json = R"({"type":")";
+    json += event_name(event.type);
+    json += R"(","timestamp":")";
+    json += common::rfc3339(event.at_ms, true);
+    json += '"';
+    if (event.seq > 0) {
+        json += R"(,"seq":)";
+        json += std::to_string(event.seq);
     }
-    return encode_plant_record(plant);
+    json += R"(,"data":)";
+    json += encode_plant_record(event.plant);
+    json += '}';
+    return json;
+}
+
+std::string encode_webhook_body(EventSet subscribed, const Event& event) {
+    if (subscribed == kDefaultEvents) return encode_plant_record(event.plant);
+    return encode_event(event);
 }
 
 }  // namespace plantstore::domain

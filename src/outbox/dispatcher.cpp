@@ -30,8 +30,11 @@ SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
                             const std::vector<std::string>& keys, std::int64_t timestamp,
                             std::string_view user_agent) {
     SignedRequest request;
-    request.body = domain::encode_event_payload(delivery.event_type,
-                                                {delivery.plant_id, {delivery.name, delivery.tag}});
+    request.body = domain::encode_webhook_body(
+        delivery.subscribed, {delivery.seq,
+                              delivery.event_type,
+                              delivery.created_at,
+                              {delivery.plant_id, {delivery.name, delivery.tag}}});
     request.headers = {
         {"Content-Type", "application/json"},
         {"User-Agent", std::string(user_agent)},

@@ -51,7 +51,7 @@ struct DeliveryOptions {
 
 /// The values of the Standard Webhooks headers and the body of one attempt. Pure.
 struct SignedRequest {
-    std::string body;  ///< the NewPlant JSON
+    std::string body;  ///< domain::encode_webhook_body(): the envelope, or the NewPlant JSON
     std::vector<std::pair<std::string, std::string>> headers;
 };
 /// Builds the attempt of `delivery` at `timestamp` (Unix seconds) signed with `keys` (the

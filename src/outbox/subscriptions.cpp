@@ -94,8 +94,9 @@ SubscriptionOutcome SubscriptionService::found(const std::string& tenant, const 
     return result;
 }
 
-void SubscriptionService::create(std::string tenant, std::string url, const Callback& done) {
-    submit(done, [this, tenant = std::move(tenant), url = std::move(url)] {
+void SubscriptionService::create(std::string tenant, std::string url, domain::EventSet events,
+                                 const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), url = std::move(url), events] {
         if (auto problem = webhooks::url_problem(url, options_.policy)) {
             return outcome(SubscriptionOutcome::Kind::invalid, *problem);
         }
@@ -116,6 +117,7 @@ void SubscriptionService::create(std::string tenant, std::string url, const Call
         subscription.tenant = tenant;
         subscription.id = random_id("wh_");
         subscription.url = url;
+        subscription.events = events;
         subscription.created_at = common::unix_ms_now();
         const std::string secret = webhooks::new_secret();
         subscription.sealed_secret =
@@ -153,14 +155,19 @@ void SubscriptionService::remove(std::string tenant, std::string id, const Callb
     });
 }
 
-void SubscriptionService::set_enabled(std::string tenant, std::string id, bool enabled,
-                                      const Callback& done) {
-    submit(done, [this, tenant = std::move(tenant), id = std::move(id), enabled] {
-        if (!repository_->set_enabled(tenant, id, enabled, "disabled by the tenant",
-                                      common::unix_ms_now())) {
+void SubscriptionService::update(std::string tenant, std::string id, SubscriptionChange change,
+                                 const Callback& done) {
+    submit(done, [this, tenant = std::move(tenant), id = std::move(id), change] {
+        if (change.events && !repository_->set_events(tenant, id, *change.events)) {
             return not_found(id);
         }
-        if (enabled && options_.on_change) options_.on_change();
+        if (change.enabled) {
+            if (!repository_->set_enabled(tenant, id, *change.enabled, "disabled by the tenant",
+                                          common::unix_ms_now())) {
+                return not_found(id);
+            }
+            if (*change.enabled && options_.on_change) options_.on_change();
+        }
         return found(tenant, id);
     });
 }

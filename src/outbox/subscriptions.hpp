@@ -54,6 +54,12 @@ struct SubscriptionOutcome {
     bool more = false;  ///< attempts: older ones remain
 };
 
+/// What PATCH /webhooks/{id} changes: each field when present.
+struct SubscriptionChange {
+    std::optional<bool> enabled;
+    std::optional<domain::EventSet> events;  ///< a valid domain::EventSet
+};
+
 class SubscriptionService {
   public:
     using Callback = std::function<void(SubscriptionOutcome)>;
@@ -69,11 +75,14 @@ class SubscriptionService {
     // Each call answers through `done` exactly once, on the service's thread (or at once when
     // the queue is full or the service is closing), and the service destroys its copy of `done`
     // there too: as for a PlantStore's callbacks, `done` owns only values and weak references.
-    void create(std::string tenant, std::string url, const Callback& done);
+    /// A subscription to `url` receiving `events` (a valid domain::EventSet).
+    void create(std::string tenant, std::string url, domain::EventSet events, const Callback& done);
     void list(std::string tenant, const Callback& done);
     void get(std::string tenant, std::string id, const Callback& done);
     void remove(std::string tenant, std::string id, const Callback& done);
-    void set_enabled(std::string tenant, std::string id, bool enabled, const Callback& done);
+    /// Applies what `change` sets (PATCH /webhooks/{id}), then answers the subscription.
+    void update(std::string tenant, std::string id, SubscriptionChange change,
+                const Callback& done);
     void rotate_secret(std::string tenant, std::string id, const Callback& done);
     void attempts(std::string tenant, std::string id, int limit, std::optional<std::int64_t> before,
                   const Callback& done);

@@ -1,6 +1,7 @@
 // Store layer, interface (see plant_store.hpp): webhook subscriptions and the outbox of their
 // deliveries. The outbox rows themselves are written by the plant stores, in the transaction
-// that stores each new plant (one pending delivery per enabled subscription of the tenant);
+// that makes each change (one pending delivery of its event per enabled subscription of the
+// tenant that receives the event's type);
 // this interface manages subscriptions, lets a dispatcher claim due deliveries under a lease and
 // record each attempt, and prunes what is finished. Times are milliseconds since the Unix epoch,
 // given by the caller. Knows no HTTP and no policy (schedules, signing): the webhooks layer does.
@@ -27,6 +28,7 @@ struct WebhookSubscription {
     /// The secret replaced by a rotation, still used to sign until `previous_secret_until`.
     std::optional<std::string> sealed_previous_secret;
     std::int64_t previous_secret_until = 0;
+    domain::EventSet events = domain::kDefaultEvents;  ///< the event types it receives
     bool enabled = true;
     std::optional<std::string> disabled_reason;
     /// Since when every attempt failed (unset after a success, and while none failed).
@@ -56,6 +58,10 @@ struct DeliveryAttemptView {
 struct ClaimedDelivery {
     std::string event_id;
     domain::EventType event_type = domain::EventType::plant_created;
+    /// The event's seq in its tenant's log; 0 for a delivery queued before the log existed.
+    std::int64_t seq = 0;
+    /// The event types its subscription receives now (they decide the body's shape).
+    domain::EventSet subscribed = domain::kDefaultEvents;
     std::string tenant;
     std::string subscription_id;
     std::int64_t plant_id = 0;
@@ -125,6 +131,9 @@ class WebhookRepository {
     /// Enables or disables it (with `reason` when disabling; pending deliveries then fail).
     virtual bool set_enabled(const std::string& tenant, const std::string& id, bool enabled,
                              const std::string& reason, std::int64_t now) = 0;
+    /// Sets the event types it receives (from its next event on); false when there is none.
+    virtual bool set_events(const std::string& tenant, const std::string& id,
+                            domain::EventSet events) = 0;
     /// Replaces the secret, keeping the current one as the previous until `previous_until`.
     virtual bool rotate_secret(const std::string& tenant, const std::string& id,
                                const std::string& sealed_secret, std::int64_t previous_until) = 0;

@@ -1,4 +1,4 @@
-// Event types: names on the wire and in outbox rows, and their payloads.
+// Event types: names on the wire and in stored rows, sets of them, and the bodies of events.
 #include "domain/event.hpp"
 
 #include <gtest/gtest.h>
@@ -16,11 +16,43 @@ TEST(EventType, EveryTypeHasOneNameThatParsesBack) {
     EXPECT_FALSE(parse_event_type("").has_value());
 }
 
-TEST(EventType, APlantCreatedPayloadIsThePlantAsAGetReturnsIt) {
-    EXPECT_EQ(encode_event_payload(EventType::plant_created, {7, {"Fern", "green"}}),
+TEST(EventType, NamesAreDistinctAndSetsHoldOnlyKnownTypes) {
+    EXPECT_EQ(event_name(EventType::plant_updated), "plant.updated");
+    EXPECT_EQ(event_name(EventType::plant_deleted), "plant.deleted");
+    EventSet all = 0;
+    for (const auto& [type, name] : kEventTypes) {
+        EXPECT_EQ(all & event_bit(type), 0) << name;
+        all |= event_bit(type);
+    }
+    EXPECT_TRUE(valid_event_set(all));
+    EXPECT_TRUE(valid_event_set(kDefaultEvents));
+    EXPECT_EQ(kDefaultEvents, event_bit(EventType::plant_created));
+    EXPECT_FALSE(valid_event_set(0));
+    EXPECT_FALSE(valid_event_set(all + 1));
+}
+
+TEST(Event, TheEnvelopeCarriesTypeTimestampSeqAndThePlantAsAGetReturnsIt) {
+    const Event updated{42, EventType::plant_updated, 1700000000123, {7, {"Fern", "green"}}};
+    EXPECT_EQ(encode_event(updated),
+              R"({"type":"plant.updated","timestamp":"2023-11-14T22:13:20.123Z","seq":42,)"
+              R"("data":{"id":7,"name":"Fern","tag":"green"}})");
+    const Event deleted{3, EventType::plant_deleted, 0, {8, {"Moss", std::nullopt}}};
+    EXPECT_EQ(encode_event(deleted),
+              R"({"type":"plant.deleted","timestamp":"1970-01-01T00:00:00.000Z","seq":3,)"
+              R"("data":{"id":8,"name":"Moss"}})");
+    // Queued for a webhook before the log existed: no seq to give.
+    const Event early{0, EventType::plant_created, 0, {9, {"Ivy", std::nullopt}}};
+    EXPECT_EQ(encode_event(early).find("seq"), std::string::npos);
+}
+
+TEST(Event, ASubscriptionToCreationsAloneGetsThePlantEveryOtherTheEnvelope) {
+    const Event created{5, EventType::plant_created, 1700000000000, {7, {"Fern", "green"}}};
+    EXPECT_EQ(encode_webhook_body(kDefaultEvents, created),
               R"({"id":7,"name":"Fern","tag":"green"})");
-    EXPECT_EQ(encode_event_payload(EventType::plant_created, {8, {"Moss", std::nullopt}}),
-              R"({"id":8,"name":"Moss"})");
+    const EventSet with_updates = kDefaultEvents | event_bit(EventType::plant_updated);
+    EXPECT_EQ(encode_webhook_body(with_updates, created), encode_event(created));
+    EXPECT_EQ(encode_webhook_body(event_bit(EventType::plant_deleted), created),
+              encode_event(created));
 }
 
 }  // namespace

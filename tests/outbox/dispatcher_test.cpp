@@ -27,13 +27,26 @@ store::ClaimedDelivery delivery() {
     return claimed;
 }
 
-TEST(SignDelivery, TheBodyIsTheEventsPayloadByItsType) {
+TEST(SignDelivery, ASubscriptionToCreationsAloneGetsThePlant) {
     const SignedRequest request = sign_delivery(delivery(), {"key"}, 1700000000, "plantstore/1");
-    EXPECT_EQ(request.body, domain::encode_event_payload(domain::EventType::plant_created,
-                                                         {7, {"Fern", "green"}}));
     EXPECT_EQ(request.body, R"({"id":7,"name":"Fern","tag":"green"})");
     EXPECT_EQ(header(request, "Content-Type"), "application/json");
     EXPECT_EQ(header(request, "User-Agent"), "plantstore/1");
+}
+
+TEST(SignDelivery, AnyOtherSubscriptionGetsTheSignedEnvelopeWithTheTypeInside) {
+    store::ClaimedDelivery deleted = delivery();
+    deleted.event_type = domain::EventType::plant_deleted;
+    deleted.seq = 12;
+    deleted.created_at = 1700000000000;
+    deleted.subscribed =
+        domain::kDefaultEvents | domain::event_bit(domain::EventType::plant_deleted);
+    const SignedRequest request = sign_delivery(deleted, {"key"}, 1700000000, "ua");
+    EXPECT_EQ(request.body,
+              R"({"type":"plant.deleted","timestamp":"2023-11-14T22:13:20.000Z","seq":12,)"
+              R"("data":{"id":7,"name":"Fern","tag":"green"}})");
+    EXPECT_EQ(header(request, "webhook-signature"),
+              webhooks::sign("key", "msg_1", 1700000000, request.body));
 }
 
 TEST(SignDelivery, EveryKeySignsTheExactBodyUnderTheEventsIdAndTimestamp) {

@@ -37,7 +37,8 @@ class SubscriptionsTest : public testing::Test {
     }
 
     SubscriptionOutcome create(const std::string& tenant, const std::string& url) {
-        return answer([&](const auto& done) { service.create(tenant, url, done); });
+        return answer(
+            [&](const auto& done) { service.create(tenant, url, domain::kDefaultEvents, done); });
     }
 
     testing_support::TempDir dir;
@@ -67,10 +68,40 @@ TEST_F(SubscriptionsTest, ATenantReachesOnlyItsOwnSubscriptions) {
     EXPECT_EQ(answer([&](const auto& done) { service.get("b", id, done); }).kind, Kind::not_found);
     EXPECT_EQ(answer([&](const auto& done) { service.remove("b", id, done); }).kind,
               Kind::not_found);
-    EXPECT_EQ(answer([&](const auto& done) { service.set_enabled("b", id, false, done); }).kind,
-              Kind::not_found);
+    for (const SubscriptionChange change :
+         {SubscriptionChange{false, std::nullopt}, SubscriptionChange{std::nullopt, 7}}) {
+        EXPECT_EQ(answer([&](const auto& done) { service.update("b", id, change, done); }).kind,
+                  Kind::not_found);
+    }
+    EXPECT_EQ(
+        answer([&](const auto& done) { service.get("a", id, done); }).subscriptions.front().events,
+        domain::kDefaultEvents);
     EXPECT_TRUE(answer([&](const auto& done) { service.list("b", done); }).subscriptions.empty());
     EXPECT_EQ(answer([&](const auto& done) { service.list("a", done); }).subscriptions.size(), 1U);
+}
+
+TEST_F(SubscriptionsTest, AnUpdateSetsTheEventsAndTheStateItNames) {
+    const auto all = domain::kDefaultEvents | domain::event_bit(domain::EventType::plant_updated) |
+                     domain::event_bit(domain::EventType::plant_deleted);
+    const SubscriptionOutcome created = answer(
+        [&](const auto& done) { service.create("a", "http://127.0.0.1:9/hook", all, done); });
+    ASSERT_EQ(created.kind, Kind::ok);
+    const std::string id = created.subscriptions.front().id;
+    EXPECT_EQ(
+        answer([&](const auto& done) { service.get("a", id, done); }).subscriptions.front().events,
+        all);
+    const auto deletes = domain::event_bit(domain::EventType::plant_deleted);
+    const auto updated = answer([&](const auto& done) {
+        service.update("a", id, SubscriptionChange{std::nullopt, deletes}, done);
+    });
+    ASSERT_EQ(updated.kind, Kind::ok);
+    EXPECT_EQ(updated.subscriptions.front().events, deletes);
+    EXPECT_TRUE(updated.subscriptions.front().enabled);
+    const auto disabled = answer([&](const auto& done) {
+        service.update("a", id, SubscriptionChange{false, std::nullopt}, done);
+    });
+    EXPECT_FALSE(disabled.subscriptions.front().enabled);
+    EXPECT_EQ(disabled.subscriptions.front().events, deletes);
 }
 
 TEST_F(SubscriptionsTest, TheLimitPerTenantIsAConflictAndADeleteFreesRoom) {

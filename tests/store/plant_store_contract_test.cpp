@@ -6,10 +6,13 @@
 
 #include <atomic>
 #include <future>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "domain/etag.hpp"
 #include "store/open.hpp"
+#include "store/sqlite/schema.hpp"
 #include "store/store_calls.hpp"
 #include "support/postgres.hpp"
 #include "support/temp_dir.hpp"
@@ -48,6 +51,40 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
     }
     std::unique_ptr<PlantStore> open(std::size_t max_pending = 16384) {
         return open_plant_store(config(max_pending));
+    }
+
+    bool on_postgres() const { return database_ != nullptr; }
+
+    // The tenant's event log, one "seq:type:id:name:tag" per event in seq order, read behind
+    // the store's back.
+    std::vector<std::string> events(const std::string& tenant) {
+        const std::string row =
+            "seq || ':' || type || ':' || plant_id || ':' || name || ':' || coalesce(tag, '-')";
+        std::vector<std::string> rows;
+        if (database_) {
+            std::istringstream all(database_->query(
+                "SELECT coalesce(string_agg(" + row + ", chr(10) ORDER BY seq), '') FROM " +
+                "plant_events WHERE tenant = '" + tenant + "'"));
+            for (std::string line; std::getline(all, line);) rows.push_back(line);
+            return rows;
+        }
+        auto db = sqlite::open_existing_database(dir_.path() / "data");
+        auto statement =
+            db->prepare("SELECT " + row + " FROM plant_events WHERE tenant = ?1 ORDER BY seq");
+        statement.bind(1, std::string_view(tenant));
+        while (statement.step()) rows.push_back(statement.column_text(0));
+        return rows;
+    }
+
+    // In one snapshot of PostgreSQL: the tenant's largest seq and how many events it has.
+    std::pair<std::int64_t, std::int64_t> postgres_log_extent(const std::string& tenant) {
+        const std::string both = database_->query(
+            "SELECT coalesce(max(seq), 0) || ' ' || count(*) FROM plant_events WHERE tenant = '" +
+            tenant + "'");
+        std::istringstream in(both);
+        std::pair<std::int64_t, std::int64_t> extent;
+        in >> extent.first >> extent.second;
+        return extent;
     }
 
     BatchRecorder recorder;
@@ -199,6 +236,114 @@ TEST_P(PlantStoreContract, RacingConditionalUpdatesHaveOneWinner) {
         }
     }
     EXPECT_EQ(won, 1);
+}
+
+// Each committed change appends one event to its tenant's log, numbered 1, 2, 3 …; replays,
+// conflicts, no-op updates, refused preconditions and writes that found nothing append none.
+TEST_P(PlantStoreContract, EveryCommittedChangeAppendsOneNumberedEventAndNothingElseDoes) {
+    {
+        auto store = open();
+        ASSERT_EQ(create_and_wait(*store, "a", plant(1, "Fern", "green")).outcome,
+                  Outcome::created);
+        ASSERT_EQ(create_and_wait(*store, "a", plant(1, "Fern", "green")).outcome,
+                  Outcome::replayed);
+        ASSERT_EQ(create_and_wait(*store, "a", plant(1, "Moss")).outcome, Outcome::id_taken);
+        ASSERT_EQ(create_and_wait(*store, "b", plant(1, "Moss")).outcome, Outcome::created);
+        ASSERT_EQ(update_and_wait(*store, "a", 1, rename("Fern II")).outcome, Outcome::updated);
+        ASSERT_EQ(update_and_wait(*store, "a", 1, rename("Fern II")).outcome, Outcome::unchanged);
+        ASSERT_EQ(update_and_wait(*store, "a", 1, rename("x"), if_match({"\"nope\""})).outcome,
+                  Outcome::precondition_failed);
+        ASSERT_EQ(update_and_wait(*store, "a", 9, rename("x")).outcome, Outcome::not_found);
+        ASSERT_EQ(remove_and_wait(*store, "a", 1, if_match({"\"nope\""})).outcome,
+                  Outcome::precondition_failed);
+        ASSERT_EQ(remove_and_wait(*store, "a", 1).outcome, Outcome::deleted);
+        ASSERT_EQ(remove_and_wait(*store, "a", 1).outcome, Outcome::not_found);
+        ASSERT_EQ(create_and_wait(*store, "a", plant(1, "Ivy")).outcome, Outcome::created);
+        const auto tagged = domain::plant_etag({"Ivy", std::nullopt});
+        ASSERT_EQ(remove_and_wait(*store, "a", 1, if_match({tagged})).outcome, Outcome::deleted);
+    }
+    EXPECT_EQ(events("a"), (std::vector<std::string>{
+                               "1:plant.created:1:Fern:green", "2:plant.updated:1:Fern II:green",
+                               "3:plant.deleted:1:Fern II:green", "4:plant.created:1:Ivy:-",
+                               "5:plant.deleted:1:Ivy:-"}));
+    EXPECT_EQ(events("b"), (std::vector<std::string>{"1:plant.created:1:Moss:-"}));
+    // The counter survives a restart.
+    auto reopened = open();
+    ASSERT_EQ(create_and_wait(*reopened, "b", plant(2, "Oak")).outcome, Outcome::created);
+    EXPECT_EQ(events("b").back(), "2:plant.created:2:Oak:-");
+}
+
+// Writers racing in several tenants (through two stores on one database, for PostgreSQL: two
+// instances) get seqs 1..N per tenant with no hole and no repeat, each plant's events in the
+// order its writes were acknowledged; and no reader ever sees a seq before every smaller one.
+TEST_P(PlantStoreContract, ConcurrentWritersGetGaplessSeqsInCommitOrder) {
+    constexpr int kThreads = 8;
+    constexpr int kPlantsPerThread = 25;
+    std::vector<std::unique_ptr<PlantStore>> stores;
+    stores.push_back(open());
+    if (on_postgres()) stores.push_back(open());
+    // Per tenant: half the threads, each creating and updating every plant, deleting every other.
+    constexpr int kPerTenant = kThreads / 2 * (kPlantsPerThread * 2 + (kPlantsPerThread + 1) / 2);
+    std::atomic<int> acknowledged_a{0};
+    std::atomic<int> acknowledged_b{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            PlantStore& store = *stores[static_cast<std::size_t>(t) % stores.size()];
+            const std::string tenant = t % 2 == 0 ? "a" : "b";
+            auto& acknowledged = t % 2 == 0 ? acknowledged_a : acknowledged_b;
+            for (int i = 0; i < kPlantsPerThread; ++i) {
+                const domain::PlantId id = t * 1000 + i;
+                if (create_and_wait(store, tenant, plant(id, "p")).outcome == Outcome::created) {
+                    ++acknowledged;
+                }
+                if (update_and_wait(store, tenant, id, rename("q")).outcome == Outcome::updated) {
+                    ++acknowledged;
+                }
+                if (i % 2 == 0 && remove_and_wait(store, tenant, id).outcome == Outcome::deleted) {
+                    ++acknowledged;
+                }
+            }
+        });
+    }
+    // On PostgreSQL, every snapshot taken while they write holds seqs 1..max, without a hole.
+    int snapshots = 0;
+    if (on_postgres()) {
+        for (; acknowledged_a < kPerTenant && snapshots < 2000; ++snapshots) {
+            const auto [largest, count] = postgres_log_extent("a");
+            EXPECT_EQ(largest, count) << "a reader saw seq " << largest << " among " << count;
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    }
+    for (auto& thread : threads) thread.join();
+    for (auto& store : stores) store->close();
+    if (on_postgres()) {
+        EXPECT_GT(snapshots, 0);
+    }
+    const int per_tenant = kPerTenant;
+    EXPECT_EQ(acknowledged_a.load(), per_tenant);
+    EXPECT_EQ(acknowledged_b.load(), per_tenant);
+    for (const std::string tenant : {"a", "b"}) {
+        const auto log = events(tenant);
+        ASSERT_EQ(log.size(), static_cast<std::size_t>(per_tenant)) << tenant;
+        std::map<std::string, std::vector<std::string>> by_plant;
+        for (std::size_t i = 0; i < log.size(); ++i) {
+            std::istringstream fields(log[i]);
+            std::string seq;
+            std::string type;
+            std::string id;
+            std::getline(fields, seq, ':');
+            std::getline(fields, type, ':');
+            std::getline(fields, id, ':');
+            EXPECT_EQ(seq, std::to_string(i + 1)) << tenant;  // 1, 2, 3 …: no hole, no repeat
+            by_plant[id].push_back(type);
+        }
+        for (const auto& [id, types] : by_plant) {
+            std::vector<std::string> expected = {"plant.created", "plant.updated"};
+            if ((std::stoll(id) % 1000) % 2 == 0) expected.emplace_back("plant.deleted");
+            EXPECT_EQ(types, expected) << tenant << " plant " << id;
+        }
+    }
 }
 
 TEST_P(PlantStoreContract, UpdatesSurviveReopening) {

@@ -47,9 +47,10 @@ const char* const kTaggedPage =
 
 std::vector<std::pair<std::string, std::string>> prepared_statements() {
     return {{"insert_plants", insert_plants_statement()},
-            {"delete_plant", kDeletePlant},
-            {"delete_plant_if", kDeletePlantIf},
-            {"update_plant", kUpdatePlant},
+            {"delete_plant", delete_plant_statement()},
+            {"delete_plant_if", delete_plant_if_statement()},
+            {"update_plant", update_plant_statement()},
+            {"append_events", kAppendEvents},
             {"durability_mark", kDurabilityMark},
             {"read_one", kReadOne},
             {"page", kPage},
@@ -335,13 +336,12 @@ class PgPlantStore::Engine {
         std::sort(changes.begin(), changes.end(), by_key);
         std::vector<Statement> statements;
         statements.push_back({{}, "BEGIN", {}});
+        const std::int64_t now = common::unix_ms_now();
         if (!creates.empty()) {
             PlantArrays arrays;
-            const std::int64_t created_at = common::unix_ms_now();
             for (const std::size_t i : creates) {
                 const auto& plant = batch[i].plant;
-                arrays.add_plant(batch[i].tenant, plant.id, plant.plant.name, plant.plant.tag,
-                                 created_at);
+                arrays.add_plant(batch[i].tenant, plant.id, plant.plant.name, plant.plant.tag, now);
             }
             arrays.close();
             statements.push_back(
@@ -352,6 +352,8 @@ class PgPlantStore::Engine {
         }
         // One statement per delete or update (statements.hpp: a shape with no plan but the key).
         for (const std::size_t i : changes) statements.push_back(change_statement(batch[i]));
+        // Last, so that the tenants' counters are locked last (statements.hpp).
+        statements.push_back({"append_events", {}, {std::to_string(now)}});
         statements.push_back({"durability_mark", {}, {}});
         statements.push_back({{}, "COMMIT", {}});
         const auto started = std::chrono::steady_clock::now();
@@ -410,8 +412,9 @@ class PgPlantStore::Engine {
                         std::chrono::steady_clock::time_point started) {
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
-        // BEGIN, the inserts, one statement per delete or update, the durability mark, COMMIT.
-        const std::size_t expected = 3 + (creates.empty() ? 0 : 1) + changes.size();
+        // BEGIN, the inserts, one statement per delete or update, the events, the durability
+        // mark, COMMIT.
+        const std::size_t expected = 4 + (creates.empty() ? 0 : 1) + changes.size();
         if (outcome.lost) {
             failure =
                 "the connection to PostgreSQL was lost before the commit was confirmed "

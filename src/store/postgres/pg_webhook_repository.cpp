@@ -26,7 +26,7 @@ constexpr const char* kSubscriptionColumns =
     "(SELECT count(*) FILTER (WHERE d.state = 'delivered') FROM webhook_deliveries d "
     " WHERE d.tenant = s.tenant AND d.subscription_id = s.id), "
     "(SELECT count(*) FILTER (WHERE d.state = 'failed') FROM webhook_deliveries d "
-    " WHERE d.tenant = s.tenant AND d.subscription_id = s.id)";
+    " WHERE d.tenant = s.tenant AND d.subscription_id = s.id), s.events";
 
 WebhookSubscription read_subscription(const PGresult* rows, int row) {
     WebhookSubscription subscription;
@@ -43,6 +43,7 @@ WebhookSubscription read_subscription(const PGresult* rows, int row) {
     subscription.pending = int64_at(rows, row, 10);
     subscription.delivered = int64_at(rows, row, 11);
     subscription.failed = int64_at(rows, row, 12);
+    subscription.events = int64_at(rows, row, 13);
     return subscription;
 }
 
@@ -88,10 +89,10 @@ bool PgWebhookRepository::add_subscription(const WebhookSubscription& subscripti
         const Result count = run("SELECT count(*) FROM webhook_subscriptions WHERE tenant = $1",
                                  {subscription.tenant});
         if (static_cast<std::size_t>(int64_at(count.get(), 0, 0)) >= max_per_tenant) return false;
-        run("INSERT INTO webhook_subscriptions (tenant, id, url, secret, created_at) "
-            "VALUES ($1, $2, $3, $4, $5)",
+        run("INSERT INTO webhook_subscriptions (tenant, id, url, secret, created_at, events) "
+            "VALUES ($1, $2, $3, $4, $5, $6)",
             {subscription.tenant, subscription.id, subscription.url, subscription.sealed_secret,
-             number(subscription.created_at)});
+             number(subscription.created_at), number(subscription.events)});
         return true;
     });
 }
@@ -149,6 +150,14 @@ bool PgWebhookRepository::set_enabled(const std::string& tenant, const std::stri
         }
         return true;
     });
+}
+
+bool PgWebhookRepository::set_events(const std::string& tenant, const std::string& id,
+                                     domain::EventSet events) {
+    const Result updated = run(
+        "UPDATE webhook_subscriptions SET events = $3 WHERE tenant = $1 AND id = $2 RETURNING id",
+        {tenant, id, number(events)});
+    return PQntuples(updated.get()) == 1;
 }
 
 bool PgWebhookRepository::rotate_secret(const std::string& tenant, const std::string& id,
@@ -225,7 +234,8 @@ std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
         "FROM due WHERE d.id = due.id RETURNING d.*) "
         "SELECT c.id, c.tenant, c.subscription_id, c.plant_id, c.name, c.tag, c.attempts, "
         "c.created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, "
-        "s.failing_since, c.event_type FROM claimed c JOIN webhook_subscriptions s "
+        "s.failing_since, c.event_type, c.seq, s.events FROM claimed c "
+        "JOIN webhook_subscriptions s "
         "ON s.tenant = c.tenant AND s.id = c.subscription_id",
         {number(now), number(lease_until), number(static_cast<std::int64_t>(limit)), owner, busy});
     std::vector<ClaimedDelivery> claimed;
@@ -245,6 +255,8 @@ std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
         delivery.previous_secret_until = int64_at(rows.get(), row, 11);
         delivery.failing_since = optional_int64_at(rows.get(), row, 12);
         delivery.event_type = stored_event_type(text_at(rows.get(), row, 13));
+        delivery.seq = optional_int64_at(rows.get(), row, 14).value_or(0);
+        delivery.subscribed = int64_at(rows.get(), row, 15);
         claimed.push_back(std::move(delivery));
     }
     return claimed;

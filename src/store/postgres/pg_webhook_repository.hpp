@@ -25,6 +25,8 @@ class PgWebhookRepository final : public WebhookRepository {
     bool remove_subscription(const std::string& tenant, const std::string& id) override;
     bool set_enabled(const std::string& tenant, const std::string& id, bool enabled,
                      const std::string& reason, std::int64_t now) override;
+    bool set_events(const std::string& tenant, const std::string& id,
+                    domain::EventSet events) override;
     bool rotate_secret(const std::string& tenant, const std::string& id,
                        const std::string& sealed_secret, std::int64_t previous_until) override;
     std::vector<DeliveryAttemptView> list_attempts(const std::string& tenant,

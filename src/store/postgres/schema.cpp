@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 4> kMigrations = {
+constexpr std::array<std::string_view, 5> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -97,6 +97,29 @@ constexpr std::array<std::string_view, 4> kMigrations = {
     // plant.created. A constant default: PostgreSQL adds the column without rewriting the table.
     R"sql(
     ALTER TABLE webhook_deliveries ADD COLUMN event_type text NOT NULL DEFAULT 'plant.created';
+    )sql",
+    // 5: each tenant's event log (one row per committed change, numbered 1, 2, 3 … by a counter
+    // row per tenant that the writing transaction updates last and holds to COMMIT:
+    // statements.hpp), the event types each subscription receives (domain::EventSet; 1 is
+    // plant.created alone, what every subscription had), and the sequence number of the event a
+    // delivery carries (none for rows queued before the log). Constant defaults: no rewrite.
+    R"sql(
+    CREATE TABLE plant_events (
+        tenant    text   NOT NULL,
+        seq       bigint NOT NULL,
+        type      text   NOT NULL,
+        plant_id  bigint NOT NULL,
+        name      text   NOT NULL,
+        tag       text,
+        at        bigint NOT NULL,
+        PRIMARY KEY (tenant, seq)
+    );
+    CREATE TABLE event_counters (
+        tenant    text   PRIMARY KEY,
+        last_seq  bigint NOT NULL
+    );
+    ALTER TABLE webhook_subscriptions ADD COLUMN events bigint NOT NULL DEFAULT 1;
+    ALTER TABLE webhook_deliveries ADD COLUMN seq bigint;
     )sql",
 };
 

@@ -12,7 +12,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 4> kMigrations = {
+constexpr std::array<std::string_view, 5> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -100,6 +100,28 @@ constexpr std::array<std::string_view, 4> kMigrations = {
     // 4: which event a delivery carries (domain/event.hpp); rows before it were all plant.created.
     R"sql(
     ALTER TABLE webhook_deliveries ADD COLUMN event_type TEXT NOT NULL DEFAULT 'plant.created';
+    )sql",
+    // 5: each tenant's event log (one row per committed change, numbered 1, 2, 3 … by a counter
+    // row per tenant that the writing transaction updates), the event types each subscription
+    // receives (domain::EventSet; 1 is plant.created alone, what every subscription had), and
+    // the sequence number of the event a delivery carries (none for rows queued before the log).
+    R"sql(
+    CREATE TABLE plant_events (
+        tenant    TEXT    NOT NULL,
+        seq       INTEGER NOT NULL,
+        type      TEXT    NOT NULL,
+        plant_id  INTEGER NOT NULL,
+        name      TEXT    NOT NULL,
+        tag       TEXT,
+        at        INTEGER NOT NULL,
+        PRIMARY KEY (tenant, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE event_counters (
+        tenant    TEXT    PRIMARY KEY,
+        last_seq  INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    ALTER TABLE webhook_subscriptions ADD COLUMN events INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE webhook_deliveries ADD COLUMN seq INTEGER;
     )sql",
 };
 

@@ -114,19 +114,28 @@ class SqlitePlantStore::Writer {
           insert_(db_->prepare("INSERT INTO plants (tenant, id, name, tag, created_at) "
                                "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (tenant, id) DO NOTHING")),
           select_(db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2")),
-          delete_(db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2")),
+          delete_(
+              db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2 RETURNING name, tag")),
           update_(
               db_->prepare("UPDATE plants SET name = ?3, tag = ?4 WHERE tenant = ?1 AND id = ?2")),
-          // The outbox: one pending delivery per enabled webhook subscription of the tenant,
-          // in the transaction that stores the plant (store/webhook_repository.hpp). Event ids
-          // start with the time in hex, so a batch's rows go to the end of the primary key's
-          // B-tree (a few pages) instead of one random page each.
-          enqueue_events_(db_->prepare(
+          // The tenant's event log: the counter row hands out 1, 2, 3 … (one writer, so in
+          // commit order), and the event is appended in the transaction that made the change.
+          next_seq_(db_->prepare(
+              "INSERT INTO event_counters (tenant, last_seq) VALUES (?1, 1) ON CONFLICT (tenant) "
+              "DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq")),
+          append_event_(
+              db_->prepare("INSERT INTO plant_events (tenant, seq, type, plant_id, name, tag, at) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")),
+          // The outbox: one pending delivery of the event per enabled webhook subscription of
+          // the tenant that receives its type (store/webhook_repository.hpp). Delivery ids start
+          // with the time in hex, so a batch's rows go to the end of the primary key's B-tree
+          // (a few pages) instead of one random page each.
+          enqueue_deliveries_(db_->prepare(
               "INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, "
-              "created_at, next_attempt_at, event_type) SELECT 'msg_' || printf('%012x', ?5) || "
-              "lower(hex(randomblob(10))), tenant, "
-              "id, ?2, ?3, ?4, ?5, ?5, ?6 FROM webhook_subscriptions WHERE tenant = ?1 AND "
-              "enabled = 1")) {
+              "created_at, next_attempt_at, event_type, seq) SELECT 'msg_' || printf('%012x', ?5) "
+              "|| lower(hex(randomblob(10))), tenant, id, ?2, ?3, ?4, ?5, ?5, ?6, ?7 "
+              "FROM webhook_subscriptions WHERE tenant = ?1 AND enabled = 1 AND "
+              "(events & ?8) != 0")) {
         // Replaces SQLite's automatic checkpoint, which would run inside a commit.
         sqlite3_wal_hook(db_->handle(), &Writer::after_commit, this);
         // One durable write at start proves the data directory takes them (not read-only, not
@@ -147,18 +156,18 @@ class SqlitePlantStore::Writer {
         results.clear();
         if (const int rc = begin_.try_step(); rc != SQLITE_DONE) return fail("BEGIN", begin_);
         begin_.reset();
-        const std::int64_t created_at = common::unix_ms_now();
+        const std::int64_t now = common::unix_ms_now();
         for (const Pending& pending : batch) {
             std::string failure;
             switch (pending.kind) {
                 case WriteRequest::Kind::create:
-                    failure = create(pending, created_at, results);
+                    failure = create(pending, now, results);
                     break;
                 case WriteRequest::Kind::remove:
-                    failure = remove(pending, results);
+                    failure = remove(pending, now, results);
                     break;
                 case WriteRequest::Kind::update:
-                    failure = update(pending, results);
+                    failure = update(pending, now, results);
                     break;
             }
             if (!failure.empty()) return failure;
@@ -183,15 +192,11 @@ class SqlitePlantStore::Writer {
         insert_.reset();
         if (rc != SQLITE_DONE) return fail("INSERT", insert_);
         if (db_->changes() == 1) {
-            enqueue_events_.bind(1, std::string_view(pending.tenant))
-                .bind(2, plant.id)
-                .bind(3, std::string_view(plant.plant.name))
-                .bind(4, plant.plant.tag)
-                .bind(5, created_at)
-                .bind(6, domain::event_name(domain::EventType::plant_created));
-            const int enqueued = enqueue_events_.try_step();
-            enqueue_events_.reset();
-            if (enqueued != SQLITE_DONE) return fail("INSERT webhook_deliveries", enqueue_events_);
+            if (auto failure =
+                    record(pending, domain::EventType::plant_created, plant.plant, created_at);
+                !failure.empty()) {
+                return failure;
+            }
             results.push_back({WriteResult::Outcome::created, plant.plant, {}});
             return {};
         }
@@ -204,7 +209,8 @@ class SqlitePlantStore::Writer {
         return {};
     }
 
-    std::string remove(const Pending& pending, std::vector<WriteResult>& results) {
+    std::string remove(const Pending& pending, std::int64_t now,
+                       std::vector<WriteResult>& results) {
         if (pending.precondition.if_match || pending.precondition.required) {
             std::optional<domain::Plant> existing;
             if (auto failure = select_allowed(pending, existing, results); !failure.empty()) {
@@ -214,16 +220,24 @@ class SqlitePlantStore::Writer {
         }
         delete_.bind(1, std::string_view(pending.tenant)).bind(2, pending.plant.id);
         const int rc = delete_.try_step();
+        if (rc == SQLITE_DONE) {
+            delete_.reset();
+            results.push_back({WriteResult::Outcome::not_found, {}, {}});
+            return {};
+        }
+        if (rc != SQLITE_ROW) return fail("DELETE", delete_);
+        domain::Plant was{delete_.column_text(0), delete_.column_optional_text(1)};
         delete_.reset();
-        if (rc != SQLITE_DONE) return fail("DELETE", delete_);
-        results.push_back(
-            {db_->changes() == 1 ? WriteResult::Outcome::deleted : WriteResult::Outcome::not_found,
-             {},
-             {}});
+        if (auto failure = record(pending, domain::EventType::plant_deleted, was, now);
+            !failure.empty()) {
+            return failure;
+        }
+        results.push_back({WriteResult::Outcome::deleted, {}, {}});
         return {};
     }
 
-    std::string update(const Pending& pending, std::vector<WriteResult>& results) {
+    std::string update(const Pending& pending, std::int64_t now,
+                       std::vector<WriteResult>& results) {
         std::optional<domain::Plant> existing;
         if (auto failure = select_allowed(pending, existing, results); !failure.empty()) {
             return failure;
@@ -241,7 +255,46 @@ class SqlitePlantStore::Writer {
         const int rc = update_.try_step();
         update_.reset();
         if (rc != SQLITE_DONE) return fail("UPDATE", update_);
+        if (auto failure = record(pending, domain::EventType::plant_updated, changed, now);
+            !failure.empty()) {
+            return failure;
+        }
         results.push_back({WriteResult::Outcome::updated, std::move(changed), {}});
+        return {};
+    }
+
+    // Appends the event of a change of `pending`'s plant (now `plant`; for a delete, as it was)
+    // to its tenant's log with the tenant's next seq, and queues its webhook deliveries.
+    // Returns why the batch failed, or an empty string.
+    std::string record(const Pending& pending, domain::EventType type, const domain::Plant& plant,
+                       std::int64_t at) {
+        const std::string_view tenant = pending.tenant;
+        next_seq_.bind(1, tenant);
+        if (next_seq_.try_step() != SQLITE_ROW) return fail("INSERT event_counters", next_seq_);
+        const std::int64_t seq = next_seq_.column_int64(0);
+        next_seq_.reset();
+        append_event_.bind(1, tenant)
+            .bind(2, seq)
+            .bind(3, domain::event_name(type))
+            .bind(4, pending.plant.id)
+            .bind(5, std::string_view(plant.name))
+            .bind(6, plant.tag)
+            .bind(7, at);
+        if (append_event_.try_step() != SQLITE_DONE)
+            return fail("INSERT plant_events", append_event_);
+        append_event_.reset();
+        enqueue_deliveries_.bind(1, tenant)
+            .bind(2, pending.plant.id)
+            .bind(3, std::string_view(plant.name))
+            .bind(4, plant.tag)
+            .bind(5, at)
+            .bind(6, domain::event_name(type))
+            .bind(7, seq)
+            .bind(8, domain::event_bit(type));
+        if (enqueue_deliveries_.try_step() != SQLITE_DONE) {
+            return fail("INSERT webhook_deliveries", enqueue_deliveries_);
+        }
+        enqueue_deliveries_.reset();
         return {};
     }
 
@@ -325,7 +378,9 @@ class SqlitePlantStore::Writer {
     Statement select_;
     Statement delete_;
     Statement update_;
-    Statement enqueue_events_;
+    Statement next_seq_;
+    Statement append_event_;
+    Statement enqueue_deliveries_;
 };
 
 // One read connection and its statements. Ids are compared with >= so that "no lower bound"

@@ -40,7 +40,7 @@ constexpr const char* kSubscriptionColumns =
     "(SELECT count(*) FROM webhook_deliveries d WHERE d.tenant = s.tenant AND "
     "d.subscription_id = s.id AND d.state = 'delivered'), "
     "(SELECT count(*) FROM webhook_deliveries d WHERE d.tenant = s.tenant AND "
-    "d.subscription_id = s.id AND d.state = 'failed')";
+    "d.subscription_id = s.id AND d.state = 'failed'), s.events";
 
 WebhookSubscription read_subscription(const Statement& row) {
     WebhookSubscription subscription;
@@ -57,6 +57,7 @@ WebhookSubscription read_subscription(const Statement& row) {
     subscription.pending = row.column_int64(10);
     subscription.delivered = row.column_int64(11);
     subscription.failed = row.column_int64(12);
+    subscription.events = row.column_int64(13);
     return subscription;
 }
 
@@ -93,13 +94,14 @@ bool SqliteWebhookRepository::add_subscription(const WebhookSubscription& subscr
         count.step();
         if (static_cast<std::size_t>(count.column_int64(0)) >= max_per_tenant) return false;
         auto insert = db_->prepare(
-            "INSERT INTO webhook_subscriptions (tenant, id, url, secret, created_at) "
-            "VALUES (?1, ?2, ?3, ?4, ?5)");
+            "INSERT INTO webhook_subscriptions (tenant, id, url, secret, created_at, events) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
         insert.bind(1, std::string_view(subscription.tenant))
             .bind(2, std::string_view(subscription.id))
             .bind(3, std::string_view(subscription.url))
             .bind(4, std::string_view(subscription.sealed_secret))
-            .bind(5, subscription.created_at);
+            .bind(5, subscription.created_at)
+            .bind(6, subscription.events);
         insert.step();
         return true;
     });
@@ -168,6 +170,14 @@ bool SqliteWebhookRepository::set_enabled(const std::string& tenant, const std::
         }
         return true;
     });
+}
+
+bool SqliteWebhookRepository::set_events(const std::string& tenant, const std::string& id,
+                                         domain::EventSet events) {
+    auto update =
+        db_->prepare("UPDATE webhook_subscriptions SET events = ?3 WHERE tenant = ?1 AND id = ?2");
+    update.bind(1, std::string_view(tenant)).bind(2, std::string_view(id)).bind(3, events).step();
+    return db_->changes() == 1;
 }
 
 bool SqliteWebhookRepository::rotate_secret(const std::string& tenant, const std::string& id,
@@ -254,7 +264,7 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
             kDueDeliveries +
             " LIMIT ?3) "
             "RETURNING id, tenant, subscription_id, plant_id, name, tag, attempts, created_at, "
-            "event_type");
+            "event_type, seq");
         claim.bind(1, now)
             .bind(2, lease_until)
             .bind(3, static_cast<std::int64_t>(limit))
@@ -272,11 +282,12 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
             delivery.attempts = static_cast<int>(claim.column_int64(6));
             delivery.created_at = claim.column_int64(7);
             delivery.event_type = stored_event_type(claim.column_text(8));
+            delivery.seq = claim.column_optional_int64(9).value_or(0);
             claimed.push_back(std::move(delivery));
         }
         claim.reset();
         auto subscription = db_->prepare(
-            "SELECT url, secret, previous_secret, previous_secret_until, failing_since "
+            "SELECT url, secret, previous_secret, previous_secret_until, failing_since, events "
             "FROM webhook_subscriptions WHERE tenant = ?1 AND id = ?2");
         for (ClaimedDelivery& delivery : claimed) {
             subscription.bind(1, std::string_view(delivery.tenant))
@@ -287,6 +298,7 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
                 delivery.sealed_previous_secret = subscription.column_optional_text(2);
                 delivery.previous_secret_until = subscription.column_int64(3);
                 delivery.failing_since = subscription.column_optional_int64(4);
+                delivery.subscribed = subscription.column_int64(5);
             }
             subscription.reset();
         }
