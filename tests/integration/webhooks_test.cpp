@@ -18,6 +18,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -267,6 +268,147 @@ TEST_F(Webhooks, ACreatedPlantIsDeliveredSignedReplaysConflictsAndDeletesAreNot)
     EXPECT_FALSE(shown.contains("secret"));  // shown only when created or rotated
     EXPECT_EQ(shown.at("deliveries").at("delivered").as_int64(), 2);
     EXPECT_EQ(server->log().find(secret), std::string::npos);  // never logged
+}
+
+// The envelope a receiver verifies: what it says, checked against what the test did.
+struct Envelope {
+    std::string type;
+    std::int64_t seq = 0;
+    std::string timestamp;
+    std::string data;  // serialized
+};
+
+Envelope open_envelope(const Received& received) {
+    const auto object = boost::json::parse(received.body).as_object();
+    EXPECT_EQ(object.size(), 4U) << received.body;
+    return {std::string(object.at("type").as_string()), object.at("seq").as_int64(),
+            std::string(object.at("timestamp").as_string()),
+            boost::json::serialize(object.at("data"))};
+}
+
+// The envelopes a receiver got, verified with `secret`, in seq order.
+std::vector<Envelope> verified_envelopes(HttpsTestServer& receiver, const std::string& secret) {
+    std::vector<Envelope> envelopes;
+    for (const std::string& raw : receiver.all_requests()) {
+        const Received received = parse_request(raw);
+        EXPECT_EQ(signatures(received),
+                  std::set<std::string>{expected_signature(secret, received)});
+        envelopes.push_back(open_envelope(received));
+    }
+    std::sort(envelopes.begin(), envelopes.end(),
+              [](const Envelope& a, const Envelope& b) { return a.seq < b.seq; });
+    return envelopes;
+}
+
+// A subscription to more than plant.created gets each change it asked for in the signed
+// envelope, the type inside the signed body; one to plant.created alone keeps the bare plant.
+TEST_F(Webhooks, SubscribedChangesArriveInTheSignedEnvelopeWithTheTenantsSeq) {
+    start(webhook_options());
+    HttpsTestServer everything;
+    HttpsTestServer creations;
+    const HttpResponse made =
+        call("POST", "/webhooks",
+             R"({"url":")" + everything.url("/all") +
+                 R"(","events":["plant.created","plant.updated","plant.deleted"]})");
+    ASSERT_EQ(made.status, 201) << made.body;
+    const auto all = boost::json::parse(made.body).as_object();
+    EXPECT_EQ(boost::json::serialize(all.at("events")),
+              R"(["plant.created","plant.updated","plant.deleted"])");
+    const std::string secret = text(all.at("secret"));
+    subscribe(creations.url("/created"));
+
+    ASSERT_EQ(post(R"({"id":7,"name":"Fern","tag":"green"})").status, 200);
+    ASSERT_EQ(call("PATCH", "/plants/7", R"({"name":"Fern II"})").status, 200);
+    ASSERT_EQ(call("PATCH", "/plants/7", R"({"name":"Fern II"})").status, 200);  // no change
+    ASSERT_EQ(post(R"({"id":7,"name":"Other"})").status, 409);
+    ASSERT_EQ(call("DELETE", "/plants/7").status, 204);
+    ASSERT_TRUE(eventually([&] { return everything.requests() == 3; }));
+    ASSERT_TRUE(eventually([&] { return creations.requests() == 1; }));
+    const auto envelopes = verified_envelopes(everything, secret);
+    ASSERT_EQ(envelopes.size(), 3U);
+    EXPECT_EQ(envelopes[0].type, "plant.created");
+    EXPECT_EQ(envelopes[0].data, R"({"id":7,"name":"Fern","tag":"green"})");
+    EXPECT_EQ(envelopes[1].type, "plant.updated");
+    EXPECT_EQ(envelopes[1].data, R"({"id":7,"name":"Fern II","tag":"green"})");
+    EXPECT_EQ(envelopes[2].type, "plant.deleted");  // the plant as it was
+    EXPECT_EQ(envelopes[2].data, R"({"id":7,"name":"Fern II","tag":"green"})");
+    for (std::size_t i = 0; i < envelopes.size(); ++i) {
+        EXPECT_EQ(envelopes[i].seq, static_cast<std::int64_t>(i + 1));
+        std::tm parts{};
+        EXPECT_NE(strptime(envelopes[i].timestamp.c_str(), "%Y-%m-%dT%H:%M:%S", &parts), nullptr);
+        EXPECT_TRUE(envelopes[i].timestamp.ends_with("Z")) << envelopes[i].timestamp;
+    }
+    EXPECT_EQ(parse_request(creations.last_request()).body,
+              R"({"id":7,"name":"Fern","tag":"green"})");
+
+    // Narrowed to deletions: a creation is no longer sent, the deletion is, with its seq.
+    const HttpResponse narrowed =
+        call("PATCH", "/webhooks/" + text(all.at("id")), R"({"events":["plant.deleted"]})");
+    ASSERT_EQ(narrowed.status, 200) << narrowed.body;
+    EXPECT_EQ(boost::json::serialize(boost::json::parse(narrowed.body).at("events")),
+              R"(["plant.deleted"])");
+    ASSERT_EQ(post(R"({"id":8,"name":"Moss"})").status, 200);
+    ASSERT_EQ(call("DELETE", "/plants/8").status, 204);
+    ASSERT_TRUE(eventually([&] { return everything.requests() == 4; }));
+    ASSERT_TRUE(eventually([&] { return creations.requests() == 2; }));
+    const auto later = verified_envelopes(everything, secret);
+    ASSERT_EQ(later.size(), 4U);
+    EXPECT_EQ(later.back().type, "plant.deleted");
+    EXPECT_EQ(later.back().seq, 5);  // 4 was the creation, not subscribed to any more
+    EXPECT_EQ(later.back().data, R"({"id":8,"name":"Moss"})");
+}
+
+// PostgreSQL only: two instances write one tenant's plants at once; the events a subscriber
+// receives carry seqs 1..N, none missing and none twice, each plant's in the order of its writes.
+TEST_F(Webhooks, OnPostgresTwoInstancesNumberOneTenantsEventsWithoutHolesOrRepeats) {
+    if (!testing_on_postgres()) GTEST_SKIP() << "several instances share PostgreSQL only";
+    start(webhook_options());
+    ServerProcess second(dir.path() / "second", webhook_options());
+    HttpsTestServer receiver;
+    const HttpResponse made =
+        call("POST", "/webhooks",
+             R"({"url":")" + receiver.url("/all") +
+                 R"(","events":["plant.created","plant.updated","plant.deleted"]})");
+    ASSERT_EQ(made.status, 201) << made.body;
+    const std::string secret = text(boost::json::parse(made.body).at("secret"));
+    constexpr int kWriters = 4;
+    constexpr int kPlants = 15;
+    std::atomic<int> acknowledged{0};
+    std::vector<std::thread> writers;
+    for (int w = 0; w < kWriters; ++w) {
+        writers.emplace_back([&, w] {
+            HttpConnection connection(w % 2 == 0 ? port() : second.port());
+            const std::vector<std::string> headers = {"Authorization: Bearer " + token,
+                                                      "Content-Type: application/json"};
+            for (int i = 0; i < kPlants; ++i) {
+                const std::string id = std::to_string(w * 100 + i);
+                const auto created = connection.request(
+                    "POST", "/plants", R"({"id":)" + id + R"(,"name":"p"})", headers);
+                const auto updated =
+                    connection.request("PATCH", "/plants/" + id, R"({"tag":"t"})", headers);
+                const auto deleted = connection.request("DELETE", "/plants/" + id, "", headers);
+                for (const auto& response : {created, updated, deleted}) {
+                    if (response && response->status / 100 == 2) ++acknowledged;
+                }
+            }
+        });
+    }
+    for (auto& writer : writers) writer.join();
+    ASSERT_EQ(acknowledged.load(), kWriters * kPlants * 3);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() >= kWriters * kPlants * 3; }, 60s));
+    const auto envelopes = verified_envelopes(receiver, secret);
+    ASSERT_EQ(envelopes.size(), static_cast<std::size_t>(kWriters * kPlants * 3));
+    std::map<std::string, std::vector<std::string>> by_plant;
+    for (std::size_t i = 0; i < envelopes.size(); ++i) {
+        EXPECT_EQ(envelopes[i].seq, static_cast<std::int64_t>(i + 1));
+        by_plant[std::to_string(boost::json::parse(envelopes[i].data).at("id").as_int64())]
+            .push_back(envelopes[i].type);
+    }
+    for (const auto& [id, types] : by_plant) {
+        EXPECT_EQ(types,
+                  (std::vector<std::string>{"plant.created", "plant.updated", "plant.deleted"}))
+            << id;
+    }
 }
 
 TEST_F(Webhooks, FailedAttemptsAreRetriedWithTheSameIdAndNewSignatures) {
@@ -559,8 +701,10 @@ TEST_F(Webhooks, BadInputToEveryManagementEndpointIsA400NamingTheField) {
     subscribe(receiver.url("/second"));
     expect_error(call("POST", "/webhooks", R"({"url":")" + receiver.url() + R"("})"), 409, "2");
     expect_error(call("PATCH", "/webhooks/" + id, R"({"enabled":"yes"})"), 400, "enabled");
-    expect_error(call("PATCH", "/webhooks/" + id, "{}"), 400, "enabled");
+    expect_error(call("PATCH", "/webhooks/" + id, "{}"), 400, "enabled, events");
     expect_error(call("PATCH", "/webhooks/" + id, R"({"url":"x"})"), 400, "url");
+    expect_error(call("PATCH", "/webhooks/" + id, R"({"events":[]})"), 400, "events");
+    expect_error(call("PATCH", "/webhooks/" + id, R"({"events":["plant.eaten"]})"), 400, "events");
     expect_error(call("GET", "/webhooks/" + id + "/deliveries?limit=0"), 400, "limit");
     expect_error(call("GET", "/webhooks/" + id + "/deliveries?limit=101"), 400, "limit");
     expect_error(call("GET", "/webhooks/" + id + "/deliveries?after=x"), 400, "after");

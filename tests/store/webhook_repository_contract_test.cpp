@@ -1,10 +1,13 @@
 // The contract every WebhookRepository engine keeps, with the outbox rows the plant stores write,
 // run against each engine through the factory: deliveries are queued in the transaction that
-// stores a new plant (and only then), claims are leased to one owner, an owner that lost its
-// lease records nothing, busy subscriptions are skipped, failures schedule or finish, disabling
-// fails what is pending, deletion drops everything, pruning removes what finished, and no call
-// reaches another tenant.
+// commits a change (and only then), to the subscriptions of its event's type, claims are leased to
+// one owner, an owner that lost its lease records nothing, busy subscriptions are skipped, failures
+// schedule or finish, disabling fails what is pending, deletion drops everything, pruning removes
+// what finished, and no call reaches another tenant.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
 
 #include "store/open.hpp"
 #include "store/sqlite/schema.hpp"
@@ -75,7 +78,8 @@ TEST_P(WebhookRepositoryContract, ANewPlantQueuesOneDeliveryPerEnabledSubscripti
     ASSERT_TRUE(repository->set_enabled("acme", "wh_2", false, "by hand", 5));
     ASSERT_EQ(create_and_wait(*plants, "acme", plant(7, "Fern", "green")).outcome,
               WriteResult::Outcome::created);
-    // A replay and a conflict queue nothing; neither does a delete.
+    // A replay and a conflict queue nothing; a delete queues nothing for subscriptions to
+    // plant.created alone.
     create_and_wait(*plants, "acme", plant(7, "Fern", "green"));
     create_and_wait(*plants, "acme", plant(7, "Other"));
     wait_for<WriteResult>([&](auto done) { plants->remove("acme", 7, done); });
@@ -93,6 +97,47 @@ TEST_P(WebhookRepositoryContract, ANewPlantQueuesOneDeliveryPerEnabledSubscripti
     EXPECT_EQ(delivery.sealed_secret, "sealed-wh_1");
     EXPECT_TRUE(delivery.event_id.starts_with("msg_"));
     EXPECT_EQ(delivery.event_type, domain::EventType::plant_created);
+}
+
+// Each change queues its event to the enabled subscriptions of its tenant that receive its
+// type, with the event's seq and the types the subscription receives (they shape the body).
+TEST_P(WebhookRepositoryContract, AChangeQueuesItsEventToTheSubscriptionsOfItsType) {
+    using domain::EventType;
+    subscription("acme", "wh_created");
+    subscription("acme", "wh_all");
+    subscription("acme", "wh_gone");
+    const domain::EventSet all = domain::event_bit(EventType::plant_created) |
+                                 domain::event_bit(EventType::plant_updated) |
+                                 domain::event_bit(EventType::plant_deleted);
+    ASSERT_TRUE(repository->set_events("acme", "wh_all", all));
+    ASSERT_TRUE(
+        repository->set_events("acme", "wh_gone", domain::event_bit(EventType::plant_deleted)));
+    EXPECT_FALSE(repository->set_events("other", "wh_all", all));
+    EXPECT_EQ(repository->find_subscription("acme", "wh_all")->events, all);
+
+    ASSERT_EQ(create_and_wait(*plants, "acme", plant(7, "Fern", "green")).outcome,
+              WriteResult::Outcome::created);
+    ASSERT_EQ(wait_for<WriteResult>([&](auto done) {
+                  plants->update("acme", 7, {"Fern II", false, std::nullopt}, {}, done);
+              }).outcome,
+              WriteResult::Outcome::updated);
+    ASSERT_EQ(wait_for<WriteResult>([&](auto done) { plants->remove("acme", 7, done); }).outcome,
+              WriteResult::Outcome::deleted);
+
+    std::map<std::string, std::vector<std::string>> received;
+    for (const ClaimedDelivery& delivery : claim(kLater)) {
+        received[delivery.subscription_id].push_back(
+            std::to_string(delivery.seq) + ":" +
+            std::string(domain::event_name(delivery.event_type)) + ":" + delivery.name + ":" +
+            std::to_string(delivery.subscribed));
+    }
+    for (auto& [id, events] : received) std::sort(events.begin(), events.end());
+    const std::string every = std::to_string(all);
+    EXPECT_EQ(received["wh_created"], (std::vector<std::string>{"1:plant.created:Fern:1"}));
+    EXPECT_EQ(received["wh_all"], (std::vector<std::string>{"1:plant.created:Fern:" + every,
+                                                            "2:plant.updated:Fern II:" + every,
+                                                            "3:plant.deleted:Fern II:" + every}));
+    EXPECT_EQ(received["wh_gone"], (std::vector<std::string>{"3:plant.deleted:Fern II:4"}));
 }
 
 // An outbox row as the builds before event types wrote it (no type) is a plant.created; a type
