@@ -1,5 +1,6 @@
 #include "app/service.hpp"
 
+#include <malloc.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -262,8 +263,29 @@ void Service::drain_and_stop() {
                      std::to_string(std::chrono::duration<double>(totals.commit_time).count())}});
 }
 
+namespace {
+
+// glibc returns the free memory at the top of a thread's heap to the kernel (madvise) as soon as
+// it exceeds M_TRIM_THRESHOLD (128 KiB, or twice the largest block that was mmapped). SQLite's
+// writer allocates and frees a statement's savepoint state at every write statement, and with
+// the event log (three statements per write) each free crossed the threshold: measured on
+// 2 cores at 64 connections, 4,000 madvise calls per second on the writer thread, each a TLB
+// shoot-down of every core, 18% of the process's CPU; creates fell from 51,100 to 35,800 per
+// second. Keeping up to 64 MiB free per heap costs little memory and nothing per request. An
+// operator's MALLOC_TRIM_THRESHOLD_ wins.
+void keep_freed_memory() {
+    constexpr int kTrimThreshold = 64 << 20;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread exists (serve calls it first)
+    if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) {
+        mallopt(M_TRIM_THRESHOLD, kTrimThreshold);  // NOLINT(concurrency-mt-unsafe): same
+    }
+}
+
+}  // namespace
+
 int serve(const ServeConfig& config) {
     validate(config);
+    keep_freed_memory();
     ops::set_log_level(*ops::parse_log_level(config.log_level));
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <map>
 
 #include "common/time_text.hpp"
 #include "domain/etag.hpp"
@@ -118,11 +119,15 @@ class SqlitePlantStore::Writer {
               db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2 RETURNING name, tag")),
           update_(
               db_->prepare("UPDATE plants SET name = ?3, tag = ?4 WHERE tenant = ?1 AND id = ?2")),
-          // The tenant's event log: the counter row hands out 1, 2, 3 … (one writer, so in
-          // commit order), and the event is appended in the transaction that made the change.
-          next_seq_(db_->prepare(
-              "INSERT INTO event_counters (tenant, last_seq) VALUES (?1, 1) ON CONFLICT (tenant) "
-              "DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq")),
+          // The tenant's event log: its counter row holds the last seq handed out (one writer,
+          // so in commit order); a batch reads it once per tenant, numbers its events in memory
+          // and stores the last one before COMMIT (an upsert per event would cost each create
+          // one more statement, with its savepoint). Each event is appended in the transaction
+          // that made the change.
+          last_seq_(db_->prepare("SELECT last_seq FROM event_counters WHERE tenant = ?1")),
+          store_seq_(db_->prepare(
+              "INSERT INTO event_counters (tenant, last_seq) VALUES (?1, ?2) ON CONFLICT (tenant) "
+              "DO UPDATE SET last_seq = excluded.last_seq")),
           append_event_(
               db_->prepare("INSERT INTO plant_events (tenant, seq, type, plant_id, name, tag, at) "
                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")),
@@ -154,6 +159,7 @@ class SqlitePlantStore::Writer {
     /// Returns an empty string on success, otherwise why nothing of the batch was written.
     std::string commit(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
         results.clear();
+        last_seqs_.clear();
         if (const int rc = begin_.try_step(); rc != SQLITE_DONE) return fail("BEGIN", begin_);
         begin_.reset();
         const std::int64_t now = common::unix_ms_now();
@@ -171,6 +177,12 @@ class SqlitePlantStore::Writer {
                     break;
             }
             if (!failure.empty()) return failure;
+        }
+        for (const auto& [tenant, seq] : last_seqs_) {
+            store_seq_.bind(1, std::string_view(tenant)).bind(2, seq);
+            if (store_seq_.try_step() != SQLITE_DONE)
+                return fail("INSERT event_counters", store_seq_);
+            store_seq_.reset();
         }
         if (commit_.try_step() != SQLITE_DONE) return fail("COMMIT", commit_);
         commit_.reset();
@@ -269,10 +281,17 @@ class SqlitePlantStore::Writer {
     std::string record(const Pending& pending, domain::EventType type, const domain::Plant& plant,
                        std::int64_t at) {
         const std::string_view tenant = pending.tenant;
-        next_seq_.bind(1, tenant);
-        if (next_seq_.try_step() != SQLITE_ROW) return fail("INSERT event_counters", next_seq_);
-        const std::int64_t seq = next_seq_.column_int64(0);
-        next_seq_.reset();
+        auto last = last_seqs_.find(pending.tenant);
+        if (last == last_seqs_.end()) {
+            last_seq_.bind(1, tenant);
+            const int rc = last_seq_.try_step();
+            if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return fail("SELECT event_counters", last_seq_);
+            const std::int64_t stored = rc == SQLITE_ROW ? last_seq_.column_int64(0) : 0;
+            last_seq_.reset();
+            last = last_seqs_.emplace(pending.tenant, stored).first;
+        }
+        const std::int64_t seq = ++last->second;
         append_event_.bind(1, tenant)
             .bind(2, seq)
             .bind(3, domain::event_name(type))
@@ -378,7 +397,10 @@ class SqlitePlantStore::Writer {
     Statement select_;
     Statement delete_;
     Statement update_;
-    Statement next_seq_;
+    Statement last_seq_;
+    Statement store_seq_;
+    /// The last seq handed out in this batch, per tenant it wrote to.
+    std::map<std::string, std::int64_t, std::less<>> last_seqs_;
     Statement append_event_;
     Statement enqueue_deliveries_;
 };
