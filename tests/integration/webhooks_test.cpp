@@ -202,6 +202,16 @@ class Webhooks : public ServerTest {
         return object;
     }
 
+    // A subscription of `url` to every event type (so receiving envelopes), with its secret.
+    boost::json::object subscribe_to_every_event(const std::string& url) {
+        const HttpResponse response =
+            call("POST", "/webhooks",
+                 R"({"url":")" + url +
+                     R"(","events":["plant.created","plant.updated","plant.deleted"]})");
+        EXPECT_EQ(response.status, 201) << response.body;
+        return boost::json::parse(response.body).as_object();
+    }
+
     boost::json::array deliveries(const std::string& id) {
         const HttpResponse response = call("GET", "/webhooks/" + id + "/deliveries");
         EXPECT_EQ(response.status, 200) << response.body;
@@ -306,12 +316,7 @@ TEST_F(Webhooks, SubscribedChangesArriveInTheSignedEnvelopeWithTheTenantsSeq) {
     start(webhook_options());
     HttpsTestServer everything;
     HttpsTestServer creations;
-    const HttpResponse made =
-        call("POST", "/webhooks",
-             R"({"url":")" + everything.url("/all") +
-                 R"(","events":["plant.created","plant.updated","plant.deleted"]})");
-    ASSERT_EQ(made.status, 201) << made.body;
-    const auto all = boost::json::parse(made.body).as_object();
+    const auto all = subscribe_to_every_event(everything.url("/all"));
     EXPECT_EQ(boost::json::serialize(all.at("events")),
               R"(["plant.created","plant.updated","plant.deleted"])");
     const std::string secret = text(all.at("secret"));
@@ -365,12 +370,7 @@ TEST_F(Webhooks, OnPostgresTwoInstancesNumberOneTenantsEventsWithoutHolesOrRepea
     start(webhook_options());
     ServerProcess second(dir.path() / "second", webhook_options());
     HttpsTestServer receiver;
-    const HttpResponse made =
-        call("POST", "/webhooks",
-             R"({"url":")" + receiver.url("/all") +
-                 R"(","events":["plant.created","plant.updated","plant.deleted"]})");
-    ASSERT_EQ(made.status, 201) << made.body;
-    const std::string secret = text(boost::json::parse(made.body).at("secret"));
+    const std::string secret = text(subscribe_to_every_event(receiver.url("/all")).at("secret"));
     constexpr int kWriters = 4;
     constexpr int kPlants = 15;
     std::atomic<int> acknowledged{0};
