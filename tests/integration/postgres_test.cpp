@@ -34,13 +34,19 @@ std::optional<Clock::duration> time_until_status(unsigned short port, const std:
     return std::nullopt;
 }
 
-TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
+// Two instances, a and b, serving one fresh database, and a token both accept.
+struct TwoInstances {
     TempDir dir;
     TestDatabase database;
-    const auto environment = database_environment(database.url());
-    const std::string token = mint(database.url(), "shared");
-    ServerProcess a(dir.path() / "a", {}, environment);
-    ServerProcess b(dir.path() / "b", {}, environment);
+    std::vector<std::string> environment = database_environment(database.url());
+    std::string token = mint(database.url(), "shared");
+    ServerProcess a{dir.path() / "a", {}, environment};
+    ServerProcess b{dir.path() / "b", {}, environment};
+};
+
+TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
+    TwoInstances instances;
+    auto& [dir, database, environment, token, a, b] = instances;
 
     // Four clients, two per instance, create ids 0..299 at the same time: two send one body
     // for each id (so one of them may replay the other's create), two send bodies of their own.
@@ -101,12 +107,8 @@ TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
 // exactly one wins per round, whichever instance it went through, and the winner's name is
 // stored.
 TEST(PostgresScaleOut, RacingUpdatesWithOneETagHaveOneWinnerAcrossInstances) {
-    TempDir dir;
-    TestDatabase database;
-    const auto environment = database_environment(database.url());
-    const std::string token = mint(database.url(), "shared");
-    ServerProcess a(dir.path() / "a", {}, environment);
-    ServerProcess b(dir.path() / "b", {}, environment);
+    TwoInstances instances;
+    const auto& [dir, database, environment, token, a, b] = instances;
     const std::string auth = "Authorization: Bearer " + token;
     ASSERT_EQ(post_plant(a.port(), token, R"({"id":1,"name":"start"})").status, 200);
     constexpr int kRounds = 20;
