@@ -36,20 +36,7 @@ json::array event_names(domain::EventSet set) {
 
 // A body's "events": a non-empty array of event type names (repeats allowed), or the 400.
 std::variant<domain::EventSet, http::Response> decode_events(const json::value& value) {
-    domain::EventSet set = 0;
-    const json::array* events = value.if_array();
-    if (events != nullptr) {
-        for (const json::value& event : *events) {
-            const auto type =
-                event.is_string() ? domain::parse_event_type(event.as_string()) : std::nullopt;
-            if (!type) {
-                set = 0;
-                break;
-            }
-            set |= domain::event_bit(*type);
-        }
-    }
-    if (set == 0) {
+    const auto refused = [] {
         std::string known;
         for (const auto& [type, name] : domain::kEventTypes) {
             known += known.empty() ? "" : ", ";
@@ -57,6 +44,15 @@ std::variant<domain::EventSet, http::Response> decode_events(const json::value& 
         }
         return error_response(
             400, "events: must be a non-empty array of event types, each one of " + known);
+    };
+    const json::array* events = value.if_array();
+    if (events == nullptr || events->empty()) return refused();
+    domain::EventSet set = 0;
+    for (const json::value& event : *events) {
+        const auto type =
+            event.is_string() ? domain::parse_event_type(event.as_string()) : std::nullopt;
+        if (!type) return refused();
+        set |= domain::event_bit(*type);
     }
     return set;
 }

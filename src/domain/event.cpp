@@ -20,23 +20,14 @@ std::optional<EventType> parse_event_type(std::string_view name) {
     return found->first;
 }
 
-bool valid_event_set(EventSet set) {
-    EventSet known = 0;
-    for (const auto& [type, name] : kEventTypes) known |= event_bit(type);
-    return set != 0 && (set & ~known) == 0;
-}
-
 std::string encode_event(const Event& event) {
     // Names and timestamps need no escaping; the plant is encoded as GET returns it.
     std::string json = R"({"type":")";
     json += event_name(event.type);
     json += R"(","timestamp":")";
     json += common::rfc3339(event.at_ms, true);
-    json += '"';
-    if (event.seq > 0) {
-        json += R"(,"seq":)";
-        json += std::to_string(event.seq);
-    }
+    json += R"(","seq":)";
+    json += std::to_string(event.seq);
     json += R"(,"data":)";
     json += encode_plant_record(event.plant);
     json += '}';
@@ -44,7 +35,7 @@ std::string encode_event(const Event& event) {
 }
 
 std::string encode_webhook_body(EventSet subscribed, const Event& event) {
-    if (subscribed == kDefaultEvents) return encode_plant_record(event.plant);
+    if (subscribed == kDefaultEvents || event.seq == 0) return encode_plant_record(event.plant);
     return encode_event(event);
 }
 

@@ -37,13 +37,11 @@ using EventSet = std::int64_t;
 constexpr EventSet event_bit(EventType type) { return EventSet{1} << static_cast<int>(type); }
 /// What a subscription receives unless it says otherwise: creations, as before events existed.
 inline constexpr EventSet kDefaultEvents = event_bit(EventType::plant_created);
-/// Whether `set` holds only types this build knows (and at least one).
-bool valid_event_set(EventSet set);
 
 /// One change of a tenant's plants, as its event log keeps it.
 struct Event {
-    /// The tenant's sequence number: 1, 2, 3 … in commit order; 0 for an event queued for a
-    /// webhook before the log existed (its envelope has no seq).
+    /// The tenant's sequence number: 1, 2, 3 … in commit order; 0 for a webhook delivery queued
+    /// before the log existed (a plant.created, which keeps the bare plant as its body).
     std::int64_t seq = 0;
     EventType type = EventType::plant_created;
     std::int64_t at_ms = 0;  ///< when it was committed (milliseconds since the Unix epoch)
@@ -56,7 +54,8 @@ std::string encode_event(const Event& event);
 
 /// The body a webhook subscription of `subscribed` receives for `event`: the envelope, except
 /// for a subscription to plant.created alone, which receives the plant itself (the body it has
-/// received since before there were other events).
+/// received since before there were other events), and for a delivery queued before the log
+/// existed (seq 0), which keeps the body it was queued for.
 std::string encode_webhook_body(EventSet subscribed, const Event& event);
 
 }  // namespace plantstore::domain

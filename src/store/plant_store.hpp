@@ -162,7 +162,10 @@ class PlantStore {
     virtual ~PlantStore() = default;
 
     /// Queues `request` for group commit; its `done` runs only after the outcome is durable.
-    /// Writes to one plant are committed in the order they were queued.
+    /// Writes to one plant are committed in the order they were queued. A write that changes a
+    /// plant (created, updated, deleted) appends its event to the tenant's log with the tenant's
+    /// next seq, and queues its webhook deliveries, in the same transaction; no other outcome
+    /// appends anything.
     virtual void write(WriteRequest request) = 0;
 
     /// Creates `plant` (see write()).

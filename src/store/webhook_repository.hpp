@@ -58,7 +58,8 @@ struct DeliveryAttemptView {
 struct ClaimedDelivery {
     std::string event_id;
     domain::EventType event_type = domain::EventType::plant_created;
-    /// The event's seq in its tenant's log; 0 for a delivery queued before the log existed.
+    /// The event's seq in its tenant's log; 0 for a delivery queued before the log existed
+    /// (domain::encode_webhook_body sends those as they were queued).
     std::int64_t seq = 0;
     /// The event types its subscription receives now (they decide the body's shape).
     domain::EventSet subscribed = domain::kDefaultEvents;

@@ -110,7 +110,7 @@ queued AS (
 SELECT count(*) FROM numbered)sql";
 
 /// The parts of insert_plants_statement(), so that the archive (import) can insert without
-/// queueing webhooks.
+/// staging events.
 namespace insert_plants_sql {
 inline constexpr const char* kInput = R"sql(
 WITH input AS (
