@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "domain/event.hpp"
 #include "domain/new_plant_decoder.hpp"
 #include "domain/plant.hpp"
 
@@ -62,8 +63,22 @@ struct ListQuery {
     std::optional<std::string> tag;        ///< only plants with exactly this tag
 };
 
+/// What a read of a tenant's event log found, all from one snapshot.
+struct EventRead {
+    enum class Outcome { found, unavailable };
+    Outcome outcome = Outcome::unavailable;
+    /// The events with a seq greater than the query's `after`, in seq order, at most `limit`.
+    std::vector<domain::Event> events;
+    /// The lowest seq still retained: `last` + 1 when none is (all pruned, or none yet).
+    std::int64_t first = 1;
+    /// The tenant's latest seq: 0 before its first change.
+    std::int64_t last = 0;
+    std::string reason;  ///< for `unavailable`: why, for logs
+};
+
 using WriteCallback = std::function<void(WriteResult)>;
 using ReadCallback = std::function<void(ReadResult)>;
+using EventReadCallback = std::function<void(EventRead)>;
 
 /// An update's or delete's condition on the plant's current state (If-Match, RFC 9110 §13.1.1),
 /// checked in the write's transaction once the plant is found: a missing plant is not_found
@@ -142,6 +157,14 @@ class StoreObserver {
     /// Background work (a checkpoint, a rollback after a failed batch) failed: nothing
     /// acknowledged is lost, but an operator should know. `what` says which step and why.
     virtual void on_maintenance_failed(std::string_view what) = 0;
+    /// `tenant`'s event log now reaches seq `last` (at least): a transaction that appended to it
+    /// committed, on this instance or (PostgreSQL) on another one. A hint for readers that wait:
+    /// it may repeat, arrive late or (across a lost connection) never arrive, so a reader also
+    /// looks for itself now and then.
+    virtual void on_events(std::string_view tenant, std::int64_t last) {
+        (void)tenant;
+        (void)last;
+    }
 };
 
 /// An asynchronous, durable plant store, namespaced by tenant: no operation ever sees another
@@ -188,6 +211,17 @@ class PlantStore {
     virtual void read(std::string tenant, domain::PlantId id, ReadCallback done) = 0;
     /// A page of plants ordered by id (never not_found: an empty page is found).
     virtual void list(std::string tenant, ListQuery query, ReadCallback done) = 0;
+    /// Up to `limit` (at least 1) of `tenant`'s events with a seq greater than `after`, and the
+    /// log's bounds, in one snapshot: a reader that compares `after` with `first` knows whether
+    /// events it has not seen were pruned. Takes no write lock.
+    virtual void read_events(std::string tenant, std::int64_t after, int limit,
+                             EventReadCallback done) = 0;
+    /// Deletes events committed before `before` (milliseconds since the Unix epoch), at most
+    /// `limit` of them, and returns how many. Only the oldest of each tenant's log go, never one
+    /// at or after the first that must stay (committed since `before`, or with a webhook
+    /// delivery still pending), so what remains has no gap. Blocking, on the caller's thread, in
+    /// short transactions; safe beside serving and on several instances at once.
+    virtual std::size_t prune_events(std::int64_t before, std::size_t limit) = 0;
 
     /// Whether new writes would be accepted now (not while overloaded or closing), and why not.
     virtual Health health() const = 0;

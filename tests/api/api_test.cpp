@@ -53,6 +53,10 @@ class ScriptedStore final : public store::PlantStore {
         queries.push_back(query);
         done({next_read, {{1, {"a", "x"}}, {2, {"b", std::nullopt}}}, true, {}});
     }
+    void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
+        done({});
+    }
+    std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
     store::Health health() const override { return {}; }
     void close() override {}
 };
@@ -582,6 +586,10 @@ class HoldingStore final : public store::PlantStore {
     void list(std::string, store::ListQuery, store::ReadCallback done) override {
         reads.push_back(std::move(done));
     }
+    void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
+        done({});
+    }
+    std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
     store::Health health() const override { return {}; }
     void close() override {}
 };

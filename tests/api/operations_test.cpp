@@ -16,6 +16,10 @@ class HealthOnlyStore final : public store::PlantStore {
     void write(store::WriteRequest) override {}
     void read(std::string, domain::PlantId, store::ReadCallback) override {}
     void list(std::string, store::ListQuery, store::ReadCallback) override {}
+    void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
+        done({});
+    }
+    std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
     store::Health health() const override { return health_now; }
     void close() override {}
 };

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <future>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -23,7 +24,7 @@ namespace {
 using Outcome = WriteResult::Outcome;
 using namespace testing_support;
 
-// Counts transactions, for the group-commit rule.
+// Counts transactions, for the group-commit rule, and keeps each tenant's last seq it was told.
 struct BatchRecorder final : StoreObserver {
     std::atomic<std::size_t> largest{0};
     std::atomic<std::size_t> batches{0};
@@ -32,6 +33,17 @@ struct BatchRecorder final : StoreObserver {
         if (writes > largest) largest = writes;
     }
     void on_maintenance_failed(std::string_view) override {}
+    void on_events(std::string_view tenant, std::int64_t last) override {
+        std::lock_guard lock(mutex);
+        auto& known = told[std::string(tenant)];
+        known = std::max(known, last);
+    }
+    std::int64_t told_last(const std::string& tenant) {
+        std::lock_guard lock(mutex);
+        return told.count(tenant) == 0 ? 0 : told[tenant];
+    }
+    std::mutex mutex;
+    std::map<std::string, std::int64_t> told;
 };
 
 class PlantStoreContract : public testing::TestWithParam<const char*> {
@@ -271,6 +283,121 @@ TEST_P(PlantStoreContract, EveryCommittedChangeAppendsOneNumberedEventAndNothing
     auto reopened = open();
     ASSERT_EQ(create_and_wait(*reopened, "b", plant(2, "Oak")).outcome, Outcome::created);
     EXPECT_EQ(events("b").back(), "2:plant.created:2:Oak:-");
+}
+
+std::int64_t unix_ms_now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+EventRead read_events(PlantStore& store, const std::string& tenant, std::int64_t after, int limit) {
+    return wait_for<EventRead>([&](auto done) { store.read_events(tenant, after, limit, done); });
+}
+
+std::vector<std::int64_t> seqs(const EventRead& read) {
+    std::vector<std::int64_t> all;
+    for (const auto& event : read.events) all.push_back(event.seq);
+    return all;
+}
+
+// A reader pages through its own tenant's log after any seq, and learns the log's bounds with
+// each page; the observer is told each tenant's last seq after its commit.
+TEST_P(PlantStoreContract, TheLogIsReadInPagesWithItsBoundsAndTheObserverIsTold) {
+    auto store = open();
+    const std::int64_t before = unix_ms_now();
+    ASSERT_EQ(create_and_wait(*store, "a", plant(1, "Fern", "green")).outcome, Outcome::created);
+    ASSERT_EQ(update_and_wait(*store, "a", 1, rename("Fern II")).outcome, Outcome::updated);
+    ASSERT_EQ(create_and_wait(*store, "a", plant(2, "Ivy")).outcome, Outcome::created);
+    ASSERT_EQ(remove_and_wait(*store, "a", 1).outcome, Outcome::deleted);
+    ASSERT_EQ(create_and_wait(*store, "b", plant(7, "Moss")).outcome, Outcome::created);
+
+    const auto first = read_events(*store, "a", 0, 2);
+    ASSERT_EQ(first.outcome, EventRead::Outcome::found) << first.reason;
+    EXPECT_EQ(seqs(first), (std::vector<std::int64_t>{1, 2}));
+    EXPECT_EQ(first.first, 1);
+    EXPECT_EQ(first.last, 4);
+    EXPECT_EQ(first.events[0].type, domain::EventType::plant_created);
+    EXPECT_EQ(first.events[0].plant.id, 1);
+    EXPECT_EQ(first.events[0].plant.plant, (domain::Plant{"Fern", "green"}));
+    EXPECT_GE(first.events[0].at_ms, before);
+    EXPECT_EQ(first.events[1].type, domain::EventType::plant_updated);
+    EXPECT_EQ(first.events[1].plant.plant.name, "Fern II");
+
+    const auto rest = read_events(*store, "a", 2, 100);
+    EXPECT_EQ(seqs(rest), (std::vector<std::int64_t>{3, 4}));
+    EXPECT_EQ(rest.events[1].type, domain::EventType::plant_deleted);
+    EXPECT_EQ(rest.events[1].plant.plant.name, "Fern II");  // as it was
+    EXPECT_TRUE(read_events(*store, "a", 4, 100).events.empty());
+    EXPECT_TRUE(read_events(*store, "a", 400, 100).events.empty());
+
+    const auto other = read_events(*store, "b", 0, 100);
+    EXPECT_EQ(seqs(other), (std::vector<std::int64_t>{1}));
+    EXPECT_EQ(other.events[0].plant.plant.name, "Moss");
+    const auto nobody = read_events(*store, "nobody", 0, 100);
+    EXPECT_EQ(nobody.outcome, EventRead::Outcome::found);
+    EXPECT_TRUE(nobody.events.empty());
+    EXPECT_EQ(nobody.first, 1);
+    EXPECT_EQ(nobody.last, 0);
+
+    EXPECT_EQ(recorder.told_last("a"), 4);
+    EXPECT_EQ(recorder.told_last("b"), 1);
+    EXPECT_EQ(recorder.told_last("nobody"), 0);
+}
+
+// Pruning removes each log's oldest events committed before the cut-off, in pieces of at most
+// its limit, never one a pending webhook delivery needs nor anything after that one; the last
+// seq stays, so a reader can tell that what it has not seen is gone.
+TEST_P(PlantStoreContract, PruningKeepsRecentEventsAndWhatPendingDeliveriesNeedWithoutGaps) {
+    auto store = open();
+    for (domain::PlantId id = 1; id <= 5; ++id) {
+        ASSERT_EQ(create_and_wait(*store, "a", plant(id, "old")).outcome, Outcome::created);
+        ASSERT_EQ(create_and_wait(*store, "b", plant(id, "old")).outcome, Outcome::created);
+    }
+    // b's events 6 and 7 have a delivery pending: they and everything after stay.
+    {
+        auto webhooks = open_webhook_repository(config());
+        WebhookSubscription subscription;
+        subscription.tenant = "b";
+        subscription.id = "wh_1";
+        subscription.url = "https://127.0.0.1:1/hook";
+        subscription.sealed_secret = "sealed";
+        ASSERT_TRUE(webhooks->add_subscription(subscription, 20));
+    }
+    ASSERT_EQ(create_and_wait(*store, "b", plant(6, "old")).outcome, Outcome::created);
+    ASSERT_EQ(create_and_wait(*store, "b", plant(7, "old")).outcome, Outcome::created);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::int64_t cut = unix_ms_now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(create_and_wait(*store, "a", plant(6, "new")).outcome, Outcome::created);
+
+    EXPECT_EQ(store->prune_events(cut, 3), 3u);  // a's 1..3: the limit
+    auto a = read_events(*store, "a", 0, 100);
+    EXPECT_EQ(a.first, 4);
+    EXPECT_EQ(seqs(a), (std::vector<std::int64_t>{4, 5, 6}));
+    std::size_t more = 0;
+    for (int round = 0; round < 10; ++round) {
+        const std::size_t pruned = store->prune_events(cut, 3);
+        more += pruned;
+        if (pruned == 0) break;
+    }
+    EXPECT_EQ(more, 2u + 5u);  // a's 4 and 5, b's 1..5
+    a = read_events(*store, "a", 0, 100);
+    EXPECT_EQ(a.first, 6);  // committed after the cut-off
+    EXPECT_EQ(seqs(a), (std::vector<std::int64_t>{6}));
+    EXPECT_EQ(a.last, 6);
+    const auto b = read_events(*store, "b", 0, 100);
+    EXPECT_EQ(b.first, 6);
+    EXPECT_EQ(seqs(b), (std::vector<std::int64_t>{6, 7}));
+
+    // Everything of a goes once the cut-off passes its last event; its last seq stays.
+    EXPECT_EQ(store->prune_events(unix_ms_now() + 1000, 100), 1u);
+    a = read_events(*store, "a", 0, 100);
+    EXPECT_TRUE(a.events.empty());
+    EXPECT_EQ(a.first, 7);
+    EXPECT_EQ(a.last, 6);
+    ASSERT_EQ(create_and_wait(*store, "a", plant(7, "next")).outcome, Outcome::created);
+    EXPECT_EQ(seqs(read_events(*store, "a", 6, 100)), (std::vector<std::int64_t>{7}));
 }
 
 // Writers racing in several tenants (through two stores on one database, for PostgreSQL: two

@@ -1,11 +1,16 @@
 #include "store/postgres/pg_plant_store.hpp"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
+#include <charconv>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <mutex>
@@ -32,8 +37,10 @@ WriteResult unavailable(std::string reason) {
     return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
 }
 
-ReadResult read_unavailable(std::string reason) {
-    ReadResult result;
+// A read's result (ReadResult or EventRead) that says it could not be answered, and why.
+template <typename Result = ReadResult>
+Result read_unavailable(std::string reason) {
+    Result result;
     result.reason = std::move(reason);
     return result;
 }
@@ -54,7 +61,8 @@ std::vector<std::pair<std::string, std::string>> prepared_statements() {
             {"durability_mark", kDurabilityMark},
             {"read_one", kReadOne},
             {"page", kPage},
-            {"tagged_page", kTaggedPage}};
+            {"tagged_page", kTaggedPage},
+            {"read_events", kReadEvents}};
 }
 
 // The first statement result that is not what `expected` says, as an error; nullopt when all
@@ -120,6 +128,7 @@ class PgPlantStore::Engine {
             close();
             throw PgError({}, reason);
         }
+        if (options_.observer != nullptr) listener_ = std::thread([this] { listen(); });
     }
 
     // A connection (preparing every statement, so that any can serve any request) that records
@@ -177,7 +186,7 @@ class PgPlantStore::Engine {
     }
 
     void read(std::string tenant, domain::PlantId id, ReadCallback done) {
-        submit_read(
+        submit_read<ReadResult>(
             {"read_one", {}, {std::move(tenant), std::to_string(id)}},
             [id](const PGresult* result) {
                 ReadResult read;
@@ -208,7 +217,7 @@ class PgPlantStore::Engine {
              std::to_string(static_cast<std::int64_t>(query.limit) + 1)}};
         if (query.tag) statement.parameters.emplace_back(*query.tag);
         const auto limit = static_cast<std::size_t>(query.limit);
-        submit_read(
+        submit_read<ReadResult>(
             std::move(statement),
             [limit](const PGresult* result) {
                 ReadResult page;
@@ -224,6 +233,60 @@ class PgPlantStore::Engine {
                 return page;
             },
             std::move(done));
+    }
+
+    void read_events(std::string tenant, std::int64_t after, int limit, EventReadCallback done) {
+        submit_read<EventRead>(
+            {"read_events", {}, {std::move(tenant), std::to_string(after), std::to_string(limit)}},
+            [](const PGresult* result) {
+                EventRead read;
+                read.outcome = EventRead::Outcome::found;
+                const int rows = PQntuples(result);
+                for (int row = 0; row < rows; ++row) {
+                    if (int64_at(result, row, 0) == 0) {  // the bounds, first
+                        read.first = int64_at(result, row, 1);
+                        read.last = int64_at(result, row, 2);
+                        continue;
+                    }
+                    const auto type = domain::parse_event_type(text_at(result, row, 3));
+                    if (!type) throw PgError({}, "an event of an unknown type");
+                    read.events.push_back({int64_at(result, row, 1),
+                                           *type,
+                                           int64_at(result, row, 2),
+                                           {int64_at(result, row, 4),
+                                            {std::string(text_at(result, row, 5)),
+                                             optional_text_at(result, row, 6)}}});
+                }
+                if (read.first == 0) read.first = read.last + 1;
+                return read;
+            },
+            std::move(done));
+    }
+
+    std::size_t prune_events(std::int64_t before, std::size_t limit) {
+        std::lock_guard lock(prune_mutex_);
+        try {
+            if (!pruner_) {
+                pruner_ = connect_blocking(options_.conninfo);
+                ignore_notices(pruner_.get());
+                // The same access paths as the store's own statements (statements.hpp).
+                exec(pruner_.get(), "SET enable_seqscan = off");
+            }
+            const Result tenants =
+                exec(pruner_.get(), "SELECT tenant FROM event_counters ORDER BY tenant");
+            std::size_t pruned = 0;
+            for (int row = 0; row < PQntuples(tenants.get()) && pruned < limit; ++row) {
+                const Result deleted =
+                    exec(pruner_.get(), kPruneEvents,
+                         {std::string(text_at(tenants.get(), row, 0)), std::to_string(before),
+                          std::to_string(limit - pruned)});
+                pruned += std::stoull(PQcmdTuples(deleted.get()));
+            }
+            return pruned;
+        } catch (const std::exception&) {
+            pruner_.reset();  // connect again next time (after a failover, to the new primary)
+            throw;
+        }
     }
 
     Health health() const {
@@ -259,9 +322,75 @@ class PgPlantStore::Engine {
             });
         });
         if (thread_.joinable()) thread_.join();
+        {
+            std::lock_guard lock(listener_mutex_);
+            stop_listening_ = true;
+        }
+        listener_wake_.notify_all();
+        if (listener_.joinable()) listener_.join();
     }
 
   private:
+    // The listener's thread: tells the observer of every commit that appended events, by any
+    // instance (kEventsChannel), on a connection of its own (LISTEN cannot share a pipelined
+    // one, and a blocking wait for notifications suits a thread that does nothing else).
+    // Notifications sent while it is reconnecting are lost: readers that wait look for
+    // themselves now and then (StoreObserver::on_events).
+    void listen() {
+        constexpr std::chrono::milliseconds kPollInterval{200};
+        std::chrono::milliseconds backoff{100};
+        for (;;) {
+            {
+                std::lock_guard lock(listener_mutex_);
+                if (stop_listening_) return;
+            }
+            try {
+                const Connection connection = connect_blocking(options_.conninfo);
+                ignore_notices(connection.get());
+                exec(connection.get(), std::string("LISTEN ") + kEventsChannel);
+                backoff = std::chrono::milliseconds(100);
+                while (!listener_stopping()) {
+                    pollfd socket{PQsocket(connection.get()), POLLIN, 0};
+                    if (::poll(&socket, 1, static_cast<int>(kPollInterval.count())) < 0 &&
+                        errno != EINTR) {
+                        throw PgError({}, std::string("poll: ") + std::strerror(errno));
+                    }
+                    if (PQconsumeInput(connection.get()) == 0) {
+                        throw PgError({}, PQerrorMessage(connection.get()));
+                    }
+                    while (PGnotify* notice = PQnotifies(connection.get())) {
+                        tell_notified(notice->extra);
+                        PQfreemem(notice);
+                    }
+                }
+                return;
+            } catch (const std::exception& error) {
+                options_.observer->on_maintenance_failed(
+                    std::string("listening for committed events (retrying): ") + error.what());
+            }
+            std::unique_lock lock(listener_mutex_);
+            listener_wake_.wait_for(lock, backoff, [this] { return stop_listening_; });
+            backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+        }
+    }
+
+    bool listener_stopping() {
+        std::lock_guard lock(listener_mutex_);
+        return stop_listening_;
+    }
+
+    // A notification's payload, "<last seq> <tenant>" (kAppendEvents).
+    void tell_notified(std::string_view payload) {
+        const auto space = payload.find(' ');
+        if (space == std::string_view::npos) return;
+        std::int64_t last = 0;
+        const auto digits = payload.substr(0, space);
+        if (std::from_chars(digits.data(), digits.data() + digits.size(), last).ec != std::errc{}) {
+            return;
+        }
+        options_.observer->on_events(payload.substr(space + 1), last);
+    }
+
     void run() {
         io_.run();
         // Reads posted before closing began run now, against closed connections: each is
@@ -434,6 +563,7 @@ class PgPlantStore::Engine {
             for (Pending& pending : batch) pending.done(unavailable(failure));
         } else if (!batch.empty()) {
             try {
+                tell_appended(outcome.results[outcome.results.size() - 3].get());
                 complete_rows(batch, creates, changes, outcome.results, again);
             } catch (const PgError& error) {  // a malformed answer: nothing can be promised
                 failure = error.what();
@@ -446,6 +576,15 @@ class PgPlantStore::Engine {
         }
         requeue(std::move(again));
         start_batch();
+    }
+
+    // Tells the observer of each tenant whose log the committed batch appended to (the rows of
+    // append_events); other instances learn it from the notification.
+    void tell_appended(const PGresult* appended) {
+        if (options_.observer == nullptr) return;
+        for (int row = 0; row < PQntuples(appended); ++row) {
+            options_.observer->on_events(text_at(appended, row, 0), int64_at(appended, row, 1));
+        }
     }
 
     // Answers each row of a committed batch; puts the rows to run again into `again`.
@@ -510,8 +649,8 @@ class PgPlantStore::Engine {
 
     // Runs `statement` on a reader and answers `done` with what `parse` makes of its rows, or
     // unavailable (no reader connected, the connection lost, the statement failed).
-    template <typename Parse>
-    void submit_read(Statement statement, Parse parse, ReadCallback done) {
+    template <typename Result, typename Parse>
+    void submit_read(Statement statement, Parse parse, std::function<void(Result)> done) {
         {
             std::lock_guard lock(mutex_);
             if (!closing_) {
@@ -519,8 +658,8 @@ class PgPlantStore::Engine {
                                  done = std::move(done)]() mutable {
                     PipelinedConnection* reader = pick_reader();
                     if (reader == nullptr) {
-                        done(read_unavailable("PostgreSQL is unreachable: " +
-                                              readers_.front()->last_error()));
+                        done(read_unavailable<Result>("PostgreSQL is unreachable: " +
+                                                      readers_.front()->last_error()));
                         return;
                     }
                     std::vector<Statement> statements;
@@ -528,19 +667,19 @@ class PgPlantStore::Engine {
                     reader->submit(statements, [parse = std::move(parse),
                                                 done = std::move(done)](SegmentOutcome outcome) {
                         if (outcome.lost) {
-                            done(read_unavailable(outcome.lost_reason));
+                            done(read_unavailable<Result>(outcome.lost_reason));
                             return;
                         }
                         const PGresult* result = outcome.results.front().get();
                         if (PQresultStatus(result) != PGRES_TUPLES_OK) {
-                            done(read_unavailable(result_error(result, "SELECT").what()));
+                            done(read_unavailable<Result>(result_error(result, "SELECT").what()));
                             return;
                         }
-                        ReadResult read;
+                        Result read;
                         try {
                             read = parse(result);
                         } catch (const PgError& error) {
-                            read = read_unavailable(error.what());
+                            read = read_unavailable<Result>(error.what());
                         }
                         done(std::move(read));
                     });
@@ -548,7 +687,7 @@ class PgPlantStore::Engine {
                 return;
             }
         }
-        done(read_unavailable("the store is closing"));
+        done(read_unavailable<Result>("the store is closing"));
     }
 
     // The ready reader with the fewest reads in flight; while none is connected, a connected
@@ -622,6 +761,12 @@ class PgPlantStore::Engine {
     std::string writer_error_;     // guarded by mutex_
     std::vector<bool> reader_up_;  // guarded by mutex_
     std::thread thread_;
+    std::mutex prune_mutex_;
+    Connection pruner_;  // guarded by prune_mutex_; connected at the first prune
+    std::mutex listener_mutex_;
+    std::condition_variable listener_wake_;
+    bool stop_listening_ = false;  // guarded by listener_mutex_
+    std::thread listener_;
 };
 
 PgPlantStore::PgPlantStore(Options options)
@@ -637,6 +782,15 @@ void PgPlantStore::read(std::string tenant, domain::PlantId id, ReadCallback don
 
 void PgPlantStore::list(std::string tenant, ListQuery query, ReadCallback done) {
     engine_->list(std::move(tenant), query, std::move(done));
+}
+
+void PgPlantStore::read_events(std::string tenant, std::int64_t after, int limit,
+                               EventReadCallback done) {
+    engine_->read_events(std::move(tenant), after, limit, std::move(done));
+}
+
+std::size_t PgPlantStore::prune_events(std::int64_t before, std::size_t limit) {
+    return engine_->prune_events(before, limit);
 }
 
 Health PgPlantStore::health() const { return engine_->health(); }

@@ -50,6 +50,9 @@ class PgPlantStore final : public PlantStore {
     void write(WriteRequest request) override;
     void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
+    void read_events(std::string tenant, std::int64_t after, int limit,
+                     EventReadCallback done) override;
+    std::size_t prune_events(std::int64_t before, std::size_t limit) override;
     Health health() const override;
     void close() override;
 

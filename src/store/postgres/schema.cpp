@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 5> kMigrations = {
+constexpr std::array<std::string_view, 6> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -120,6 +120,13 @@ constexpr std::array<std::string_view, 5> kMigrations = {
     );
     ALTER TABLE webhook_subscriptions ADD COLUMN events bigint NOT NULL DEFAULT 1;
     ALTER TABLE webhook_deliveries ADD COLUMN seq bigint;
+    )sql",
+    // 6: the first event of a tenant's log that a pending webhook delivery still needs, which
+    // pruning (PlantStore::prune_events) keeps with everything after it. Pending deliveries are
+    // few, so the partial index is small and quick to build.
+    R"sql(
+    CREATE INDEX webhook_deliveries_pending_seq ON webhook_deliveries (tenant, seq)
+        WHERE state = 'pending' AND seq IS NOT NULL;
     )sql",
 };
 

@@ -79,11 +79,16 @@ inline std::string stage_events_sql(std::string_view name, domain::EventType typ
            ", id, name, tag FROM " + std::string(rows) + ")";
 }
 
+/// The channel on which each commit that appended events tells every listening instance, in
+/// one notification per tenant: "<last seq> <tenant>" (NOTIFY is sent at COMMIT, and only if it
+/// commits; PostgreSQL folds identical payloads of one transaction into one).
+inline constexpr const char* kEventsChannel = "plantstore_events";
+
 /// Numbers the events the batch staged with each tenant's next seqs (in the order they were
-/// staged), appends them to the log and queues one webhook delivery of each per enabled
-/// subscription of its tenant that receives its type. Parameter: $1 the time (milliseconds).
-/// One row: how many events it appended. Delivery ids begin with the time in hex, so new rows go
-/// to the end of the primary key's B-tree.
+/// staged), appends them to the log, queues one webhook delivery of each per enabled
+/// subscription of its tenant that receives its type, and notifies kEventsChannel. Parameter: $1
+/// the time (milliseconds). One row per tenant it appended to: (tenant, last seq). Delivery ids
+/// begin with the time in hex, so new rows go to the end of the primary key's B-tree.
 inline constexpr const char* kAppendEvents = R"sql(
 WITH staged AS (SELECT ord, tenant, type, type_bit, plant_id, name, tag FROM staged_events),
 counts AS (SELECT tenant, count(*) AS n FROM staged GROUP BY tenant),
@@ -107,7 +112,30 @@ queued AS (
     FROM numbered n
     JOIN webhook_subscriptions s ON s.tenant = n.tenant AND s.enabled
                                     AND (s.events & n.type_bit) <> 0)
-SELECT count(*) FROM numbered)sql";
+SELECT tenant, last_seq, pg_notify('plantstore_events', last_seq || ' ' || tenant)
+FROM counters)sql";
+
+/// A tenant's events after a seq, and its log's bounds, in one statement (one snapshot).
+/// Parameters: $1 tenant, $2 after, $3 limit. Rows: first (kind 0) the lowest retained seq (0:
+/// none) and the last seq; then (kind 1) seq, at, type, plant_id, name, tag in seq order.
+inline constexpr const char* kReadEvents = R"sql(
+SELECT 0, coalesce((SELECT min(seq) FROM plant_events WHERE tenant = $1), 0),
+       coalesce((SELECT last_seq FROM event_counters WHERE tenant = $1), 0),
+       NULL, NULL, NULL, NULL
+UNION ALL
+SELECT * FROM (SELECT 1, seq, at, type, plant_id, name, tag FROM plant_events
+               WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3) page
+ORDER BY 1, 2)sql";
+
+/// Deletes the oldest events of one tenant's log: below the first committed at or after $2 and
+/// below the first with a webhook delivery still pending, at most $3 of them. Parameters: $1
+/// tenant, $2 the time (milliseconds), $3 the most to delete.
+inline constexpr const char* kPruneEvents = R"sql(
+DELETE FROM plant_events WHERE tenant = $1 AND seq < LEAST(
+    (SELECT seq FROM plant_events WHERE tenant = $1 AND at >= $2 ORDER BY seq LIMIT 1),
+    (SELECT min(seq) FROM webhook_deliveries
+     WHERE tenant = $1 AND state = 'pending' AND seq IS NOT NULL),
+    (SELECT min(seq) FROM plant_events WHERE tenant = $1) + $3))sql";
 
 /// The parts of insert_plants_statement(), so that the archive (import) can insert without
 /// staging events.

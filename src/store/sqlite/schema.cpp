@@ -12,7 +12,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 5> kMigrations = {
+constexpr std::array<std::string_view, 6> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -122,6 +122,12 @@ constexpr std::array<std::string_view, 5> kMigrations = {
     ) WITHOUT ROWID;
     ALTER TABLE webhook_subscriptions ADD COLUMN events INTEGER NOT NULL DEFAULT 1;
     ALTER TABLE webhook_deliveries ADD COLUMN seq INTEGER;
+    )sql",
+    // 6: the first event of a tenant's log that a pending webhook delivery still needs, which
+    // pruning (PlantStore::prune_events) keeps with everything after it.
+    R"sql(
+    CREATE INDEX webhook_deliveries_pending_seq ON webhook_deliveries (tenant, seq)
+        WHERE state = 'pending' AND seq IS NOT NULL;
     )sql",
 };
 

@@ -160,6 +160,13 @@ class SqlitePlantStore::Writer {
     std::string commit(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
         results.clear();
         last_seqs_.clear();
+        auto failure = commit_batch(batch, results);
+        if (!failure.empty()) last_seqs_.clear();
+        return failure;
+    }
+
+  private:
+    std::string commit_batch(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
         if (const int rc = begin_.try_step(); rc != SQLITE_DONE) return fail("BEGIN", begin_);
         begin_.reset();
         const std::int64_t now = common::unix_ms_now();
@@ -188,6 +195,39 @@ class SqlitePlantStore::Writer {
         commit_.reset();
         return {};
     }
+
+  public:
+    /// Deletes at most `limit` events committed before `before`, the oldest of each tenant's
+    /// log only (see PlantStore::prune_events), one tenant per short transaction.
+    /// @throws SqliteError
+    std::size_t prune(std::int64_t before, std::size_t limit) {
+        auto tenants = db_->prepare("SELECT tenant FROM event_counters ORDER BY tenant");
+        std::vector<std::string> names;
+        while (tenants.step()) names.push_back(tenants.column_text(0));
+        // What must stay: events committed since `before`, and those with a delivery still
+        // pending; everything below the first of them goes, at most `?3` at a time.
+        auto remove = db_->prepare(
+            "DELETE FROM plant_events WHERE tenant = ?1 AND seq < min("
+            "coalesce((SELECT seq FROM plant_events WHERE tenant = ?1 AND at >= ?2 "
+            "ORDER BY seq LIMIT 1), 9223372036854775807), "
+            "coalesce((SELECT min(seq) FROM webhook_deliveries WHERE tenant = ?1 "
+            "AND state = 'pending' AND seq IS NOT NULL), 9223372036854775807), "
+            "(SELECT min(seq) FROM plant_events WHERE tenant = ?1) + ?3)");
+        std::size_t pruned = 0;
+        for (const std::string& tenant : names) {
+            if (pruned >= limit) break;
+            remove.bind(1, std::string_view(tenant))
+                .bind(2, before)
+                .bind(3, static_cast<std::int64_t>(limit - pruned));
+            remove.step();
+            remove.reset();
+            pruned += static_cast<std::size_t>(db_->changes());
+        }
+        return pruned;
+    }
+
+    /// Each tenant the last committed batch appended events to, with its last seq.
+    const std::map<std::string, std::int64_t, std::less<>>& appended() const { return last_seqs_; }
 
   private:
     // Each kind of write, inside the batch's transaction: appends its result, or returns why
@@ -419,7 +459,8 @@ class SqlitePlantStore::Reader {
                              "ORDER BY id LIMIT ?3")),
           tagged_page_(db_->prepare("SELECT id, name, tag FROM plants INDEXED BY plants_by_tag "
                                     "WHERE tenant = ?1 AND tag = ?4 AND id >= ?2 "
-                                    "ORDER BY id LIMIT ?3")) {}
+                                    "ORDER BY id LIMIT ?3")),
+          events_(db_->prepare(kReadEvents)) {}
 
     ReadResult read(const std::string& tenant, domain::PlantId id) {
         one_.bind(1, std::string_view(tenant)).bind(2, id);
@@ -466,11 +507,55 @@ class SqlitePlantStore::Reader {
         return result;
     }
 
+    EventRead events(const std::string& tenant, std::int64_t after, int limit) {
+        events_.bind(1, std::string_view(tenant)).bind(2, after).bind(3, limit);
+        EventRead result;
+        int rc = SQLITE_ROW;
+        while ((rc = events_.try_step()) == SQLITE_ROW) {
+            if (events_.column_int64(0) == 0) {  // the bounds row, first
+                result.first = events_.column_int64(1);
+                result.last = events_.column_int64(2);
+                continue;
+            }
+            const auto type = domain::parse_event_type(events_.column_text(3));
+            if (!type) {
+                result.events.clear();
+                result.reason = "an event of an unknown type: " + events_.column_text(3);
+                events_.reset();
+                return result;
+            }
+            result.events.push_back({events_.column_int64(1),
+                                     *type,
+                                     events_.column_int64(2),
+                                     {events_.column_int64(4),
+                                      {events_.column_text(5), events_.column_optional_text(6)}}});
+        }
+        if (rc == SQLITE_DONE) {
+            result.outcome = EventRead::Outcome::found;
+            if (result.first == 0) result.first = result.last + 1;
+        } else {
+            result.events.clear();
+            result.reason = "SELECT plant_events failed: " + db_->error_message();
+        }
+        events_.reset();
+        return result;
+    }
+
   private:
+    // One statement, so one snapshot: the bounds (kind 0: the lowest retained seq or 0, the
+    // last seq) and the page (kind 1) cannot disagree about a prune in between.
+    static constexpr const char* kReadEvents =
+        "SELECT 0, coalesce((SELECT min(seq) FROM plant_events WHERE tenant = ?1), 0), "
+        "coalesce((SELECT last_seq FROM event_counters WHERE tenant = ?1), 0), "
+        "NULL, NULL, NULL, NULL "
+        "UNION ALL SELECT * FROM (SELECT 1, seq, at, type, plant_id, name, tag FROM plant_events "
+        "WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) ORDER BY 1, 2";
+
     std::unique_ptr<Database> db_;
     Statement one_;
     Statement page_;
     Statement tagged_page_;
+    Statement events_;
 };
 
 namespace {
@@ -535,6 +620,32 @@ void SqlitePlantStore::list(std::string tenant, ListQuery query, ReadCallback do
     run_read(done, [&](Reader& reader) { return reader.list(tenant, query); });
 }
 
+void SqlitePlantStore::read_events(std::string tenant, std::int64_t after, int limit,
+                                   EventReadCallback done) {
+    EventRead result;
+    try {
+        auto reader = borrow_reader();
+        result = reader->events(tenant, after, limit);
+    } catch (const std::exception& error) {
+        result.reason = error.what();  // outcome stays unavailable
+    }
+    done(std::move(result));
+}
+
+std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limit) {
+    // On the writer's thread, between batches: a second writing connection would make the
+    // writer wait for its lock (SQLite's busy handler sleeps milliseconds at a time).
+    PruneRequest request{before, limit, {}};
+    auto pruned = request.pruned.get_future();
+    {
+        std::lock_guard lock(mutex_);
+        if (closing_) return 0;
+        prune_requests_.push_back(&request);
+        if (pending_.empty()) work_available_.notify_one();
+    }
+    return pruned.get();
+}
+
 void SqlitePlantStore::enqueue(Pending pending) {
     const char* refusal = nullptr;
     {
@@ -571,6 +682,18 @@ void SqlitePlantStore::close() {
     if (thread_.joinable()) thread_.join();
 }
 
+void SqlitePlantStore::run_prune(PruneRequest& request) {
+    try {
+        request.pruned.set_value(writer_->prune(request.before, request.limit));
+    } catch (const std::exception& error) {
+        if (options_.observer != nullptr) {
+            options_.observer->on_maintenance_failed(std::string("pruning the event log: ") +
+                                                     error.what());
+        }
+        request.pruned.set_value(0);
+    }
+}
+
 void SqlitePlantStore::run_writer() {
     std::vector<Pending> batch;
     std::vector<WriteResult> results;
@@ -579,7 +702,15 @@ void SqlitePlantStore::run_writer() {
     for (;;) {
         {
             std::unique_lock lock(mutex_);
-            work_available_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+            work_available_.wait(
+                lock, [this] { return closing_ || !pending_.empty() || !prune_requests_.empty(); });
+            if (!prune_requests_.empty()) {
+                std::vector<PruneRequest*> prunes;
+                prunes.swap(prune_requests_);
+                lock.unlock();
+                for (PruneRequest* request : prunes) run_prune(*request);
+                continue;
+            }
             if (pending_.empty()) return;  // closing, and everything accepted is committed
             if (pending_.size() <= options_.max_batch) {
                 batch.swap(pending_);
@@ -595,6 +726,9 @@ void SqlitePlantStore::run_writer() {
         if (options_.observer != nullptr) {
             options_.observer->on_batch(batch.size(), std::chrono::steady_clock::now() - started,
                                         failure);
+            for (const auto& [tenant, last] : writer_->appended()) {
+                options_.observer->on_events(tenant, last);
+            }
         }
         for (std::size_t i = 0; i < batch.size(); ++i) {
             batch[i].done(failure.empty() ? std::move(results[i]) : unavailable(failure));

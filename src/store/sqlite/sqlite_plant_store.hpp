@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -45,18 +46,27 @@ class SqlitePlantStore final : public PlantStore {
     void write(WriteRequest request) override;
     void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
+    void read_events(std::string tenant, std::int64_t after, int limit,
+                     EventReadCallback done) override;
+    std::size_t prune_events(std::int64_t before, std::size_t limit) override;
     Health health() const override;
     /// Stops accepting work, commits everything already accepted, and joins the writer.
     void close() override;
 
   private:
     using Pending = WriteRequest;
+    struct PruneRequest {
+        std::int64_t before = 0;
+        std::size_t limit = 0;
+        std::promise<std::size_t> pruned;
+    };
     class Writer;
     class Reader;
     class Checkpointer;
 
     void enqueue(Pending pending);
     void run_writer();
+    void run_prune(PruneRequest& request);
     /// Runs `query` on a pooled reader and hands its result (or unavailable) to `done`.
     template <typename Query>
     void run_read(const ReadCallback& done, Query query);
@@ -72,6 +82,7 @@ class SqlitePlantStore final : public PlantStore {
     bool closing_ = false;
     std::mutex readers_mutex_;
     std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
+    std::vector<PruneRequest*> prune_requests_;          // guarded by mutex_
     std::thread thread_;
 };
 
