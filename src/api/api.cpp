@@ -16,10 +16,13 @@ namespace {
 
 constexpr std::string_view kChallenge = R"(Bearer realm="plantstore")";
 
-// Every route: the plants, the public documents, the webhooks when served.
+// Every route: the plants, the events and the webhooks when served, the public documents.
 std::vector<Route> api_routes(const PlantCalls& plants, const std::string& base_path, bool docs,
-                              const WebhookCalls* webhooks) {
+                              const WebhookCalls* webhooks, const EventCalls* events) {
     std::vector<Route> routes = plants.routes();
+    if (events != nullptr) {
+        for (Route& route : events->routes()) routes.push_back(std::move(route));
+    }
     for (Route& route : document_routes(base_path, docs)) routes.push_back(std::move(route));
     if (webhooks != nullptr) {
         for (Route& route : webhooks->routes()) routes.push_back(std::move(route));
@@ -49,7 +52,7 @@ http::Response challenge(int status, std::string_view message, std::string_view 
 
 Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
          const OperationsHandler* operations, const auth::JwtAuthenticator* jwt,
-         outbox::SubscriptionService* webhooks)
+         outbox::SubscriptionService* webhooks, feed::FeedService* feed)
     : options_(std::move(options)),
       tokens_(tokens),
       jwt_(jwt),
@@ -59,7 +62,10 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       webhooks_(webhooks == nullptr
                     ? nullptr
                     : std::make_unique<WebhookCalls>(*webhooks, options_.base_path, cors_)),
-      routes_(api_routes(plants_, options_.base_path, options_.docs, webhooks_.get())),
+      events_(feed == nullptr ? nullptr
+                              : std::make_unique<EventCalls>(*feed, options_.base_path, cors_)),
+      routes_(
+          api_routes(plants_, options_.base_path, options_.docs, webhooks_.get(), events_.get())),
       per_token_(options_.rate_limit, options_.rate_burst),
       per_subject_(options_.rate_limit, options_.rate_burst),
       auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst) {}

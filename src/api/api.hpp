@@ -6,8 +6,8 @@
 // (plant_calls, webhook_calls, document_calls), one route row and one handler each; call.hpp runs
 // a handler whose answer comes from a store. Hands /healthz, /readyz and /metrics to an
 // OperationsHandler when one is mounted. May call the http (types), domain, auth, store (interface
-// only) and outbox (SubscriptionService) layers; knows nothing of sockets or HTTP framing, which
-// the transport does before calling in.
+// only), outbox (SubscriptionService) and feed (FeedService) layers; knows nothing of sockets or
+// HTTP framing, which the transport does before calling in.
 #pragma once
 
 #include <memory>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/cors.hpp"
+#include "api/event_calls.hpp"
 #include "api/plant_calls.hpp"
 #include "api/routes.hpp"
 #include "api/webhook_calls.hpp"
@@ -31,6 +32,9 @@ class TokenRegistry;
 }  // namespace plantstore::auth
 namespace plantstore::outbox {
 class SubscriptionService;
+}
+namespace plantstore::feed {
+class FeedService;
 }
 namespace plantstore::store {
 class PlantStore;
@@ -61,11 +65,11 @@ struct ApiOptions {
 class Api final : public http::Handler {
   public:
     /// `operations`, when not null, answers its own paths; `jwt`, when not null, accepts JWTs
-    /// beside `ps_` tokens; `webhooks`, when not null, serves {base}/webhooks. All must outlive
-    /// the Api.
+    /// beside `ps_` tokens; `webhooks`, when not null, serves {base}/webhooks; `feed`, when not
+    /// null, serves {base}/events. All must outlive the Api.
     Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
         const OperationsHandler* operations = nullptr, const auth::JwtAuthenticator* jwt = nullptr,
-        outbox::SubscriptionService* webhooks = nullptr);
+        outbox::SubscriptionService* webhooks = nullptr, feed::FeedService* feed = nullptr);
 
     /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400,
     /// and 429 after too many failures from one address), the scope (403), the token's rate
@@ -105,6 +109,7 @@ class Api final : public http::Handler {
     CorsPolicy cors_;
     PlantCalls plants_;
     std::unique_ptr<WebhookCalls> webhooks_;  // null: no {base}/webhooks
+    std::unique_ptr<EventCalls> events_;      // null: no {base}/events
     RouteTable routes_;
     mutable auth::RateLimiter per_token_;
     mutable auth::RateLimiter per_subject_;  // JWT callers, by `sub`: a namespace of their own

@@ -5,6 +5,7 @@
 // added here, once for every operation.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,11 @@ namespace plantstore::api {
 ///     using Result = ...;  // what the store or service answers
 ///     void call(const std::string& tenant, std::function<void(Result)> done);
 ///     http::Response respond(Result& result);  // on the connection's thread
+///
+/// and, when the call is held on purpose (a long poll), how much longer than the store's
+/// time-out the transport should wait for it:
+///
+///     std::chrono::milliseconds patience() const;
 ///
 /// and, when the operation takes a body,
 ///
@@ -51,6 +57,14 @@ class ServiceCall final : public http::Continuation,
         }
         operation_.call(caller_->tenant,
                         completion<Result>(this->shared_from_this(), std::move(ready)));
+    }
+
+    std::chrono::milliseconds patience() const override {
+        if constexpr (requires { operation_.patience(); }) {
+            return operation_.patience();
+        } else {
+            return {};
+        }
     }
 
     /// The service's answer, on the connection's thread (see completion()).

@@ -48,6 +48,10 @@ std::variant<PageQuery, http::Response> parse_page_query(std::string_view encode
         *seen = true;
         const auto number = domain::parse_plant_id(value);
         if (key == "after") {
+            if (!rules.after_word.empty() && value == rules.after_word) {
+                query.after_word = true;
+                continue;
+            }
             if (!number || *number < rules.min_after) {
                 return error_response(400, rules.after_message);
             }

@@ -26,11 +26,14 @@ struct PageRules {
     std::string after_message;
     /// Other parameters the listing takes, each a string filter (e.g. "tag").
     std::vector<std::string_view> filters;
+    /// A word `after` may be instead of a number (the feed's "now"); empty: none.
+    std::string_view after_word;
 };
 
 struct PageQuery {
     int limit = 100;
     std::optional<std::int64_t> after;
+    bool after_word = false;  ///< `after` was PageRules::after_word (and `after` is empty)
     /// The filters given, by name (a name from PageRules::filters), values decoded.
     std::vector<std::pair<std::string_view, std::string>> filters;
 

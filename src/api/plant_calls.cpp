@@ -92,7 +92,8 @@ const PageRules& list_rules() {
                                  1000,
                                  std::numeric_limits<std::int64_t>::min(),
                                  "after: " + std::string(domain::kIdRangeRule),
-                                 {"tag"}};
+                                 {"tag"},
+                                 {}};
     return rules;
 }
 

@@ -292,7 +292,7 @@ struct RetryWebhookDelivery {
 
 const PageRules& deliveries_rules() {
     static const PageRules rules{
-        20, 100, 1, "after: must be a cursor from a Link header (a positive integer)", {}};
+        20, 100, 1, "after: must be a cursor from a Link header (a positive integer)", {}, {}};
     return rules;
 }
 

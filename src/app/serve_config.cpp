@@ -194,6 +194,10 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Serve the API page for people at {base}/docs (no token needed to load it): on or off");
     on_off("--require-if-match", config.require_if_match, "PLANTSTORE_REQUIRE_IF_MATCH",
            "PUT, PATCH and DELETE of a plant without If-Match get 428: on or off");
+    option("--event-retention", config.event_retention, "PLANTSTORE_EVENT_RETENTION",
+           "How long the change feed (GET {base}/events) keeps events at least: a whole number "
+           "with ms, s, m, h or d, 1s to 365d; older ones are pruned (never one a pending "
+           "webhook delivery needs), and a reader asking for them gets 410");
     list("--cors-origin", config.cors_origins, "PLANTSTORE_CORS_ORIGIN",
          "Origin allowed to call from a browser (repeatable), or * for any; none: no CORS "
          "headers");
@@ -346,8 +350,23 @@ std::pair<std::string, std::uint16_t> split_listen_address(const std::string& li
     return {host, static_cast<std::uint16_t>(port)};
 }
 
+std::chrono::milliseconds event_retention(const ServeConfig& config) {
+    constexpr std::chrono::milliseconds kLongest = std::chrono::hours(24 * 365);
+    std::chrono::milliseconds retention{0};
+    try {
+        retention = webhooks::parse_duration(config.event_retention, kLongest);
+    } catch (const std::invalid_argument& error) {
+        throw CLI::ValidationError("--event-retention", error.what());
+    }
+    if (retention < std::chrono::seconds(1)) {
+        throw CLI::ValidationError("--event-retention", "must be at least 1s");
+    }
+    return retention;
+}
+
 void validate(const ServeConfig& config) {
     split_listen_address(config.listen);
+    event_retention(config);
     if (!config.metrics_listen.empty())
         split_listen_address(config.metrics_listen, "--metrics-listen");
     if (!ops::parse_log_level(config.log_level)) {

@@ -6,6 +6,7 @@
 // its place in a mapping (all in serve_config.cpp).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -53,6 +54,8 @@ struct ServeConfig {
     bool metrics = true;
     bool docs = true;
     bool require_if_match = false;
+    /// How long the change feed keeps events at least (a duration: 90s, 12h, 7d).
+    std::string event_retention = "7d";
     std::vector<std::string> cors_origins;
     double rate_limit = 0;
     double rate_burst = 20;
@@ -97,6 +100,8 @@ ops::Observability::Options observability_options(const ServeConfig& config,
 /// nullopt: JWT is off (no --jwt-issuer).
 std::optional<auth::JwtPolicy> jwt_policy(const ServeConfig& config);
 JwksRefresher::Options jwks_options(const ServeConfig& config);
+/// --event-retention as a duration.
+std::chrono::milliseconds event_retention(const ServeConfig& config);
 
 /// Declares every option of `serve` on `command`, bound to `config`.
 void add_serve_options(CLI::App* command, ServeConfig& config);

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -27,6 +28,7 @@
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
 #include "common/time_text.hpp"
+#include "feed/feed.hpp"
 #include "ops/log.hpp"
 #include "ops/observability.hpp"
 #include "store/open.hpp"
@@ -69,8 +71,10 @@ int wait_for_signal(const sigset_t& signals) {
     return received;
 }
 
-// The store's observer during `serve`: metrics and logs, and a wake-up for the webhook
-// dispatcher after each committed batch (new plants may have queued deliveries).
+// The store's observer during `serve`: metrics and logs, a wake-up for the webhook dispatcher
+// after each committed batch (new plants may have queued deliveries), and for the change feed's
+// waiting readers after each commit that appended events (set once the feed exists: the store
+// is opened first).
 class WakingObserver final : public store::StoreObserver {
   public:
     WakingObserver(store::StoreObserver& next, outbox::Dispatcher* dispatcher)
@@ -83,11 +87,28 @@ class WakingObserver final : public store::StoreObserver {
     void on_maintenance_failed(std::string_view what) override {
         next_.on_maintenance_failed(what);
     }
+    void on_events(std::string_view tenant, std::int64_t last) override {
+        if (feed::FeedService* feed = feed_.load(std::memory_order_acquire)) {
+            feed->committed(tenant, last);
+        }
+    }
+    void set_feed(feed::FeedService* feed) { feed_.store(feed, std::memory_order_release); }
 
   private:
     store::StoreObserver& next_;
     outbox::Dispatcher* dispatcher_;
+    std::atomic<feed::FeedService*> feed_{nullptr};
 };
+
+feed::FeedService::Options feed_options(const ServeConfig& config) {
+    feed::FeedService::Options options;
+    options.retention = event_retention(config);
+    options.on_failure = [](std::string_view what) {
+        ops::log_event(ops::LogLevel::error, "event_log_maintenance_failed",
+                       {{"reason", std::string(what)}});
+    };
+    return options;
+}
 
 }  // namespace
 
@@ -103,9 +124,11 @@ struct Service::Parts {
                                   std::string("plantstore/") + PLANTSTORE_VERSION, observability)),
           store_observer(observability, webhooks.dispatcher.get()),
           store(open_store(store_config, store_observer)),
+          feed(*store, feed_options(config)),
           refresher([this] { return store::open_token_repository(store_config); }, tokens,
                     kTokenPollInterval) {
         observability.watch_store(*store);
+        store_observer.set_feed(&feed);
         // JWTs from an identity provider, when configured: the key set is loaded before serving
         // (a bad key file stops the start), and refreshed in the background. The refresher is
         // built first, because it loads the keys, and destroyed first (declared after jwt), as
@@ -121,7 +144,7 @@ struct Service::Parts {
         operations = std::make_unique<api::OperationsHandler>(
             *store, metrics_here ? render_metrics() : nullptr, config.cors_origins);
         api = std::make_unique<api::Api>(api_options(config), tokens, *store, operations.get(),
-                                         jwt.get(), webhooks.service.get());
+                                         jwt.get(), webhooks.service.get(), &feed);
         observability.set_routes(api->route_labels());
         server =
             std::make_unique<transport::HttpServer>(server_options(config), *api, observability);
@@ -152,6 +175,7 @@ struct Service::Parts {
     Webhooks webhooks;
     WakingObserver store_observer;
     const std::unique_ptr<store::PlantStore> store;
+    feed::FeedService feed;
     auth::TokenRegistry tokens;
     TokenRefresher refresher;
     std::unique_ptr<auth::JwtAuthenticator> jwt;
@@ -172,6 +196,8 @@ Service::~Service() {
     if (parts_->stopped) return;
     if (parts_->metrics_server) parts_->metrics_server->stop();
     parts_->server->stop();
+    parts_->store_observer.set_feed(nullptr);
+    parts_->feed.stop();
     parts_->store->close();
     if (parts_->webhooks.service) parts_->webhooks.service->close();
     if (parts_->webhooks.dispatcher) parts_->webhooks.dispatcher->stop();
@@ -202,6 +228,7 @@ void Service::start() {
          {"metrics", config.metrics ? "on" : "off"},
          {"docs", config.docs ? "on" : "off"},
          {"require_if_match", config.require_if_match ? "on" : "off"},
+         {"event_retention", config.event_retention},
          {"cors_origins", std::to_string(config.cors_origins.size())},
          {"tls", config.tls_cert.empty() ? "off" : "on"},
          {"jwt_issuer", config.jwt_issuer.empty() ? "off" : config.jwt_issuer},
@@ -239,6 +266,7 @@ void Service::drain_and_stop() {
     ops::log_event(ops::LogLevel::info, "draining");
     parts.server->stop_accepting();
     if (parts.metrics_server) parts.metrics_server->stop_accepting();
+    parts.feed.drain();  // long polls answer now; streams end (the server ends them too)
     const auto deadline = std::chrono::steady_clock::now() + milliseconds(config_.drain_timeout_ms);
     if (!parts.server->wait_until_idle(deadline)) {
         ops::log_event(ops::LogLevel::warn, "drain_timed_out",
@@ -250,6 +278,8 @@ void Service::drain_and_stop() {
     }
     parts.server->stop();
     parts.observability.flush();
+    parts.store_observer.set_feed(nullptr);
+    parts.feed.stop();
     parts.store->close();  // everything acknowledged or accepted is committed before exit
     if (parts.webhooks.service) parts.webhooks.service->close();
     if (parts.webhooks.dispatcher) parts.webhooks.dispatcher->stop();  // attempts in flight end

@@ -5,6 +5,8 @@
 // transport layer calls a Handler; the API layer implements it. Calls nothing.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -30,7 +32,11 @@ struct RequestHead {
     /// nullopt when absent.
     std::optional<std::string> if_match;
     std::optional<std::string> if_none_match;
+    std::string_view accept;         ///< the Accept header (every field line joined), or empty
+    std::string_view last_event_id;  ///< Last-Event-ID (server-sent events), or empty
 };
+
+class BodyStream;
 
 /// A finished response: everything the transport writes besides the headers every response
 /// carries (request id, caching, framing), and what it reports about the exchange.
@@ -43,6 +49,9 @@ struct Response {
     std::string_view route = "other";
     /// For the access log: who called (a token's name), empty when not authenticated.
     std::string caller;
+    /// A body that goes on after the head (server-sent events): `body` is then written first,
+    /// and the stream's pieces after it. Null for an ordinary response.
+    std::shared_ptr<BodyStream> stream;
 };
 
 /// How a continuation hands its outcome back to the transport: `record` (which stores the
@@ -68,6 +77,29 @@ class Continuation {
     /// `body` is valid only during the call.
     virtual void start(std::string_view body, Ready ready) = 0;
     virtual Response finish() = 0;
+    /// How much longer than the handler time-out the transport waits for `ready`: a request
+    /// that is held on purpose (a long poll) until something happens or its own wait runs out.
+    virtual std::chrono::milliseconds patience() const { return {}; }
+};
+
+/// The body of a streamed response, produced piece by piece for as long as the connection lasts:
+/// the transport writes the head (and the response's `body`) at once, then asks for each next
+/// piece, writes it and asks again, so a slow reader holds back its producer instead of letting
+/// pieces pile up. Nothing holds a thread between pieces. `next` runs on the connection's thread
+/// and calls `ready` exactly once, from any thread (see Ready); the transport then calls `take`
+/// on its own thread. The transport stops asking when the client goes away, a write takes longer
+/// than its time-out, the server drains, or `take` says the stream ended.
+class BodyStream {
+  public:
+    virtual ~BodyStream() = default;
+    virtual void next(Ready ready) = 0;
+    /// The piece `next` made ready: text to write (empty: nothing this time, ask again), or
+    /// nullopt when the stream has ended.
+    virtual std::optional<std::string> take() = 0;
+    /// How long `next` may take to be ready; past it the stream ends.
+    virtual std::chrono::milliseconds patience() const = 0;
+    /// For the access log when the stream ends: how many items (events) it sent.
+    virtual std::uint64_t items_sent() const = 0;
 };
 
 /// What a handler decided from a request's head: `next` null means `response` is the final

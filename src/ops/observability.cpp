@@ -204,6 +204,10 @@ void Observability::on_exchange(unsigned worker, const transport::Exchange& exch
     out += std::to_string(exchange.body_bytes);
     out += R"(,"duration_ms":)";
     append_milliseconds(out, exchange.duration);
+    if (exchange.streamed) {
+        out += R"(,"stream_events":)";
+        out += std::to_string(exchange.stream_items);
+    }
     out += R"(,"token":)";
     append_json_string(out, exchange.caller);
     out += R"(,"peer":)";

@@ -233,6 +233,8 @@ class Connection final : public ConnectionBase,
 
     void drain() override {
         if (phase_ == Phase::reading && !request_has_begun()) expire();
+        // A stream waiting for its next piece ends now, cleanly (see send_stream).
+        if (streaming_ && awaiting_handler_) handler_timer_.cancel();
     }
 
   private:
@@ -387,32 +389,14 @@ class Connection final : public ConnectionBase,
         handler_ready_ = false;
         const std::uint64_t call = ++handler_calls_;
         try {
-            next.start(body, [connection = this->weak_from_this(), gate = worker_.gate,
-                              call](std::function<void()> record) {
-                gate->dispatch([connection, call, record = std::move(record)] {
-                    const auto self = connection.lock();
-                    if (!self || call != self->handler_calls_) return;  // an abandoned call
-                    if (record) record();
-                    self->handler_ready_ = true;
-                    // Ready during start() (an answer at once) needs no wake-up: the wait has
-                    // not begun.
-                    if (self->awaiting_handler_) self->handler_timer_.cancel();
-                });
-            });
+            next.start(body, make_ready(call));
         } catch (const std::exception& error) {
             ++handler_calls_;
             observer_.on_failure(exchange_.request_id, "handler", error.what());
             co_return refuse(500, "internal error");
         }
-        if (!handler_ready_) {
-            handler_timer_.expires_after(limits_.handler_timeout);
-            awaiting_handler_ = true;
-            error_code ec;
-            co_await handler_timer_.async_wait(use_ec(ec));
-            awaiting_handler_ = false;
-        }
-        if (!handler_ready_) {
-            ++handler_calls_;  // whatever the handler says later is dropped
+        const auto timeout = limits_.handler_timeout + next.patience();
+        if (!co_await wait_ready(timeout)) {
             co_return refuse(503, "the store did not answer within " +
                                       std::to_string(limits_.handler_timeout.count()) +
                                       " ms; retry later");
@@ -423,6 +407,80 @@ class Connection final : public ConnectionBase,
             observer_.on_failure(exchange_.request_id, "handler", error.what());
             co_return refuse(500, "internal error");
         }
+    }
+
+    // The Ready handed to a handler for call number `call` (see run_handler).
+    plantstore::http::Ready make_ready(std::uint64_t call) {
+        return [connection = this->weak_from_this(), gate = worker_.gate,
+                call](std::function<void()> record) {
+            gate->dispatch([connection, call, record = std::move(record)] {
+                const auto self = connection.lock();
+                if (!self || call != self->handler_calls_) return;  // an abandoned call
+                if (record) record();
+                self->handler_ready_ = true;
+                // Ready during start() (an answer at once) needs no wake-up: the wait has
+                // not begun.
+                if (self->awaiting_handler_) self->handler_timer_.cancel();
+            });
+        };
+    }
+
+    // Waits, at most `timeout`, for the current call's Ready (make_ready) unless it already came.
+    // Returns whether it came; if not, the call is abandoned: whatever it says later is dropped.
+    // A drain cuts the wait short for a stream (drain()).
+    net::awaitable<bool> wait_ready(Clock::duration timeout) {
+        if (!handler_ready_) {
+            handler_timer_.expires_after(timeout);
+            awaiting_handler_ = true;
+            error_code ec;
+            co_await handler_timer_.async_wait(use_ec(ec));
+            awaiting_handler_ = false;
+        }
+        if (!handler_ready_) {
+            ++handler_calls_;
+            co_return false;
+        }
+        co_return true;
+    }
+
+    // Writes a streamed response: the head and its body at once, then each piece the stream
+    // makes ready, until it ends, the client is gone (a failed or timed-out write), or the server
+    // drains; then the last chunk, and the connection closes. The idle and request time-outs do
+    // not apply while it waits for a piece (the stream's patience does), the write time-out
+    // applies to each write. Reported to the observer once, when it ends.
+    net::awaitable<bool> send_stream(plantstore::http::Response response, unsigned version) {
+        const std::shared_ptr<plantstore::http::BodyStream> stream = std::move(response.stream);
+        out_.clear();
+        serialize_response(out_, response, {version, false, false, exchange_.request_id, true});
+        append_chunk(out_, response.body, version);
+        std::size_t bytes = response.body.size();
+        streaming_ = true;
+        error_code ec;
+        enter(Phase::writing, limits_.write_timeout);
+        co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
+        while (!ec && !draining_) {
+            phase_ = Phase::handling;
+            handler_ready_ = false;
+            stream->next(make_ready(++handler_calls_));
+            if (!co_await wait_ready(stream->patience())) break;
+            std::optional<std::string> piece = stream->take();
+            if (!piece) break;
+            if (piece->empty()) continue;
+            out_.clear();
+            append_chunk(out_, *piece, version);
+            bytes += piece->size();
+            enter(Phase::writing, limits_.write_timeout);
+            co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
+        }
+        streaming_ = false;
+        if (!ec && version == 11) {
+            enter(Phase::writing, limits_.write_timeout);
+            co_await net::async_write(socket_, net::buffer(kLastChunk.data(), kLastChunk.size()),
+                                      use_ec(ec));
+        }
+        report(response, Streamed{bytes, stream->items_sent()});
+        if (!ec) co_await linger();
+        co_return false;
     }
 
     // Reads the next request's head, as http::async_read_header would, after checking the raw
@@ -471,6 +529,8 @@ class Connection final : public ConnectionBase,
             head.content_type = found->value();
         }
         head.preflight_method = request[http::field::access_control_request_method];
+        head.accept = request[http::field::accept];
+        head.last_event_id = request["Last-Event-ID"];
         head.if_match = joined_field(request, http::field::if_match);
         head.if_none_match = joined_field(request, http::field::if_none_match);
         try {
@@ -548,6 +608,10 @@ class Connection final : public ConnectionBase,
         keep_alive = keep_alive && !draining_;
         if (exchange_.request_id.empty()) exchange_.request_id = generate_request_id(worker_);
         if (exchange_.started == Clock::time_point{}) exchange_.started = Clock::now();
+        if (response.stream && !exchange_.head_request) {
+            co_return co_await send_stream(std::move(response), version);
+        }
+        response.stream.reset();  // HEAD: the head alone, as for any response
         out_.clear();
         serialize_response(out_, response,
                            {version, keep_alive, exchange_.head_request, exchange_.request_id});
@@ -560,7 +624,14 @@ class Connection final : public ConnectionBase,
         co_return keep_alive;
     }
 
-    void report(const plantstore::http::Response& response) {
+    // What a streamed response sent, for report().
+    struct Streamed {
+        std::size_t bytes = 0;
+        std::uint64_t items = 0;
+    };
+
+    void report(const plantstore::http::Response& response,
+                std::optional<Streamed> streamed = std::nullopt) {
         Exchange exchange;
         exchange.request_id = exchange_.request_id;
         exchange.method = exchange_.method;
@@ -574,6 +645,11 @@ class Connection final : public ConnectionBase,
         exchange.body_bytes = exchange_.head_request ? 0 : response.body.size();
         exchange.duration = Clock::now() - exchange_.started;
         exchange.started = exchange_.counted;
+        if (streamed) {
+            exchange.streamed = true;
+            exchange.body_bytes = streamed->bytes;
+            exchange.stream_items = streamed->items;
+        }
         try {
             observer_.on_exchange(worker_.index, exchange);
         } catch (const std::exception&) {
@@ -607,6 +683,7 @@ class Connection final : public ConnectionBase,
     std::uint64_t handler_calls_ = 0;  // identifies the call a readiness belongs to
     bool handler_ready_ = false;
     bool awaiting_handler_ = false;  // the coroutine waits on handler_timer_
+    bool streaming_ = false;         // a streamed response is being written (send_stream)
     Worker& worker_;
     const plantstore::http::Handler& handler_;
     const ServerLimits& limits_;

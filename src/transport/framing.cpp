@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/beast/http/status.hpp>
 #include <cctype>
+#include <cstdio>
 
 namespace plantstore::transport {
 
@@ -38,9 +39,13 @@ void serialize_response(std::string& out, const http::Response& response, const 
     if (response.status != 204 && response.status != 304) {
         out += "Content-Type: ";
         out += response.content_type;
-        // For HEAD, the length the GET's body would have (RFC 9110 §8.6).
-        out += "\r\nContent-Length: ";
-        out += std::to_string(response.body.size());
+        if (!framing.streamed) {
+            // For HEAD, the length the GET's body would have (RFC 9110 §8.6).
+            out += "\r\nContent-Length: ";
+            out += std::to_string(response.body.size());
+        } else if (framing.version == 11) {
+            out += "\r\nTransfer-Encoding: chunked";
+        }
         out += "\r\n";
     }
     for (const auto& [name, value] : response.headers) {
@@ -55,7 +60,20 @@ void serialize_response(std::string& out, const http::Response& response, const 
         out += "Connection: keep-alive\r\n";
     }
     out += "\r\n";
-    if (!framing.head_request) out += response.body;
+    if (!framing.head_request && !framing.streamed) out += response.body;
+}
+
+void append_chunk(std::string& out, std::string_view piece, unsigned version) {
+    if (piece.empty()) return;
+    if (version == 10) {
+        out += piece;
+        return;
+    }
+    char size[24];
+    const int length = std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+    out.append(size, static_cast<std::size_t>(length));
+    out += piece;
+    out += "\r\n";
 }
 
 }  // namespace plantstore::transport

@@ -23,6 +23,10 @@ struct Framing {
     bool keep_alive = true;
     bool head_request = false;  ///< answer to HEAD: headers as for GET, no body (RFC 9110 §9.3.2)
     std::string_view request_id;
+    /// The body follows in pieces (Response::stream): HTTP/1.1 chunked (the pieces through
+    /// append_chunk()), HTTP/1.0 until the connection closes; no Content-Length, and `body` not
+    /// written.
+    bool streamed = false;
 };
 
 /// Appends the status line, headers and body of `response` to `out`. Written by hand rather
@@ -30,5 +34,12 @@ struct Framing {
 /// profile showed Beast's generic field list and buffer sequences costing more than the rest of
 /// a write.
 void serialize_response(std::string& out, const http::Response& response, const Framing& framing);
+
+/// Appends `piece` to `out` as one chunk of a chunked body (RFC 9112 §7.1); `version` 10 writes it
+/// as it is. An empty piece writes nothing (an empty chunk would end the body).
+void append_chunk(std::string& out, std::string_view piece, unsigned version);
+
+/// The chunk that ends a chunked body.
+inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
 }  // namespace plantstore::transport

@@ -52,6 +52,10 @@ struct Exchange {
     std::size_t body_bytes = 0;
     std::chrono::nanoseconds duration{};
     bool started = false;  ///< on_request_started was called for it (its head was read)
+    /// A streamed response (server-sent events), reported when it ended: `duration` is how long
+    /// it lasted, `body_bytes` what was written, `stream_items` how many items (events) it sent.
+    bool streamed = false;
+    std::uint64_t stream_items = 0;
 };
 
 /// Receives what the server does. Each method is called on the I/O thread `worker` (0-based,

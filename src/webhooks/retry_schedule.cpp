@@ -12,35 +12,44 @@ constexpr std::chrono::milliseconds kLongestDelay = std::chrono::hours(24 * 7);
 constexpr std::size_t kMostAttempts = 50;
 
 std::chrono::milliseconds parse_delay(std::string_view entry) {
-    long long amount = 0;
-    const auto [end, error] = std::from_chars(entry.data(), entry.data() + entry.size(), amount);
-    const std::string_view unit(end, static_cast<std::size_t>(entry.data() + entry.size() - end));
-    if (error != std::errc() || end == entry.data() || amount < 0 ||
-        amount > kLongestDelay.count()) {
-        throw std::invalid_argument("'" + std::string(entry) +
-                                    "' is not a whole number followed by ms, s, m, h or d");
-    }
-    std::chrono::milliseconds delay{0};
-    if (unit == "ms") {
-        delay = std::chrono::milliseconds(amount);
-    } else if (unit == "s") {
-        delay = std::chrono::seconds(amount);
-    } else if (unit == "m") {
-        delay = std::chrono::minutes(amount);
-    } else if (unit == "h") {
-        delay = std::chrono::hours(amount);
-    } else if (unit == "d") {
-        delay = std::chrono::hours(24 * amount);
-    } else {
-        throw std::invalid_argument("'" + std::string(entry) + "' has no unit (ms, s, m, h or d)");
-    }
-    if (delay > kLongestDelay) {
-        throw std::invalid_argument("'" + std::string(entry) + "' is longer than 7 days");
-    }
-    return delay;
+    return parse_duration(entry, kLongestDelay);
 }
 
 }  // namespace
+
+std::chrono::milliseconds parse_duration(std::string_view entry,
+                                         std::chrono::milliseconds longest) {
+    const auto longest_text = [longest] {
+        const auto days = std::chrono::duration_cast<std::chrono::hours>(longest).count() / 24;
+        return std::to_string(days) + (days == 1 ? " day" : " days");
+    };
+    long long amount = 0;
+    const auto [end, error] = std::from_chars(entry.data(), entry.data() + entry.size(), amount);
+    const std::string_view unit(end, static_cast<std::size_t>(entry.data() + entry.size() - end));
+    if (error != std::errc() || end == entry.data() || amount < 0 || amount > longest.count()) {
+        throw std::invalid_argument("'" + std::string(entry) +
+                                    "' is not a whole number followed by ms, s, m, h or d");
+    }
+    std::chrono::milliseconds duration{0};
+    if (unit == "ms") {
+        duration = std::chrono::milliseconds(amount);
+    } else if (unit == "s") {
+        duration = std::chrono::seconds(amount);
+    } else if (unit == "m") {
+        duration = std::chrono::minutes(amount);
+    } else if (unit == "h") {
+        duration = std::chrono::hours(amount);
+    } else if (unit == "d") {
+        duration = std::chrono::hours(24 * amount);
+    } else {
+        throw std::invalid_argument("'" + std::string(entry) + "' has no unit (ms, s, m, h or d)");
+    }
+    if (duration > longest) {
+        throw std::invalid_argument("'" + std::string(entry) + "' is longer than " +
+                                    longest_text());
+    }
+    return duration;
+}
 
 RetrySchedule parse_retry_schedule(std::string_view text) {
     RetrySchedule schedule;

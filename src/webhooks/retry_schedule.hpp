@@ -19,8 +19,13 @@ struct RetrySchedule {
 /// 5 h, 10 h and 10 h (eight attempts over about 28 hours).
 inline constexpr std::string_view kDefaultRetrySchedule = "0s,5s,5m,30m,2h,5h,10h,10h";
 
-/// Parses comma-separated delays, each a whole number with a unit (ms, s, m, h or d), 1 to 50 of
-/// them, none over 7 days. @throws std::invalid_argument saying which entry is wrong
+/// Parses one duration: a whole number with a unit (ms, s, m, h or d), e.g. "90s" or "7d", at
+/// most `longest`. @throws std::invalid_argument saying what is wrong
+std::chrono::milliseconds parse_duration(std::string_view entry, std::chrono::milliseconds longest);
+
+/// Parses comma-separated delays (each as parse_duration reads it), each a whole number with a unit
+/// (ms, s, m, h or d), 1 to 50 of them, none over 7 days. @throws std::invalid_argument saying
+/// which entry is wrong
 RetrySchedule parse_retry_schedule(std::string_view text);
 
 /// The delay before attempt `attempt` (1 is the first), scaled by 1 + `jitter` × 0.2 (`jitter`

@@ -1,0 +1,255 @@
+#include "api/event_calls.hpp"
+
+#include <charconv>
+#include <chrono>
+#include <optional>
+
+#include "api/call.hpp"
+#include "api/page_query.hpp"
+#include "api/responses.hpp"
+#include "common/http_text.hpp"
+#include "feed/feed.hpp"
+
+namespace plantstore::api {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kMaxWaitSeconds = 60;
+// A stream waits this long for an event before it writes a keep-alive comment: at most every
+// 15 s, which keeps proxies and clients from taking an idle stream for a dead one.
+constexpr std::chrono::milliseconds kKeepAliveEvery = 10s;
+// How long the transport waits for a stream's next piece beyond kKeepAliveEvery: the store's
+// answer to the read that follows a wake-up.
+constexpr std::chrono::milliseconds kStreamMargin = 10s;
+// A stream's pages: as many events as a page can hold.
+constexpr int kStreamPage = 1000;
+// The response header with the tenant's latest seq: where a client that must list the plants
+// again (410) continues from, and a way to see how far behind a reader is.
+constexpr std::string_view kLastSeqHeader = "Feed-Last-Seq";
+constexpr std::string_view kEventStream = "text/event-stream";
+
+const PageRules& event_rules() {
+    static const PageRules rules{
+        100, 1000, 0, "after: must be now or an integer from 0 to 2^63-1", {"wait"}, "now"};
+    return rules;
+}
+
+http::Response unavailable_response() {
+    return retry_later(503, "the store cannot take this request right now; retry after a second",
+                       1);
+}
+
+// 410: the events after the reader's start were pruned.
+http::Response gone_response(const feed::FeedPage& page) {
+    http::Response response = error_response(
+        410, "events after seq " + std::to_string(page.after) +
+                 " are no longer kept (the oldest kept is " + std::to_string(page.first) +
+                 "): list the plants again, then continue from after=" + std::to_string(page.last) +
+                 " (the " + std::string(kLastSeqHeader) + " header)");
+    response.headers.emplace_back(kLastSeqHeader, std::to_string(page.last));
+    return response;
+}
+
+// One event as a server-sent event: its seq as the id, its type as the event name, the
+// envelope on one data line (JSON text never holds a raw line break).
+void append_sse(std::string& out, const feed::FeedEvent& event) {
+    out += "id: ";
+    out += std::to_string(event.seq);
+    out += "\nevent: ";
+    out += event.type;
+    out += "\ndata: ";
+    out += event.json;
+    out += "\n\n";
+}
+
+// The feed as server-sent events, after the first page (which the response's body carries):
+// each next piece is the next page, waited for up to kKeepAliveEvery, or a keep-alive comment.
+// A page that is gone or unavailable ends the stream; the client reconnects with Last-Event-ID
+// and is then told why (410, 503).
+class EventStream final : public http::BodyStream,
+                          public std::enable_shared_from_this<EventStream> {
+  public:
+    EventStream(feed::FeedService& feed, std::string tenant, std::int64_t after, std::uint64_t sent)
+        : feed_(feed), tenant_(std::move(tenant)), after_(after), sent_(sent) {}
+
+    void next(http::Ready ready) override {
+        feed::FeedQuery query;
+        query.tenant = tenant_;
+        query.start = feed::FeedQuery::Start::after;
+        query.after = after_;
+        query.limit = kStreamPage;
+        query.wait = kKeepAliveEvery;
+        feed_.poll(std::move(query),
+                   completion<feed::FeedPage>(shared_from_this(), std::move(ready)));
+    }
+
+    void record(feed::FeedPage page) { page_ = std::move(page); }
+
+    std::optional<std::string> take() override {
+        if (!page_ || page_->outcome != feed::FeedPage::Outcome::events) return std::nullopt;
+        const feed::FeedPage page = std::move(*page_);
+        page_.reset();
+        if (page.events().empty()) return std::string(": keep-alive\n\n");
+        std::string text;
+        for (const feed::FeedEvent& event : page.events()) append_sse(text, event);
+        after_ = page.next();
+        sent_ += page.events().size();
+        return text;
+    }
+
+    std::chrono::milliseconds patience() const override { return kKeepAliveEvery + kStreamMargin; }
+    std::uint64_t items_sent() const override { return sent_; }
+
+  private:
+    feed::FeedService& feed_;
+    const std::string tenant_;
+    std::int64_t after_;
+    std::uint64_t sent_;
+    std::optional<feed::FeedPage> page_;
+};
+
+// GET /events as JSON: a page of events, with a Link to continue from.
+struct ListEvents {
+    using Result = feed::FeedPage;
+    feed::FeedService& feed;
+    const std::string& events_path;
+    feed::FeedQuery query;
+    PageQuery page;  // as given, for the Link
+    int wait_seconds = 0;
+
+    void call(const std::string& tenant, std::function<void(Result)> done) {
+        query.tenant = tenant;
+        feed.poll(query, std::move(done));
+    }
+    std::chrono::milliseconds patience() const { return query.wait; }
+    http::Response respond(const Result& result) const {
+        if (result.outcome == Result::Outcome::unavailable) return unavailable_response();
+        if (result.outcome == Result::Outcome::gone) return gone_response(result);
+        std::string body = "[";
+        for (const feed::FeedEvent& event : result.events()) {
+            if (body.size() > 1) body += ',';
+            body += event.json;
+        }
+        body += ']';
+        http::Response response = json_response(200, std::move(body));
+        std::string link = "<" + events_path + "?after=" + std::to_string(result.next()) +
+                           "&limit=" + std::to_string(page.limit);
+        if (wait_seconds > 0) link += "&wait=" + std::to_string(wait_seconds);
+        link += R"(>; rel="next")";
+        response.headers.emplace_back("Link", std::move(link));
+        response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
+        return response;
+    }
+};
+
+// GET /events as server-sent events: the first page is read before the head goes out (so a
+// pruned start is a 410, not a stream that ends at once), then the stream goes on.
+struct StreamEvents {
+    using Result = feed::FeedPage;
+    feed::FeedService& feed;
+    feed::FeedQuery query;
+    std::string tenant;
+
+    void call(const std::string& caller_tenant, std::function<void(Result)> done) {
+        tenant = caller_tenant;
+        query.tenant = caller_tenant;
+        feed.poll(query, std::move(done));
+    }
+    http::Response respond(const Result& result) const {
+        if (result.outcome == Result::Outcome::unavailable) return unavailable_response();
+        if (result.outcome == Result::Outcome::gone) return gone_response(result);
+        http::Response response;
+        response.content_type = kEventStream;
+        for (const feed::FeedEvent& event : result.events()) append_sse(response.body, event);
+        response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
+        response.stream =
+            std::make_shared<EventStream>(feed, tenant, result.next(), result.events().size());
+        return response;
+    }
+};
+
+// Whether Accept lists text/event-stream (parameters aside; a weight of 0 is not a request).
+bool wants_event_stream(std::string_view accept) {
+    while (!accept.empty()) {
+        const auto comma = accept.find(',');
+        const std::string_view range = accept.substr(0, comma);
+        accept = comma == std::string_view::npos ? std::string_view() : accept.substr(comma + 1);
+        const auto semicolon = range.find(';');
+        if (!common::iequals_ascii(common::trim_whitespace(range.substr(0, semicolon)),
+                                   kEventStream)) {
+            continue;
+        }
+        const std::string_view parameters =
+            semicolon == std::string_view::npos ? std::string_view() : range.substr(semicolon);
+        const auto weight = parameters.find("q=");
+        if (weight == std::string_view::npos) return true;
+        const std::string_view value = common::trim_whitespace(parameters.substr(weight + 2));
+        return !(value.starts_with('0') && value.find_first_not_of("0.") >= value.find(';'));
+    }
+    return false;
+}
+
+std::optional<std::int64_t> parse_seq(std::string_view text) {
+    std::int64_t value = 0;
+    const auto* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, value);
+    if (error != std::errc{} || stop != end || value < 0) return std::nullopt;
+    return value;
+}
+
+}  // namespace
+
+EventCalls::EventCalls(feed::FeedService& feed, const std::string& base_path,
+                       const CorsPolicy& cors)
+    : feed_(feed), events_path_(base_path + "/events"), cors_(cors) {}
+
+std::vector<Route> EventCalls::routes() const {
+    return {{"/events",
+             events_path_,
+             {{"GET", "listEvents", auth::Scope::read,
+               [this](const CallRequest& request) { return list(request); }}}}};
+}
+
+Prepared EventCalls::list(const CallRequest& request) const {
+    auto parsed = parse_page_query(request.query, event_rules());
+    if (auto* refusal = std::get_if<http::Response>(&parsed)) return std::move(*refusal);
+    auto& page = std::get<PageQuery>(parsed);
+    feed::FeedQuery query;
+    query.limit = page.limit;
+    if (page.after_word) {
+        query.start = feed::FeedQuery::Start::now;
+    } else if (page.after) {
+        query.start = feed::FeedQuery::Start::after;
+        query.after = *page.after;
+    }
+    int wait_seconds = 0;
+    if (const auto wait = page.filter("wait")) {
+        const auto seconds = parse_seq(*wait);
+        if (!seconds || *seconds > kMaxWaitSeconds) {
+            return error_response(400, "wait: must be an integer from 0 to " +
+                                           std::to_string(kMaxWaitSeconds) + " (seconds)");
+        }
+        wait_seconds = static_cast<int>(*seconds);
+    }
+    if (wants_event_stream(request.head.accept)) {
+        if (!request.head.last_event_id.empty()) {
+            const auto seq = parse_seq(common::trim_whitespace(request.head.last_event_id));
+            if (!seq) {
+                return error_response(400,
+                                      "Last-Event-ID: must be the id of an event (an integer)");
+            }
+            query.start = feed::FeedQuery::Start::after;
+            query.after = *seq;
+        }
+        query.limit = kStreamPage;
+        return service_call(StreamEvents{feed_, std::move(query), {}}, request, cors_);
+    }
+    query.wait = std::chrono::seconds(wait_seconds);
+    return service_call(
+        ListEvents{feed_, events_path_, std::move(query), std::move(page), wait_seconds}, request,
+        cors_);
+}
+
+}  // namespace plantstore::api

@@ -1,0 +1,109 @@
+// Feed layer: the change feed's engine, under GET {base}/events. Owns FeedService: reads of a
+// tenant's event log that may wait, without a thread each, until one of the tenant's events is
+// committed or their wait runs out; the pruning of the log on a schedule. Commits are learnt
+// from the store (StoreObserver::on_events, which the application forwards to committed()) and,
+// because such hints can be lost (a PostgreSQL listener that reconnects), from a look of its
+// own at every waiting tenant once per check interval. One read of the store serves every reader
+// waiting on a tenant, and each event is encoded once for all of them. May call the store
+// interface and the domain; knows no HTTP (the API layer turns pages into responses).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace plantstore::store {
+class PlantStore;
+}
+
+namespace plantstore::feed {
+
+/// One event as the feed hands it out: encoded once, shared by every reader it goes to.
+struct FeedEvent {
+    std::int64_t seq = 0;
+    std::string_view type;  ///< e.g. "plant.updated" (static text)
+    std::string json;       ///< the envelope, domain::encode_event
+};
+
+/// What a reader asks for.
+struct FeedQuery {
+    /// Where the page starts: after the oldest retained event (the whole retained log), after
+    /// the seq `after`, or after the tenant's latest event (only what comes next).
+    enum class Start { oldest, after, now };
+    std::string tenant;
+    Start start = Start::oldest;
+    std::int64_t after = 0;  ///< for Start::after
+    int limit = 100;         ///< most events in the page, at least 1
+    /// How long to wait for an event when none follows the start; zero answers at once.
+    std::chrono::milliseconds wait{0};
+};
+
+/// What a reader gets.
+struct FeedPage {
+    enum class Outcome {
+        events,       ///< the events after `after` (none when the wait ran out)
+        gone,         ///< events after `after` were pruned: the reader must list again
+        unavailable,  ///< the store could not answer; `reason` says why
+    };
+    Outcome outcome = Outcome::unavailable;
+    std::int64_t after = 0;  ///< where the page starts: the query's start, resolved to a seq
+    std::int64_t last = 0;   ///< the tenant's latest seq, as far as the feed knows
+    std::int64_t first = 0;  ///< gone: the lowest seq still retained
+    std::string reason;
+    /// The events, in seq order: [begin, end) of a batch shared with other readers.
+    std::shared_ptr<const std::vector<FeedEvent>> batch;
+    std::size_t begin = 0;
+    std::size_t end = 0;
+
+    std::span<const FeedEvent> events() const {
+        if (!batch) return {};
+        return std::span<const FeedEvent>(*batch).subspan(begin, end - begin);
+    }
+    /// The seq to continue after: the page's last event's, or `after` for an empty page.
+    std::int64_t next() const { return end > begin ? (*batch)[end - 1].seq : after; }
+};
+
+class FeedService {
+  public:
+    struct Options {
+        /// How long events are kept at least; pruning runs every min(retention, 1 min).
+        std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};
+        /// How often every waiting tenant's log is looked at, whatever the hints say.
+        std::chrono::milliseconds check_interval{1000};
+        /// Told when pruning fails (it is tried again at the next interval); may be empty.
+        std::function<void(std::string_view what)> on_failure;
+    };
+
+    /// Starts its thread and the pruning schedule. `store` must outlive it.
+    FeedService(store::PlantStore& store, Options options);
+    /// Same as stop().
+    ~FeedService();
+    FeedService(const FeedService&) = delete;
+    FeedService& operator=(const FeedService&) = delete;
+
+    /// Answers `query` through `done`, exactly once, from the feed's thread (like a store's
+    /// callback: it must own only values and weak references). A page never repeats or skips an
+    /// event: its events are those right after its start, and a start whose successors were
+    /// pruned is `gone`.
+    void poll(FeedQuery query, std::function<void(FeedPage)> done);
+    /// `tenant`'s log now reaches `last`: wakes its waiting readers. Cheap; any thread.
+    void committed(std::string_view tenant, std::int64_t last);
+    /// The server drains: every waiting read is answered now (with what there is), and later
+    /// ones do not wait.
+    void drain();
+    /// Stops the thread and the pruning; waiting reads are answered first (as by drain()).
+    /// Idempotent.
+    void stop();
+
+  private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace plantstore::feed
