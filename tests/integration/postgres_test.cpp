@@ -6,7 +6,9 @@
 // PostgreSQL keeps every plant; the database password never shows; batches and reads reach plants
 // by key at 200,000 plants whatever the statistics say.
 #include <atomic>
+#include <boost/json/parse.hpp>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "feed_client.hpp"
 #include "fixture.hpp"
 
 namespace plantstore::testing_support {
@@ -143,6 +146,96 @@ TEST(PostgresScaleOut, RacingUpdatesWithOneETagHaveOneWinnerAcrossInstances) {
             boost::json::parse(reader.request("GET", "/plants/1", "", {auth})->body);
         EXPECT_EQ(stored.at("name").as_string(),
                   "r" + std::to_string(round) + "-" + std::to_string(winner));
+    }
+}
+
+// The change feed across instances: writers on both instances change one tenant's plants while
+// a reader on each follows the feed by long polls; each reader sees seq 1..N, every acknowledged
+// change exactly once, in order. A long poll held by one instance wakes for a commit through the
+// other (LISTEN/NOTIFY; the periodic check would too, later).
+TEST(PostgresScaleOut, TheFeedIsGaplessThroughEitherInstanceWhileBothWrite) {
+    TwoInstances instances;
+    auto& [dir, database, environment, token, a, b] = instances;
+    const auto get = [&](unsigned short port, const std::string& target) {
+        HttpConnection connection(port, 70s);
+        auto response = connection.request("GET", target, "", {"Authorization: Bearer " + token});
+        if (!response) throw std::runtime_error("no answer to GET " + target);
+        return *response;
+    };
+
+    // A poll held by b wakes for a commit through a.
+    auto held =
+        std::async(std::launch::async, [&] { return get(b.port(), "/events?after=0&wait=60"); });
+    std::this_thread::sleep_for(300ms);
+    const auto committed_at = Clock::now();
+    ASSERT_EQ(post_plant(a.port(), token, R"({"id":1000000,"name":"first"})").status, 200);
+    ASSERT_EQ(held.wait_for(30s), std::future_status::ready);
+    std::cout << "a long poll on b woke "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - committed_at)
+                     .count()
+              << " ms after a commit through a\n";
+    EXPECT_EQ(parse_events(held.get().body).size(), 1u);
+
+    constexpr int kWriters = 4;
+    constexpr int kPlants = 40;
+    std::mutex mutex;
+    std::multiset<std::string> acknowledged = {"plant.created 1000000"};
+    std::atomic<bool> writing{true};
+    std::vector<std::thread> writers;
+    for (int w = 0; w < kWriters; ++w) {
+        writers.emplace_back([&, w] {
+            const unsigned short port = w % 2 == 0 ? a.port() : b.port();
+            for (int i = 0; i < kPlants; ++i) {
+                const std::string id = std::to_string(w * 1000 + i);
+                if (post_plant(port, token, R"({"id":)" + id + R"(,"name":"p"})").status == 200) {
+                    std::lock_guard lock(mutex);
+                    acknowledged.insert("plant.created " + id);
+                }
+                HttpConnection connection(port);
+                const auto patched =
+                    connection.request("PATCH", "/plants/" + id, R"({"tag":"t"})",
+                                       {"Authorization: Bearer " + token,
+                                        "Content-Type: application/merge-patch+json"});
+                if (patched && patched->status == 200) {
+                    std::lock_guard lock(mutex);
+                    acknowledged.insert("plant.updated " + id);
+                }
+            }
+        });
+    }
+    // A reader per instance, following the next links until it has caught up with the writers
+    // (bounded: at most 2,000 pages).
+    const auto follow = [&](unsigned short port) {
+        std::vector<FeedEvent> seen;
+        std::string target = "/events?limit=50&wait=2";
+        for (int page = 0; page < 2000; ++page) {
+            const auto response = get(port, target);
+            EXPECT_EQ(response.status, 200) << response.body;
+            const auto events = parse_events(response.body);
+            seen.insert(seen.end(), events.begin(), events.end());
+            target = next_link(response);
+            // Caught up: the writers are done and a page came back empty (or had it all).
+            std::lock_guard lock(mutex);
+            if (!writing && (events.empty() || seen.size() >= acknowledged.size())) break;
+        }
+        return seen;
+    };
+    auto on_a = std::async(std::launch::async, follow, a.port());
+    auto on_b = std::async(std::launch::async, follow, b.port());
+    for (auto& writer : writers) writer.join();
+    writing = false;
+    const std::size_t expected = kWriters * kPlants * 2 + 1;
+    EXPECT_EQ(acknowledged.size(), expected);
+    for (auto* reader : {&on_a, &on_b}) {
+        const auto seen = reader->get();
+        ASSERT_EQ(seen.size(), acknowledged.size());
+        std::multiset<std::string> changes;
+        for (std::size_t i = 0; i < seen.size(); ++i) {
+            EXPECT_EQ(seen[i].seq, i + 1);  // 1..N: no hole, no repeat
+            const auto id = boost::json::parse(seen[i].data).as_object().at("id").as_int64();
+            changes.insert(seen[i].type + " " + std::to_string(id));
+        }
+        EXPECT_EQ(changes, acknowledged);  // every acknowledged change exactly once
     }
 }
 
