@@ -108,6 +108,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         {"PUT", "/plants/{id}", "/plants/1", R"({"name":"a","tag":"t"})"},
         {"PATCH", "/plants/{id}", "/plants/1", R"({"tag":"p"})"},
         {"DELETE", "/plants/{id}", "/plants/1", ""},
+        {"GET", "/events", "/events", ""},
     };
 
     // Webhooks: a key for their secrets (required on PostgreSQL), one subscription per tenant,
@@ -149,6 +150,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     call("POST", "/plants", "/plants",
          {"Authorization: Bearer " + token, "Content-Type: text/plain"}, "x");  // 415
     call_as(token, "GET", "/plants", "/plants?limit=0");                        // 400
+    call_as(token, "GET", "/events", "/events?wait=61");                        // 400
     call_as(token, "GET", "/plants/{id}", "/plants/abc");                       // 400
     call_as(token, "DELETE", "/plants/{id}", "/plants/abc");                    // 400
     call_as(token, "GET", "/plants/{id}", "/plants/404");                       // 404
@@ -172,6 +174,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     for (const auto& [path_template, target] : std::vector<std::pair<std::string, std::string>>{
              {"/plants", "/plants"},
              {"/plants/{id}", "/plants/1"},
+             {"/events", "/events"},
              {"/openapi.json", "/openapi.json"},
              {"/webhooks", "/webhooks"},
              {"/webhooks/{id}", "/webhooks/wh_x"},
@@ -263,9 +266,14 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     call("GET", "/nowhere", "/nowhere", {});  // 404 for a path it does not have
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
-    start({"--require-if-match"});
+    start({"--require-if-match", "--event-retention", "1s"});
     for (const char* method : {"PUT", "PATCH", "DELETE"}) {
         call_as(token, method, "/plants/{id}", "/plants/1", R"({"name":"c"})");  // 428
+    }
+    // The events of the creates above are pruned within a second or two: 410.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        if (call_as(token, "GET", "/events", "/events?after=0") == 410) break;
+        std::this_thread::sleep_for(100ms);
     }
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
@@ -300,12 +308,16 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     if (testing_on_postgres()) {
         // A failing store: with its table renamed away, every statement fails.
         start();
-        database->query("ALTER TABLE plants RENAME TO plants_elsewhere");
+        database->query(
+            "ALTER TABLE plants RENAME TO plants_elsewhere;"
+            "ALTER TABLE plant_events RENAME TO plant_events_elsewhere");
         for (const auto& op : plant_operations) {
             call_as(token, op.method, op.path_template, op.target,
                     op.method == "POST" ? R"({"id":5,"name":"a"})" : op.body);
         }
-        database->query("ALTER TABLE plants_elsewhere RENAME TO plants");
+        database->query(
+            "ALTER TABLE plants_elsewhere RENAME TO plants;"
+            "ALTER TABLE plant_events_elsewhere RENAME TO plant_events");
         ASSERT_EQ(server->stop(SIGTERM), 0);
     } else {
         // A failing store: reads fail (each read opens a fresh connection while none is pooled),
