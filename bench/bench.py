@@ -646,6 +646,85 @@ def webhook_rows(args, binary, workdir, ids):
     return rows, extra
 
 
+def build_feed_tail(workdir):
+    """The SSE client (bench/feed_tail.cpp), compiled for this run."""
+    path = os.path.join(workdir, "feed_tail")
+    subprocess.run(["c++", "-O2", "-std=c++20", "-o", path,
+                    os.path.join(BENCH_DIR, "feed_tail.cpp")], check=True)
+    return path
+
+
+def start_tails(tail, server, token, streams, polls, seconds):
+    """feed_tail holding `streams` SSE streams and `polls` waiting long polls; returns once all
+    are open (the process keeps reading for `seconds`)."""
+    process = subprocess.Popen([tail, str(server.port), token, str(streams), str(polls),
+                                str(seconds)], stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    if not line.startswith("OPEN"):
+        sys.exit(f"feed_tail did not open its connections: {line}")
+    return process
+
+
+def tails_result(process, seconds):
+    out = process.communicate(timeout=seconds + 60)[0]
+    match = re.search(r"^RESULT (\{.*\})$", out, re.M)
+    if not match:
+        sys.exit(f"feed_tail printed no result:\n{out}")
+    return json.loads(match.group(1))
+
+
+def feed_rows(args, binary, workdir, ids):
+    """Creates at 64 connections with no reader, then while 100 SSE clients tail the same tenant
+    (what they received, and how long after each event's timestamp); then 1,000 idle streams and
+    1,000 waiting long polls: memory, CPU while idle, and reads of plants meanwhile."""
+    rows, extra = [], {}
+    tail = build_feed_tail(workdir)
+    data_dir = os.path.join(workdir, "feed")
+    token = mint_token(binary, data_dir)
+    server = start_plantstore(binary, data_dir, ["--access-log", "off"], "plantstore")
+    try:
+        for tails in (0, 100, 0, 100):  # interleaved: neither always gets the warmer machine
+            process = None
+            if tails:
+                process = start_tails(tail, server, token, tails, 0, args.duration + 3)
+                time.sleep(1)
+            row = run_wrk(server, 64, args.duration, token, ids.take())
+            row["workload"] = f"POST /plants, {tails} SSE clients tailing"
+            if process:
+                seen = tails_result(process, args.duration + 3)
+                row["feed"] = seen
+                print(f"  {tails} tails: {seen}", file=sys.stderr)
+            rows.append(row)
+            print(f"{row['workload']:>40} {row['requests_per_s']:>9,.0f} req/s "
+                  f"{row['cpu_us_per_request']:.1f} µs/req", file=sys.stderr)
+        # Idle readers: memory and CPU with 1,000 streams and 1,000 long polls open.
+        rss_before = memory_kib(server.pids(), "VmRSS") / 1024
+        reads_alone = run_wrk(server, 16, 5, token, rows[0]["first_id"], "GET /plants/{id}",
+                              "get", 100)
+        process = start_tails(tail, server, token, 1000, 1000, 30)
+        time.sleep(2)
+        ticks = cpu_ticks(server.pids())
+        time.sleep(10)
+        idle_cpu_s = (cpu_ticks(server.pids()) - ticks) / CLK_TCK
+        rss_open = memory_kib(server.pids(), "VmRSS") / 1024
+        reads_beside = run_wrk(server, 16, 5, token, rows[0]["first_id"], "GET /plants/{id}",
+                               "get", 100)
+        held = tails_result(process, 30)
+        extra.update({
+            "idle_streams": 1000, "idle_long_polls": 1000,
+            "idle_rss_before_mib": rss_before, "idle_rss_open_mib": rss_open,
+            "idle_cpu_seconds_per_10s": idle_cpu_s,
+            "reads_alone_per_s": reads_alone["requests_per_s"],
+            "reads_alone_p99_ms": reads_alone["p99_ms"],
+            "reads_beside_idle_per_s": reads_beside["requests_per_s"],
+            "reads_beside_idle_p99_ms": reads_beside["p99_ms"],
+            "idle_clients_closed": held["closed"]})
+        print(f"idle: {extra}", file=sys.stderr)
+    finally:
+        server.stop()
+    return rows, extra
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True)
@@ -663,6 +742,9 @@ def main():
     parser.add_argument("--webhooks", action="store_true",
                         help="also measure creates with a webhook subscription (fast and slow "
                              "receivers) and how fast deliveries drain")
+    parser.add_argument("--feed", action="store_true",
+                        help="also measure creates while 100 SSE clients tail the change feed, "
+                             "and 1,000 idle streams plus 1,000 waiting long polls")
     parser.add_argument("--baseline", help="another plantstore binary (an older build) measured "
                         "beside this one, interleaved, in the same rows (not with --scaling)")
     parser.add_argument("--baseline-name", default="baseline",
@@ -734,6 +816,10 @@ def main():
             webhook_table, webhook_extra = webhook_rows(args, binary, workdir, ids)
             rows += webhook_table
             extra.update(webhook_extra)
+        if args.feed:
+            feed_table, feed_extra = feed_rows(args, binary, workdir, ids)
+            rows += feed_table
+            extra.update(feed_extra)
     finally:
         for server in servers:
             server.stop()
@@ -770,6 +856,24 @@ def main():
               f"{extra['webhook_fast_deliveries_per_s']:,.0f} deliveries/s; the 1 s receiver got "
               f"{extra['webhook_slow_delivered']:,.0f} of {extra['webhook_slow_created']:,} "
               f"during the run (4 at a time).")
+    tailed = [r for r in rows if "feed" in r]
+    if tailed:
+        alone = [r for r in rows if r["workload"].startswith("POST /plants, 0 SSE")]
+        mean = lambda rs: sum(r["requests_per_s"] for r in rs) / len(rs)
+        print(f"\nChange feed: creates at 64 connections {mean(alone):,.0f}/s alone, "
+              f"{mean(tailed):,.0f}/s while 100 SSE clients tail the tenant "
+              f"({mean(tailed) / mean(alone):.0%}); event timestamp to client p50 "
+              + ", ".join(f"{r['feed']['p50_ms']:.1f}" for r in tailed) + " ms, p99 "
+              + ", ".join(f"{r['feed']['p99_ms']:.1f}" for r in tailed) + " ms; each client got "
+              + ", ".join(f"{r['feed']['least_per_stream']:,}-{r['feed']['most_per_stream']:,}"
+                          for r in tailed) + " events.")
+    if "idle_streams" in extra:
+        print(f"\nIdle feed readers: 1,000 SSE streams and 1,000 long polls open take RSS from "
+              f"{extra['idle_rss_before_mib']:.1f} to {extra['idle_rss_open_mib']:.1f} MiB and "
+              f"{extra['idle_cpu_seconds_per_10s']:.2f} s of CPU per 10 s; reads of plants "
+              f"(16 connections) {extra['reads_alone_per_s']:,.0f}/s p99 "
+              f"{extra['reads_alone_p99_ms']:.2f} ms alone, {extra['reads_beside_idle_per_s']:,.0f}/s "
+              f"p99 {extra['reads_beside_idle_p99_ms']:.2f} ms beside them.")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"machine": machine, "duration_s": args.duration, "rows": rows,

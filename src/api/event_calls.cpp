@@ -52,18 +52,6 @@ http::Response gone_response(const feed::FeedPage& page) {
     return response;
 }
 
-// One event as a server-sent event: its seq as the id, its type as the event name, the
-// envelope on one data line (JSON text never holds a raw line break).
-void append_sse(std::string& out, const feed::FeedEvent& event) {
-    out += "id: ";
-    out += std::to_string(event.seq);
-    out += "\nevent: ";
-    out += event.type;
-    out += "\ndata: ";
-    out += event.json;
-    out += "\n\n";
-}
-
 // The feed as server-sent events, after the first page (which the response's body carries):
 // each next piece is the next page, waited for up to kKeepAliveEvery, or a keep-alive comment.
 // A page that is gone or unavailable ends the stream; the client reconnects with Last-Event-ID
@@ -93,7 +81,7 @@ class EventStream final : public http::BodyStream,
         page_.reset();
         if (page.events().empty()) return std::string(": keep-alive\n\n");
         std::string text;
-        for (const feed::FeedEvent& event : page.events()) append_sse(text, event);
+        for (const feed::FeedEvent& event : page.events()) text += event.sse;
         after_ = page.next();
         sent_ += page.events().size();
         return text;
@@ -162,7 +150,7 @@ struct StreamEvents {
         if (result.outcome == Result::Outcome::gone) return gone_response(result);
         http::Response response;
         response.content_type = kEventStream;
-        for (const feed::FeedEvent& event : result.events()) append_sse(response.body, event);
+        for (const feed::FeedEvent& event : result.events()) response.body += event.sse;
         response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
         response.stream =
             std::make_shared<EventStream>(feed, tenant, result.next(), result.events().size());

@@ -6,12 +6,15 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
+#include "common/time_text.hpp"
 #include "domain/event.hpp"
 #include "store/plant_store.hpp"
 
@@ -27,11 +30,35 @@ namespace {
 constexpr std::size_t kPruneStep = 10'000;
 constexpr int kMaxPruneSteps = 100;
 
+// The recent events kept encoded, per tenant and in all: readers that follow a tenant closely
+// (the usual case) are served from them without reading the store or encoding again.
+constexpr std::size_t kCachedPerTenant = 4096;
+constexpr std::size_t kCachedInAll = 65536;
+// A tenant nobody reads is forgotten (with its cached events) after this many checks.
+constexpr int kIdleChecks = 3;
+
+using Batch = std::shared_ptr<const std::vector<FeedEvent>>;
+
 std::shared_ptr<const std::vector<FeedEvent>> encode(const std::vector<domain::Event>& events) {
     auto batch = std::make_shared<std::vector<FeedEvent>>();
     batch->reserve(events.size());
     for (const domain::Event& event : events) {
-        batch->push_back({event.seq, domain::event_name(event.type), domain::encode_event(event)});
+        FeedEvent encoded{event.seq,
+                          event.at_ms,
+                          domain::event_name(event.type),
+                          domain::encode_event(event),
+                          {}};
+        // As a server-sent event: the seq as its id, the type as its name, the envelope on one
+        // data line (JSON text holds no raw line break).
+        encoded.sse.reserve(encoded.json.size() + 48);
+        encoded.sse += "id: ";
+        encoded.sse += std::to_string(event.seq);
+        encoded.sse += "\nevent: ";
+        encoded.sse += encoded.type;
+        encoded.sse += "\ndata: ";
+        encoded.sse += encoded.json;
+        encoded.sse += "\n\n";
+        batch->push_back(std::move(encoded));
     }
     return batch;
 }
@@ -40,12 +67,6 @@ FeedPage unavailable(std::string reason) {
     FeedPage page;
     page.reason = std::move(reason);
     return page;
-}
-
-std::int64_t unix_ms_now() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
 }
 
 }  // namespace
@@ -151,13 +172,91 @@ class FeedService::Impl {
         int reads = 0;             // first reads of polls in flight
         bool shared_read = false;  // the read for the waiters is in flight
         bool read_again = false;   // a commit arrived during it
+        int idle_checks = 0;       // periodic checks since it was last read
         std::map<std::uint64_t, Waiter> waiters;
+        // Recent events, encoded: consecutive pieces of read batches, each piece's events
+        // [begin, end of batch) with consecutive seqs, and each piece following the one before.
+        struct Piece {
+            Batch batch;
+            std::size_t begin = 0;
+            std::int64_t first() const { return (*batch)[begin].seq; }
+            std::int64_t last() const { return batch->back().seq; }
+            std::size_t size() const { return batch->size() - begin; }
+        };
+        std::deque<Piece> cache;
+        std::size_t cached = 0;
     };
+
+    // Keeps the events of `batch` (a read's: consecutive seqs) that come after the tenant's
+    // cached ones; a batch that does not follow them replaces them.
+    void remember(Tenant& state, const Batch& batch) {
+        if (batch->empty()) return;
+        std::size_t begin = 0;
+        if (!state.cache.empty()) {
+            const std::int64_t last = state.cache.back().last();
+            if (batch->back().seq <= last) return;  // nothing new
+            if (batch->front().seq <= last + 1) {
+                begin = static_cast<std::size_t>(last + 1 - batch->front().seq);
+            } else {
+                drop_cache(state);  // a gap: what is cached no longer leads up to it
+            }
+        }
+        state.cache.push_back({batch, begin});
+        state.cached += batch->size() - begin;
+        cached_in_all_ += batch->size() - begin;
+        while (state.cache.size() > 1 &&
+               (state.cached > kCachedPerTenant || cached_in_all_ > kCachedInAll)) {
+            state.cached -= state.cache.front().size();
+            cached_in_all_ -= state.cache.front().size();
+            state.cache.pop_front();
+        }
+        if (cached_in_all_ > kCachedInAll) drop_cache(state);
+    }
+
+    void drop_cache(Tenant& state) {
+        cached_in_all_ -= state.cached;
+        state.cached = 0;
+        state.cache.clear();
+    }
+
+    // The page after `after` from the cached events, when they hold the event that follows it
+    // and pruning cannot have removed it from the store yet (it is younger than the retention):
+    // otherwise the store says whether it is still there, or gone.
+    std::optional<FeedPage> cached_page(const Tenant& state, std::int64_t after, int limit) const {
+        if (state.cache.empty() || after < state.cache.front().first() - 1 ||
+            after >= state.cache.back().last()) {
+            return std::nullopt;
+        }
+        for (const auto& piece : state.cache) {
+            if (after + 1 > piece.last()) continue;
+            const std::size_t next =
+                piece.begin + static_cast<std::size_t>(after + 1 - piece.first());
+            if ((*piece.batch)[next].at_ms < common::unix_ms_now() - options_.retention.count()) {
+                return std::nullopt;
+            }
+            FeedPage page;
+            page.outcome = FeedPage::Outcome::events;
+            page.after = after;
+            page.last = state.last;
+            page.batch = piece.batch;
+            page.begin = next;
+            page.end = std::min(piece.batch->size(), page.begin + static_cast<std::size_t>(limit));
+            return page;
+        }
+        return std::nullopt;
+    }
 
     void start(FeedQuery query, Done done) {
         if (draining_) query.wait = std::chrono::milliseconds(0);
         auto [found, inserted] = tenants_.try_emplace(query.tenant);
         Tenant& state = found->second;
+        state.idle_checks = 0;
+        if (query.start == FeedQuery::Start::after) {
+            if (auto page = cached_page(state, query.after, query.limit)) {
+                done(std::move(*page));
+                return;
+            }
+        }
         if (state.known && query.wait.count() > 0 && query.start != FeedQuery::Start::oldest) {
             const std::int64_t after =
                 query.start == FeedQuery::Start::now ? state.last : query.after;
@@ -216,6 +315,7 @@ class FeedService::Impl {
             query.wait.count() <= 0 || draining_) {
             page.batch = encode(read.events);
             page.end = page.batch->size();
+            remember(state, page.batch);
             done(std::move(page));
             forget_if_idle(found);
             return;
@@ -293,6 +393,7 @@ class FeedService::Impl {
         state.last = std::max(state.last, read.last);
         state.known = true;
         const auto batch = encode(read.events);
+        remember(state, batch);
         std::vector<std::pair<Waiter, FeedPage>> answers;
         for (auto waiter = state.waiters.begin(); waiter != state.waiters.end();) {
             FeedPage page;
@@ -328,21 +429,26 @@ class FeedService::Impl {
         forget_if_idle(found);
     }
 
+    static bool idle(const Tenant& state) {
+        return state.waiters.empty() && state.reads == 0 && !state.shared_read;
+    }
+
+    // A tenant nobody reads now is forgotten at once unless it has cached events, which are
+    // kept for readers that come back (a stream asks again as soon as it wrote a page) until
+    // kIdleChecks checks found it idle.
     void forget_if_idle(std::unordered_map<std::string, Tenant>::iterator found) {
-        const Tenant& state = found->second;
-        if (state.waiters.empty() && state.reads == 0 && !state.shared_read) {
-            tenants_.erase(found);
-        }
+        if (idle(found->second) && found->second.cache.empty()) tenants_.erase(found);
+    }
+
+    void forget(std::unordered_map<std::string, Tenant>::iterator found) {
+        drop_cache(found->second);
+        tenants_.erase(found);
     }
 
     void forget_idle() {
         for (auto it = tenants_.begin(); it != tenants_.end();) {
-            const Tenant& state = it->second;
-            if (state.waiters.empty() && state.reads == 0 && !state.shared_read) {
-                it = tenants_.erase(it);
-            } else {
-                ++it;
-            }
+            const auto here = it++;
+            if (idle(here->second)) forget(here);
         }
     }
 
@@ -351,7 +457,11 @@ class FeedService::Impl {
         check_timer_.expires_after(options_.check_interval);
         check_timer_.async_wait([this](const boost::system::error_code& error) {
             if (error) return;
-            for (auto& [tenant, state] : tenants_) wake(tenant, state);
+            for (auto it = tenants_.begin(); it != tenants_.end();) {
+                const auto here = it++;
+                wake(here->first, here->second);
+                if (idle(here->second) && ++here->second.idle_checks >= kIdleChecks) forget(here);
+            }
             schedule_check();
         });
     }
@@ -362,7 +472,7 @@ class FeedService::Impl {
         std::unique_lock lock(prune_mutex_);
         while (!prune_wake_.wait_for(lock, interval, [this] { return stopping_; })) {
             lock.unlock();
-            prune(unix_ms_now() - options_.retention.count());
+            prune(common::unix_ms_now() - options_.retention.count());
             lock.lock();
         }
     }
@@ -389,6 +499,7 @@ class FeedService::Impl {
     const std::shared_ptr<Gate> gate_;
     std::unordered_map<std::string, Tenant> tenants_;
     std::uint64_t next_waiter_ = 0;
+    std::size_t cached_in_all_ = 0;  // events cached over every tenant
     bool draining_ = false;
     std::thread thread_;
 

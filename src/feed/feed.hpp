@@ -4,8 +4,10 @@
 // from the store (StoreObserver::on_events, which the application forwards to committed()) and,
 // because such hints can be lost (a PostgreSQL listener that reconnects), from a look of its
 // own at every waiting tenant once per check interval. One read of the store serves every reader
-// waiting on a tenant, and each event is encoded once for all of them. May call the store
-// interface and the domain; knows no HTTP (the API layer turns pages into responses).
+// waiting on a tenant, each event is encoded once for all of them, and a tenant's recent events
+// stay encoded while it is read, so readers close behind its head need no read of the store. May
+// call the store interface and the domain; knows no HTTP (the API layer turns pages into
+// responses).
 #pragma once
 
 #include <chrono>
@@ -27,8 +29,10 @@ namespace plantstore::feed {
 /// One event as the feed hands it out: encoded once, shared by every reader it goes to.
 struct FeedEvent {
     std::int64_t seq = 0;
-    std::string_view type;  ///< e.g. "plant.updated" (static text)
-    std::string json;       ///< the envelope, domain::encode_event
+    std::int64_t at_ms = 0;  ///< when it was committed (milliseconds since the Unix epoch)
+    std::string_view type;   ///< e.g. "plant.updated" (static text)
+    std::string json;        ///< the envelope, domain::encode_event
+    std::string sse;         ///< the same as a server-sent event (id, event, data, blank line)
 };
 
 /// What a reader asks for.
