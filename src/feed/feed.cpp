@@ -31,9 +31,10 @@ constexpr std::size_t kPruneStep = 10'000;
 constexpr int kMaxPruneSteps = 100;
 
 // The recent events kept encoded, per tenant and in all: readers that follow a tenant closely
-// (the usual case) are served from them without reading the store or encoding again.
-constexpr std::size_t kCachedPerTenant = 4096;
-constexpr std::size_t kCachedInAll = 65536;
+// (the usual case) are served from them without reading the store or encoding again. An event
+// takes about 350 bytes here, so at most about 45 MiB in all.
+constexpr std::size_t kCachedPerTenant = 32768;
+constexpr std::size_t kCachedInAll = 131072;
 // A tenant nobody reads is forgotten (with its cached events) after this many checks.
 constexpr int kIdleChecks = 3;
 
