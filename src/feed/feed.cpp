@@ -87,7 +87,13 @@ class FeedService::Impl {
         pruner_ = std::thread([this] { prune_periodically(); });
     }
 
-    ~Impl() { stop(); }
+    ~Impl() {
+        try {
+            stop();
+        } catch (const std::exception& error) {  // joining a thread failed
+            if (options_.on_failure) options_.on_failure(std::string("stopping: ") + error.what());
+        }
+    }
 
     void poll(FeedQuery query, Done done) {
         gate_->post([this, query = std::move(query), done = std::move(done)]() mutable {
@@ -278,13 +284,12 @@ class FeedService::Impl {
                             done = std::move(done)](store::EventRead read) mutable {
                                gate->post([this, query = std::move(query), done = std::move(done),
                                            read = std::move(read)]() mutable {
-                                   first_read_done(std::move(query), std::move(read),
-                                                   std::move(done));
+                                   first_read_done(query, std::move(read), std::move(done));
                                });
                            });
     }
 
-    void first_read_done(FeedQuery query, store::EventRead read, Done done) {
+    void first_read_done(const FeedQuery& query, store::EventRead read, Done done) {
         const auto found = tenants_.find(query.tenant);
         Tenant& state = found->second;
         --state.reads;
@@ -374,15 +379,16 @@ class FeedService::Impl {
         state.shared_read = true;
         state.read_again = false;
         store_.read_events(tenant, after, limit,
-                           [gate = gate_, this, tenant, limit](store::EventRead read) mutable {
+                           [gate = gate_, this, tenant = std::string(tenant),
+                            limit](store::EventRead read) mutable {
                                gate->post([this, tenant = std::move(tenant), limit,
                                            read = std::move(read)]() mutable {
-                                   shared_read_done(tenant, limit, std::move(read));
+                                   shared_read_done(tenant, limit, read);
                                });
                            });
     }
 
-    void shared_read_done(const std::string& tenant, int limit, store::EventRead read) {
+    void shared_read_done(const std::string& tenant, int limit, const store::EventRead& read) {
         const auto found = tenants_.find(tenant);
         Tenant& state = found->second;
         state.shared_read = false;
