@@ -18,6 +18,7 @@
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
 #include "domain/etag.hpp"
+#include "feed/feed.hpp"
 #include "outbox/subscriptions.hpp"
 #include "store/open.hpp"
 #include "store/plant_store.hpp"
@@ -508,7 +509,8 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
     auth::TokenRegistry tokens;
     ScriptedStore store;
     OperationsHandler operations(store, [] { return std::string(); });
-    Api api({"/v1", {}}, tokens, store, &operations, nullptr, &subscriptions);
+    feed::FeedService feed(store, {});
+    Api api({"/v1", {}}, tokens, store, &operations, nullptr, &subscriptions, &feed);
 
     using Operation = std::tuple<std::string, std::string, std::string>;  // path, method, id
     std::set<Operation> served;
@@ -535,7 +537,7 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
         }
     }
     EXPECT_EQ(served, documented);
-    EXPECT_EQ(served.size(), 31U);
+    EXPECT_EQ(served.size(), 33U);
     subscriptions.close();
 }
 

@@ -10,12 +10,12 @@
 #include <cerrno>
 #include <charconv>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <limits>
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "common/time_text.hpp"
@@ -39,9 +39,9 @@ WriteResult unavailable(std::string reason) {
 
 // A read's result (ReadResult or EventRead) that says it could not be answered, and why.
 template <typename Result = ReadResult>
-Result read_unavailable(std::string reason) {
+Result read_unavailable(const std::string& reason) {
     Result result;
-    result.reason = std::move(reason);
+    result.reason = reason;
     return result;
 }
 
@@ -353,7 +353,9 @@ class PgPlantStore::Engine {
                     pollfd socket{PQsocket(connection.get()), POLLIN, 0};
                     if (::poll(&socket, 1, static_cast<int>(kPollInterval.count())) < 0 &&
                         errno != EINTR) {
-                        throw PgError({}, std::string("poll: ") + std::strerror(errno));
+                        throw PgError(
+                            {},
+                            "poll: " + std::error_code(errno, std::generic_category()).message());
                     }
                     if (PQconsumeInput(connection.get()) == 0) {
                         throw PgError({}, PQerrorMessage(connection.get()));
