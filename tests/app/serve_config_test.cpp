@@ -42,6 +42,15 @@ TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
     EXPECT_EQ(refused_option([](auto& c) { c.database_write_connections = 65; }),
               "--database-write-connections");
     EXPECT_EQ(refused_option([](auto& c) { c.database_timeout_ms = -1; }), "--database-timeout-ms");
+    for (const char* retention : {"0s", "999ms", "7", "d", "-1d", "366d", "1w"}) {
+        SCOPED_TRACE(retention);
+        EXPECT_EQ(refused_option([&](auto& c) { c.event_retention = retention; }),
+                  "--event-retention");
+    }
+    for (const char* retention : {"1s", "90m", "12h", "365d"}) {
+        SCOPED_TRACE(retention);
+        EXPECT_EQ(refused_option([&](auto& c) { c.event_retention = retention; }), "<accepted>");
+    }
 }
 
 TEST(ServeConfig, TheMappingsCarryTheSettings) {
@@ -57,6 +66,9 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(server.limits.request_timeout, std::chrono::milliseconds(1234));
     EXPECT_EQ(api_options(config).base_path, "/v1");
     EXPECT_FALSE(jwt_policy(config));
+    EXPECT_EQ(event_retention(config), std::chrono::hours(24 * 7));
+    config.event_retention = "90s";
+    EXPECT_EQ(event_retention(config), std::chrono::seconds(90));
 }
 
 }  // namespace
