@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -198,6 +200,7 @@ class Connection final : public ConnectionBase,
         : socket_(std::move(stream)),
           tls_(std::move(tls)),
           handler_timer_(socket_.get_executor()),
+          watch_done_(socket_.get_executor()),
           worker_(worker),
           handler_(handler),
           limits_(limits),
@@ -455,10 +458,20 @@ class Connection final : public ConnectionBase,
         append_chunk(out_, response.body, version);
         std::size_t bytes = response.body.size();
         streaming_ = true;
+        client_gone_ = false;
         error_code ec;
         enter(Phase::writing, limits_.write_timeout);
         co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
-        while (!ec && !draining_) {
+        if constexpr (std::is_same_v<Stream, tcp::socket>) {
+            if (!ec) {
+                watching_ = true;
+                net::co_spawn(
+                    socket_.get_executor(),
+                    [self = this->shared_from_this()] { return self->watch_client(); },
+                    net::detached);
+            }
+        }
+        while (!ec && !draining_ && !client_gone_) {
             phase_ = Phase::handling;
             handler_ready_ = false;
             stream->next(make_ready(++handler_calls_));
@@ -473,14 +486,38 @@ class Connection final : public ConnectionBase,
             co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
         }
         streaming_ = false;
-        if (!ec && version == 11) {
+        if (!ec && !client_gone_ && version == 11) {
             enter(Phase::writing, limits_.write_timeout);
             co_await net::async_write(socket_, net::buffer(kLastChunk.data(), kLastChunk.size()),
                                       use_ec(ec));
         }
+        if (watching_) {  // stop the watching read before anything else reads
+            StreamControl<Stream>::cancel(socket_);
+            watch_done_.expires_at(Clock::time_point::max());
+            error_code ignored;
+            co_await watch_done_.async_wait(use_ec(ignored));
+        }
         report(response, Streamed{bytes, stream->items_sent()});
-        if (!ec) co_await linger();
+        if (!ec && !client_gone_) co_await linger();
         co_return false;
+    }
+
+    // Plain TCP: while a stream waits for its next piece, a read waits beside it, so a client
+    // that goes away (its FIN or a reset) ends the stream at once instead of at the next write
+    // (the second keep-alive after it left, for a FIN). What a client sends meanwhile is
+    // discarded. (Over TLS the next write notices, as before.)
+    net::awaitable<void> watch_client() {
+        std::array<char, 1024> sink{};
+        error_code ec;
+        while (streaming_ && !ec) {
+            co_await socket_.async_read_some(net::buffer(sink), use_ec(ec));
+        }
+        if (streaming_ && ec != net::error::operation_aborted) {
+            client_gone_ = true;
+            if (awaiting_handler_) handler_timer_.cancel();
+        }
+        watching_ = false;
+        watch_done_.cancel();
     }
 
     // Reads the next request's head, as http::async_read_header would, after checking the raw
@@ -684,6 +721,9 @@ class Connection final : public ConnectionBase,
     bool handler_ready_ = false;
     bool awaiting_handler_ = false;  // the coroutine waits on handler_timer_
     bool streaming_ = false;         // a streamed response is being written (send_stream)
+    bool watching_ = false;          // watch_client is running
+    bool client_gone_ = false;       // watch_client saw the client go
+    net::steady_timer watch_done_;   // cancelled when watch_client ends
     Worker& worker_;
     const plantstore::http::Handler& handler_;
     const ServerLimits& limits_;

@@ -179,6 +179,20 @@ TEST_F(Feed, ServerSentEventsResumeWithLastEventIdWithoutAGapOrARepeat) {
     EXPECT_EQ(resumed.next_event(10s)->id, 6u);
 }
 
+// A client that goes away ends its stream at once (its connection and its place among the
+// connections are freed), not at the next keep-alive write, 10 s later; the access log records
+// the stream then.
+TEST_F(Feed, AStreamWhoseClientLeavesEndsAtOnceAndIsLogged) {
+    start();
+    create(1, "a");
+    {
+        FeedClient stream(port(), "/events", {"Authorization: Bearer " + token});
+        ASSERT_EQ(stream.next_event(10s)->id, 1u);
+    }  // closed here
+    EXPECT_TRUE(server->wait_for_log(R"("path":"/events","status":200)", 8s)) << server->log();
+    EXPECT_NE(server->log().find(R"("stream_events":1)"), std::string::npos) << server->log();
+}
+
 TEST_F(Feed, PrunedEventsAnswer410WithTheSeqToContinueFrom) {
     start({"--event-retention", "1s"});
     create(1, "a");
