@@ -32,8 +32,8 @@ struct Client {
     int fd = -1;
     bool stream = true;
     bool head_done = false;
-    std::string raw;       // bytes not yet decoded
-    std::string text;      // decoded body not yet parsed
+    std::string raw;   // bytes not yet decoded
+    std::string text;  // decoded body not yet parsed
     std::uint64_t events = 0;
 };
 
