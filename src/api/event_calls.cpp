@@ -1,6 +1,5 @@
 #include "api/event_calls.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <optional>
 
@@ -8,6 +7,7 @@
 #include "api/page_query.hpp"
 #include "api/responses.hpp"
 #include "common/http_text.hpp"
+#include "domain/new_plant_decoder.hpp"
 #include "feed/feed.hpp"
 
 namespace plantstore::api {
@@ -104,8 +104,6 @@ struct ListEvents {
     feed::FeedService& feed;
     const std::string& events_path;
     feed::FeedQuery query;
-    PageQuery page;  // as given, for the Link
-    int wait_seconds = 0;
 
     void call(const std::string& tenant, std::function<void(Result)> done) {
         query.tenant = tenant;
@@ -123,8 +121,11 @@ struct ListEvents {
         body += ']';
         http::Response response = json_response(200, std::move(body));
         std::string link = "<" + events_path + "?after=" + std::to_string(result.next()) +
-                           "&limit=" + std::to_string(page.limit);
-        if (wait_seconds > 0) link += "&wait=" + std::to_string(wait_seconds);
+                           "&limit=" + std::to_string(query.limit);
+        if (const auto wait = std::chrono::duration_cast<std::chrono::seconds>(query.wait);
+            wait.count() > 0) {
+            link += "&wait=" + std::to_string(wait.count());
+        }
         link += R"(>; rel="next")";
         response.headers.emplace_back("Link", std::move(link));
         response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
@@ -138,11 +139,9 @@ struct StreamEvents {
     using Result = feed::FeedPage;
     feed::FeedService& feed;
     feed::FeedQuery query;
-    std::string tenant;
 
-    void call(const std::string& caller_tenant, std::function<void(Result)> done) {
-        tenant = caller_tenant;
-        query.tenant = caller_tenant;
+    void call(const std::string& tenant, std::function<void(Result)> done) {
+        query.tenant = tenant;
         feed.poll(query, std::move(done));
     }
     http::Response respond(const Result& result) const {
@@ -152,8 +151,8 @@ struct StreamEvents {
         response.content_type = kEventStream;
         for (const feed::FeedEvent& event : result.events()) response.body += event.sse;
         response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
-        response.stream =
-            std::make_shared<EventStream>(feed, tenant, result.next(), result.events().size());
+        response.stream = std::make_shared<EventStream>(feed, query.tenant, result.next(),
+                                                        result.events().size());
         return response;
     }
 };
@@ -179,11 +178,10 @@ bool wants_event_stream(std::string_view accept) {
     return false;
 }
 
+// A non-negative decimal integer (a seq, or seconds), or nullopt.
 std::optional<std::int64_t> parse_seq(std::string_view text) {
-    std::int64_t value = 0;
-    const auto* end = text.data() + text.size();
-    const auto [stop, error] = std::from_chars(text.data(), end, value);
-    if (error != std::errc{} || stop != end || value < 0) return std::nullopt;
+    const auto value = domain::parse_plant_id(text);
+    if (!value || *value < 0) return std::nullopt;
     return value;
 }
 
@@ -232,12 +230,10 @@ Prepared EventCalls::list(const CallRequest& request) const {
             query.after = *seq;
         }
         query.limit = kStreamPage;
-        return service_call(StreamEvents{feed_, std::move(query), {}}, request, cors_);
+        return service_call(StreamEvents{feed_, std::move(query)}, request, cors_);
     }
     query.wait = std::chrono::seconds(wait_seconds);
-    return service_call(
-        ListEvents{feed_, events_path_, std::move(query), std::move(page), wait_seconds}, request,
-        cors_);
+    return service_call(ListEvents{feed_, events_path_, std::move(query)}, request, cors_);
 }
 
 }  // namespace plantstore::api

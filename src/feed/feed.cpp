@@ -169,7 +169,8 @@ class FeedService::Impl {
     };
 
     // A tenant that someone reads: its waiting readers and what is known of its log. The entry
-    // lives while a read of it is in flight or a reader waits; from its first read's answer on
+    // lives while a read of it is in flight or a reader waits, and while it has cached events
+    // until kIdleChecks checks found it idle (forget_if_idle); from its first read's answer on
     // (`known`), `last` is a lower bound of the log's last seq that every later commit raises
     // (through committed(), or the periodic check): a reader whose start is at or past it can wait
     // without reading, since anything after it will wake it.

@@ -32,7 +32,7 @@ struct RequestHead {
     /// nullopt when absent.
     std::optional<std::string> if_match;
     std::optional<std::string> if_none_match;
-    std::string_view accept;         ///< the Accept header (every field line joined), or empty
+    std::string_view accept;         ///< the Accept header (its first field line), or empty
     std::string_view last_event_id;  ///< Last-Event-ID (server-sent events), or empty
 };
 

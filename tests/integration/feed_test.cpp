@@ -179,6 +179,15 @@ TEST_F(Feed, ServerSentEventsResumeWithLastEventIdWithoutAGapOrARepeat) {
     EXPECT_EQ(resumed.next_event(10s)->id, 6u);
 }
 
+// An idle stream is kept alive with a comment line at least every 15 s, and no event.
+TEST_F(Feed, AnIdleStreamGetsAKeepAliveCommentWithinFifteenSeconds) {
+    start();
+    FeedClient stream(port(), "/events?after=now", {"Authorization: Bearer " + token});
+    ASSERT_EQ(stream.status(), 200);
+    EXPECT_FALSE(stream.next_event(15s));  // reads for 15 s: comments only
+    EXPECT_GE(stream.comments(), 1);
+}
+
 // A client that goes away ends its stream at once (its connection and its place among the
 // connections are freed), not at the next keep-alive write, 10 s later; the access log records
 // the stream then.
