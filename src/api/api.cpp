@@ -2,6 +2,7 @@
 
 #include <boost/url/parse.hpp>
 #include <chrono>
+#include <cmath>
 
 #include "api/document_calls.hpp"
 #include "api/operations.hpp"
@@ -17,9 +18,11 @@ namespace {
 constexpr std::string_view kChallenge = R"(Bearer realm="plantstore")";
 
 // Every route: the plants, the events and the webhooks when served, the public documents.
-std::vector<Route> api_routes(const PlantCalls& plants, const std::string& base_path, bool docs,
-                              const WebhookCalls* webhooks, const EventCalls* events) {
+std::vector<Route> api_routes(const PlantCalls& plants, const QuotaCalls& quota,
+                              const std::string& base_path, bool docs, const WebhookCalls* webhooks,
+                              const EventCalls* events) {
     std::vector<Route> routes = plants.routes();
+    for (Route& route : quota.routes()) routes.push_back(std::move(route));
     if (events != nullptr) {
         for (Route& route : events->routes()) routes.push_back(std::move(route));
     }
@@ -59,16 +62,24 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       operations_(operations),
       cors_(options_.cors_origins),
       plants_(store, options_.base_path, options_.field_limits, options_.require_if_match, cors_),
+      quota_(store, webhooks, options_.base_path, cors_),
       webhooks_(webhooks == nullptr
                     ? nullptr
                     : std::make_unique<WebhookCalls>(*webhooks, options_.base_path, cors_)),
       events_(feed == nullptr ? nullptr
                               : std::make_unique<EventCalls>(*feed, options_.base_path, cors_)),
-      routes_(
-          api_routes(plants_, options_.base_path, options_.docs, webhooks_.get(), events_.get())),
+      routes_(api_routes(plants_, quota_, options_.base_path, options_.docs, webhooks_.get(),
+                         events_.get())),
       per_token_(options_.rate_limit, options_.rate_burst),
       per_subject_(options_.rate_limit, options_.rate_burst),
-      auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst) {}
+      auth_failures_(options_.auth_failure_limit, options_.auth_failure_burst),
+      rate_policy_(
+          per_token_.enabled()
+              ? "\"default\";q=" +
+                    std::to_string(static_cast<long long>(std::floor(per_token_.burst()))) + ";w=" +
+                    std::to_string(
+                        static_cast<long long>(std::ceil(per_token_.burst() / per_token_.rate())))
+              : std::string()) {}
 
 http::Decision Api::admit(const http::RequestHead& head) const {
     const auto target = boost::urls::parse_origin_form(head.target);
@@ -83,15 +94,15 @@ http::Decision Api::admit(const http::RequestHead& head) const {
     const Route& route = *match.route;
     const Endpoint* endpoint = route.find(head.method);
     if (endpoint == nullptr) return answer(head, refuse_method(head, route, path), &route);
-    CallRequest request{head, target->encoded_query(), match, nullptr};
+    CallRequest request{head, target->encoded_query(), match, nullptr, {}};
     if (endpoint->scope) {
         auto authenticated = authenticate(head);
         if (auto* refusal = std::get_if<http::Response>(&authenticated)) {
             return answer(head, std::move(*refusal), &route);
         }
         request.caller = std::get<Caller>(std::move(authenticated));
-        if (auto refusal = check_scope_and_rate(request.caller, *endpoint)) {
-            return answer_caller(head, std::move(*refusal), route, *request.caller);
+        if (auto refusal = check_scope_and_rate(request, *endpoint)) {
+            return answer_caller(head, std::move(*refusal), route, request);
         }
     }
     Prepared prepared = endpoint->prepare(request);
@@ -99,7 +110,7 @@ http::Decision Api::admit(const http::RequestHead& head) const {
         return {{}, std::move(*next)};
     }
     auto& response = std::get<http::Response>(prepared);
-    if (request.caller) return answer_caller(head, std::move(response), route, *request.caller);
+    if (request.caller) return answer_caller(head, std::move(response), route, request);
     return answer(head, std::move(response), &route);
 }
 
@@ -111,9 +122,10 @@ http::Decision Api::answer(const http::RequestHead& head, http::Response respons
 }
 
 http::Decision Api::answer_caller(const http::RequestHead& head, http::Response response,
-                                  const Route& route, const auth::Principal& caller) const {
+                                  const Route& route, CallRequest& request) const {
+    for (auto& header : request.rate_limit) response.headers.push_back(std::move(header));
     http::Decision decision = answer(head, std::move(response), &route);
-    decision.response.caller = caller.name;
+    decision.response.caller = request.caller->name;
     return decision;
 }
 
@@ -167,7 +179,7 @@ http::Response Api::refuse_credentials(const http::RequestHead& head, http::Resp
     // The failed-authentication limit meets only requests that fail authentication: a valid
     // token is never refused because of other requests from the same address (a NAT, a proxy).
     const auto now = auth::RateLimiter::Clock::now();
-    if (const double wait = auth_failures_.wait_time(head.peer_address, now); wait > 0) {
+    if (const double wait = auth_failures_.peek(head.peer_address, now).wait; wait > 0) {
         return retry_later(429, "too many failed authentications from this address; retry later",
                            wait);
     }
@@ -175,20 +187,41 @@ http::Response Api::refuse_credentials(const http::RequestHead& head, http::Resp
     return refusal;
 }
 
-std::optional<http::Response> Api::check_scope_and_rate(const Caller& caller,
+std::optional<http::Response> Api::check_scope_and_rate(CallRequest& request,
                                                         const Endpoint& endpoint) const {
+    const Caller& caller = request.caller;
+    const auto now = auth::RateLimiter::Clock::now();
+    auth::RateLimiter& limiter =
+        caller->kind == auth::Principal::Kind::jwt ? per_subject_ : per_token_;
     if (endpoint.scope && !auth::has_scope(caller->scopes, *endpoint.scope)) {
+        // Refused before it counts: the fields say where the caller stands.
+        if (limiter.enabled())
+            request.rate_limit = rate_limit_fields(limiter.peek(caller->name, now));
         const std::string_view scope = auth::scope_name(*endpoint.scope);
         return challenge(403, "this token lacks the scope " + std::string(scope),
                          "insufficient_scope", scope);
     }
-    const auto now = auth::RateLimiter::Clock::now();
-    auth::RateLimiter& limiter =
-        caller->kind == auth::Principal::Kind::jwt ? per_subject_ : per_token_;
-    if (const double wait = limiter.take(caller->name, now); wait > 0) {
-        return retry_later(429, "this token's rate limit is exceeded; retry later", wait);
+    const auto level = limiter.take(caller->name, now);
+    if (limiter.enabled()) request.rate_limit = rate_limit_fields(level);
+    if (level.wait > 0) {
+        return retry_later(429, "this token's rate limit is exceeded; retry later", level.wait);
     }
     return std::nullopt;
+}
+
+std::vector<std::pair<std::string_view, std::string>> Api::rate_limit_fields(
+    const auth::RateLimiter::Level& level) const {
+    // The token bucket as draft-ietf-httpapi-ratelimit-headers-11 fields (README, "Rate limits"):
+    // the policy's quota is the bucket's size and its window the time an empty bucket takes to
+    // fill; the caller's remaining units are the whole ones left, and the reset is when its
+    // bucket is full again.
+    const auto whole = [](double seconds) {
+        return std::to_string(std::llround(std::ceil(seconds)));
+    };
+    return {{"RateLimit-Policy", rate_policy_},
+            {"RateLimit", "\"default\";r=" +
+                              std::to_string(static_cast<long long>(std::floor(level.remaining))) +
+                              ";t=" + whole(level.full_in)}};
 }
 
 http::Response Api::refuse(const http::RequestHead& head, int status,

@@ -19,6 +19,7 @@
 #include "api/cors.hpp"
 #include "api/event_calls.hpp"
 #include "api/plant_calls.hpp"
+#include "api/quota_calls.hpp"
 #include "api/routes.hpp"
 #include "api/webhook_calls.hpp"
 #include "auth/rate_limiter.hpp"
@@ -90,8 +91,9 @@ class Api final : public http::Handler {
     http::Decision answer(const http::RequestHead& head, http::Response response,
                           const Route* route) const;
     /// answer(), for a request whose caller is known (named in the access log).
+    /// Also adds the caller's RateLimit fields (`request.rate_limit`, moved).
     http::Decision answer_caller(const http::RequestHead& head, http::Response response,
-                                 const Route& route, const auth::Principal& caller) const;
+                                 const Route& route, CallRequest& request) const;
     http::Response refuse_method(const http::RequestHead& head, const Route& route,
                                  std::string_view path) const;
     std::variant<http::Response, Caller> authenticate(const http::RequestHead& head) const;
@@ -99,8 +101,12 @@ class Api final : public http::Handler {
     /// `guessed`: an unknown token, which counts against that limit.
     http::Response refuse_credentials(const http::RequestHead& head, http::Response refusal,
                                       bool guessed) const;
-    std::optional<http::Response> check_scope_and_rate(const Caller& caller,
+    /// The 403 or 429 refusal of `request`'s caller, or nullopt; fills `request.rate_limit`.
+    std::optional<http::Response> check_scope_and_rate(CallRequest& request,
                                                        const Endpoint& endpoint) const;
+    /// RateLimit-Policy and RateLimit for a caller whose bucket is at `level`.
+    std::vector<std::pair<std::string_view, std::string>> rate_limit_fields(
+        const auth::RateLimiter::Level& level) const;
 
     ApiOptions options_;
     const auth::TokenRegistry& tokens_;
@@ -108,12 +114,14 @@ class Api final : public http::Handler {
     const OperationsHandler* operations_;
     CorsPolicy cors_;
     PlantCalls plants_;
+    QuotaCalls quota_;
     std::unique_ptr<WebhookCalls> webhooks_;  // null: no {base}/webhooks
     std::unique_ptr<EventCalls> events_;      // null: no {base}/events
     RouteTable routes_;
     mutable auth::RateLimiter per_token_;
     mutable auth::RateLimiter per_subject_;  // JWT callers, by `sub`: a namespace of their own
     mutable auth::RateLimiter auth_failures_;
+    std::string rate_policy_;  ///< RateLimit-Policy's value; empty without --rate-limit
 };
 
 }  // namespace plantstore::api

@@ -1,8 +1,8 @@
 // API layer (see api.hpp): the call of an operation that a store or service answers on threads of
 // its own. An operation is written as a plain value, its handler, and this continuation runs it:
 // the body is decoded and the service called on the transport's thread, the answer comes back
-// through completion() and the response is built there too. Route label, caller and CORS are
-// added here, once for every operation.
+// through completion() and the response is built there too. Route label, caller, the caller's
+// RateLimit fields and CORS are added here, once for every operation.
 #pragma once
 
 #include <chrono>
@@ -45,6 +45,7 @@ class ServiceCall final : public http::Continuation,
           caller_(request.caller),
           route_(request.match.route->label),
           origin_(request.head.origin),
+          rate_limit_(request.rate_limit),
           cors_(cors) {}
 
     void start(std::string_view body, http::Ready ready) override {
@@ -82,6 +83,7 @@ class ServiceCall final : public http::Continuation,
         }
         response.route = route_;
         response.caller = caller_->name;
+        for (auto& header : rate_limit_) response.headers.push_back(std::move(header));
         cors_.decorate(response, origin_);
         return response;
     }
@@ -91,6 +93,7 @@ class ServiceCall final : public http::Continuation,
     const Caller caller_;
     const std::string_view route_;  // a route label: static text
     const std::string origin_;
+    std::vector<std::pair<std::string_view, std::string>> rate_limit_;
     const CorsPolicy& cors_;
     std::variant<std::monostate, http::Response, Result> outcome_;
 };

@@ -68,8 +68,8 @@ http::Decision OperationsHandler::admit(const http::RequestHead& head) const {
     } else if (const Endpoint* endpoint = match.route->find(head.method); endpoint == nullptr) {
         decision.response = method_not_allowed(head.method, target->path(), match.route->allow());
     } else {
-        decision.response =
-            std::get<http::Response>(endpoint->prepare({head, target->encoded_query(), match, {}}));
+        decision.response = std::get<http::Response>(
+            endpoint->prepare({head, target->encoded_query(), match, {}, {}}));
     }
     if (match.route != nullptr) decision.response.route = match.route->label;
     cors_.decorate(decision.response, head.origin);

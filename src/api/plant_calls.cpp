@@ -57,6 +57,13 @@ http::Response write_outcome_response(const store::WriteResult& result, domain::
             response.headers.emplace_back("ETag", domain::plant_etag(result.stored));
             return response;
         }
+        case Outcome::over_quota:
+            // As Kubernetes' ResourceQuota answers an object count beyond its quota.
+            return error_response(
+                403, "quota exceeded: this tenant holds " + std::to_string(result.quota.held) +
+                         " plants and its quota is " + std::to_string(result.quota.limit) +
+                         "; delete plants or ask the operator for a larger quota "
+                         "(GET /quota shows both)");
         case Outcome::precondition_required:
             return error_response(
                 428, "If-Match is required: send the plant's ETag (from GET /plants/" +

@@ -37,6 +37,9 @@ struct CallRequest {
     std::string_view query;
     RouteMatch match;
     Caller caller;  ///< null on public endpoints
+    /// RateLimit and RateLimit-Policy for the caller when --rate-limit is set (api.hpp), which
+    /// every response to it carries.
+    std::vector<std::pair<std::string_view, std::string>> rate_limit;
 };
 
 /// What a prepare function decides from the head: a final response (a 400 for a bad parameter,

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "app/serve_config.hpp"
 #include "app/transfer.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
@@ -77,6 +79,57 @@ int token_revoke(const store::StoreConfig& where, const std::string& name) {
         return 1;
     }
     std::cout << "revoked " << name << '\n';
+    return 0;
+}
+
+namespace {
+
+// A quota as `tenant list` and `tenant set` print it.
+std::string describe_quota(store::PlantQuotaSetting setting, std::int64_t default_quota) {
+    const auto limit = store::effective_plant_quota(setting, default_quota);
+    const std::string value = limit ? std::to_string(*limit) : "unlimited";
+    return setting ? value : "default (" + value + ")";
+}
+
+}  // namespace
+
+int tenant_set(const store::StoreConfig& where, const std::string& tenant,
+               const std::string& max_plants) {
+    if (!auth::valid_name(tenant)) {
+        std::cerr << "plantstore: TENANT must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
+        return 2;
+    }
+    store::PlantQuotaSetting setting;
+    if (max_plants != "default") {
+        std::int64_t value = -1;
+        const auto* end = max_plants.data() + max_plants.size();
+        const auto parsed = std::from_chars(max_plants.data(), end, value);
+        if (max_plants.empty() || parsed.ec != std::errc() || parsed.ptr != end || value < 0 ||
+            value > kMaxPlantQuota) {
+            std::cerr << "plantstore: --max-plants must be a whole number from 0 (unlimited) to "
+                      << kMaxPlantQuota << ", or default (the server's --max-plants-per-tenant)\n";
+            return 2;
+        }
+        setting = value;
+    }
+    const auto record = store::open_tenant_repository(where)->set_max_plants(tenant, setting);
+    std::cout << "tenant " << record.tenant << ": quota "
+              << (setting ? (*setting == 0 ? std::string("unlimited") : std::to_string(*setting))
+                          : std::string("the server's default (--max-plants-per-tenant)"))
+              << "; holds " << record.plants << " plants\n";
+    return 0;
+}
+
+int tenant_list(const store::StoreConfig& where, std::int64_t default_quota) {
+    const auto records = store::open_tenant_repository(where)->list();
+    std::cout << "TENANT\tPLANTS\tWEBHOOKS\tTOKENS\tQUOTA\tOVER QUOTA\n";
+    for (const auto& record : records) {
+        const auto limit = store::effective_plant_quota(record.max_plants, default_quota);
+        std::cout << record.tenant << '\t' << record.plants << '\t' << record.webhook_subscriptions
+                  << '\t' << record.tokens << '\t'
+                  << describe_quota(record.max_plants, default_quota) << '\t'
+                  << (limit && record.plants > *limit ? "yes" : "no") << '\n';
+    }
     return 0;
 }
 

@@ -2,6 +2,7 @@
 // revoke, backup, check, export and import, and what `config` prints.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ struct TokenCreateConfig {
 int token_create(const store::StoreConfig& where, const TokenCreateConfig& config);
 int token_list(const store::StoreConfig& where);
 int token_revoke(const store::StoreConfig& where, const std::string& name);
+/// `tenant set TENANT --max-plants N|default`.
+int tenant_set(const store::StoreConfig& where, const std::string& tenant,
+               const std::string& max_plants);
+/// `tenant list`; `default_quota` is --max-plants-per-tenant (0: unlimited), as serve has it.
+int tenant_list(const store::StoreConfig& where, std::int64_t default_quota);
 int backup(const store::StoreConfig& where, const std::filesystem::path& target);
 int check(const store::StoreConfig& where);
 int export_plants(const store::StoreConfig& where, bool tokens);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "app/serve_config.hpp"
 #include "app/service.hpp"
 #include "ops/log.hpp"
 
@@ -55,6 +56,27 @@ int run(int argc, char** argv) {
         "revoke", "Remove a token; a running server refuses it within a second");
     revoke_command->add_option("NAME", revoke_name, "Name of the token")->required();
     add_store_options(revoke_command, token_store, false);
+
+    store::StoreConfig tenant_store;
+    auto* tenant_command = cli.add_subcommand("tenant", "Show tenants and set their quotas");
+    tenant_command->require_subcommand(1);
+    add_store_options(tenant_command, tenant_store, true);
+    std::string tenant_name;
+    std::string tenant_max_plants;
+    auto* tenant_set_command = tenant_command->add_subcommand(
+        "set", "Give a tenant a quota of its own; running servers apply it to their next write");
+    tenant_set_command->add_option("TENANT", tenant_name, "Name of the tenant")->required();
+    tenant_set_command
+        ->add_option("--max-plants", tenant_max_plants,
+                     "Plants it may hold: N, 0 for unlimited, or default for the server's "
+                     "--max-plants-per-tenant")
+        ->required();
+    add_store_options(tenant_set_command, tenant_store, false);
+    std::int64_t list_default_quota = 0;
+    auto* tenant_list_command = tenant_command->add_subcommand(
+        "list", "Show every tenant: plants, webhook subscriptions, tokens, quota, over quota");
+    add_max_plants_option(tenant_list_command, list_default_quota);
+    add_store_options(tenant_list_command, tenant_store, false);
 
     store::StoreConfig maintenance_store;
     std::filesystem::path backup_target;
@@ -107,6 +129,10 @@ int run(int argc, char** argv) {
         if (*create_command) return token_create(token_store, create_config);
         if (*list_command) return token_list(token_store);
         if (*revoke_command) return token_revoke(token_store, revoke_name);
+        if (*tenant_set_command) {
+            return tenant_set(tenant_store, tenant_name, tenant_max_plants);
+        }
+        if (*tenant_list_command) return tenant_list(tenant_store, list_default_quota);
         if (*backup_command) return backup(maintenance_store, backup_target);
         if (*check_command) return check(maintenance_store);
         if (*export_command) return export_plants(maintenance_store, export_tokens);

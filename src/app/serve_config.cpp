@@ -113,6 +113,16 @@ std::vector<std::string> with_bare_on_off_as_on(int argc, char** argv) {
 }
 
 // The options of `serve` (and of `config`, which prints what `serve` would use).
+void add_max_plants_option(CLI::App* command, std::int64_t& value) {
+    command
+        ->add_option("--max-plants-per-tenant", value,
+                     "Plants a tenant may hold unless `tenant set` gave it a quota of its own (0: "
+                     "unlimited); a create beyond it gets 403")
+        ->envname("PLANTSTORE_MAX_PLANTS_PER_TENANT")
+        ->capture_default_str()
+        ->check(CLI::Range(std::int64_t{0}, kMaxPlantQuota));
+}
+
 void add_serve_options(CLI::App* command, ServeConfig& config) {
     command
         ->add_option("--config", config.config_file,
@@ -174,6 +184,7 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "request)");
     option("--max-pending-writes", config.max_pending_writes, "PLANTSTORE_MAX_PENDING_WRITES",
            "Creates waiting for the disk at most; more get 503");
+    add_max_plants_option(command, config.max_plants_per_tenant);
     option("--request-timeout-ms", config.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",
            "Time to receive a whole request; slower gets 408");
     option("--idle-timeout-ms", config.idle_timeout_ms, "PLANTSTORE_IDLE_TIMEOUT_MS",
@@ -416,6 +427,7 @@ store::StoreConfig store_config(const ServeConfig& config) {
     store.answer_timeout = milliseconds(config.database_timeout_ms);
     store.max_pending_writes = config.max_pending_writes;
     store.max_batch_writes = config.max_batch_writes;
+    store.max_plants_per_tenant = config.max_plants_per_tenant;
     return store;
 }
 

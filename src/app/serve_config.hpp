@@ -44,6 +44,8 @@ struct ServeConfig {
     std::size_t max_connections = 10000;
     std::size_t max_pending_writes = 16384;
     std::size_t max_batch_writes = 4096;
+    /// Quota of plants of each tenant without one of its own (`tenant set`); 0: unlimited.
+    std::int64_t max_plants_per_tenant = 0;
     long request_timeout_ms = 10'000;
     long idle_timeout_ms = 60'000;
     long write_timeout_ms = 10'000;
@@ -105,6 +107,12 @@ std::chrono::milliseconds event_retention(const ServeConfig& config);
 
 /// Declares every option of `serve` on `command`, bound to `config`.
 void add_serve_options(CLI::App* command, ServeConfig& config);
+
+/// Largest quota of plants a tenant can be given (`--max-plants-per-tenant`, `tenant set`).
+inline constexpr std::int64_t kMaxPlantQuota = 1'000'000'000'000;
+
+/// --max-plants-per-tenant (PLANTSTORE_MAX_PLANTS_PER_TENANT), for serve and `tenant list`.
+void add_max_plants_option(CLI::App* command, std::int64_t& value);
 
 /// The command line for CLI11 (reversed, as it wants it), with "on" after each on/off option
 /// given without a value.

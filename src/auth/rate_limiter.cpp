@@ -20,8 +20,13 @@ void RateLimiter::forget_full_buckets(Clock::time_point now) {
     });
 }
 
-double RateLimiter::take(std::string_view key, Clock::time_point now) {
-    if (!enabled()) return 0;
+RateLimiter::Level RateLimiter::level(const Bucket& bucket, bool taken) const {
+    return {taken || bucket.units >= 1 ? 0 : (1 - bucket.units) / rate_, bucket.units,
+            (burst_ - bucket.units) / rate_};
+}
+
+RateLimiter::Level RateLimiter::take(std::string_view key, Clock::time_point now) {
+    if (!enabled()) return {};
     std::lock_guard lock(mutex_);
     auto found = buckets_.find(key);
     if (found == buckets_.end()) {
@@ -33,18 +38,18 @@ double RateLimiter::take(std::string_view key, Clock::time_point now) {
     refill(bucket, now);
     if (bucket.units >= 1) {
         bucket.units -= 1;
-        return 0;
+        return level(bucket, true);
     }
-    return (1 - bucket.units) / rate_;
+    return level(bucket, false);
 }
 
-double RateLimiter::wait_time(std::string_view key, Clock::time_point now) {
-    if (!enabled()) return 0;
+RateLimiter::Level RateLimiter::peek(std::string_view key, Clock::time_point now) {
+    if (!enabled()) return {};
     std::lock_guard lock(mutex_);
     const auto found = buckets_.find(key);
-    if (found == buckets_.end()) return 0;  // a key that never took anything has a full bucket
+    if (found == buckets_.end()) return {0, burst_, 0};  // never took anything: a full bucket
     refill(found->second, now);
-    return found->second.units >= 1 ? 0 : (1 - found->second.units) / rate_;
+    return level(found->second, false);
 }
 
 }  // namespace plantstore::auth

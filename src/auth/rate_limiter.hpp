@@ -22,14 +22,23 @@ class RateLimiter {
     RateLimiter(double rate, double burst, std::size_t max_keys = 100'000);
 
     bool enabled() const { return rate_ > 0; }
+    double rate() const { return rate_; }
+    /// Units a full bucket holds (at least 1).
+    double burst() const { return burst_; }
 
-    /// Takes one unit for `key`. Returns 0 when it was available, otherwise the seconds until
-    /// one will be (nothing is taken then).
-    double take(std::string_view key, Clock::time_point now);
+    /// A key's bucket after a take() or peek().
+    struct Level {
+        double wait = 0;       ///< 0: a unit was (take) or is (peek) available; else seconds until
+        double remaining = 0;  ///< units left in the bucket
+        double full_in = 0;    ///< seconds until the bucket is full again
+    };
 
-    /// Like take(), without taking: the seconds until `key` has a unit (0: it has one now).
-    /// Cheap for keys that never took anything: they are not stored.
-    double wait_time(std::string_view key, Clock::time_point now);
+    /// Takes one unit for `key` when it has one (nothing is taken otherwise: see `wait`).
+    Level take(std::string_view key, Clock::time_point now);
+
+    /// Like take(), without taking. Cheap for keys that never took anything: they are not
+    /// stored.
+    Level peek(std::string_view key, Clock::time_point now);
 
   private:
     struct Bucket {
@@ -46,6 +55,7 @@ class RateLimiter {
     using Buckets = std::unordered_map<std::string, Bucket, KeyHash, std::equal_to<>>;
 
     void refill(Bucket& bucket, Clock::time_point now) const;
+    Level level(const Bucket& bucket, bool taken) const;
     void forget_full_buckets(Clock::time_point now);
 
     double rate_;

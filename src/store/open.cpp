@@ -2,6 +2,7 @@
 
 #include "store/postgres/pg_plant_archive.hpp"
 #include "store/postgres/pg_plant_store.hpp"
+#include "store/postgres/pg_tenant_repository.hpp"
 #include "store/postgres/pg_token_repository.hpp"
 #include "store/postgres/pg_webhook_repository.hpp"
 #include "store/postgres/pq.hpp"
@@ -10,6 +11,7 @@
 #include "store/sqlite/schema.hpp"
 #include "store/sqlite/sqlite_plant_archive.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
+#include "store/sqlite/sqlite_tenant_repository.hpp"
 #include "store/sqlite/sqlite_token_repository.hpp"
 #include "store/sqlite/sqlite_webhook_repository.hpp"
 
@@ -45,6 +47,7 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
         options.answer_timeout = config.answer_timeout;
         options.max_pending = config.max_pending_writes;
         options.max_batch = config.max_batch_writes;
+        options.max_plants_per_tenant = config.max_plants_per_tenant;
         options.observer = config.observer;
         return std::make_unique<postgres::PgPlantStore>(std::move(options));
     }
@@ -52,6 +55,7 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
     options.data_dir = config.data_dir;
     options.max_pending = config.max_pending_writes;
     options.max_batch = config.max_batch_writes;
+    options.max_plants_per_tenant = config.max_plants_per_tenant;
     options.observer = config.observer;
     return std::make_unique<sqlite::SqlitePlantStore>(std::move(options));
 }
@@ -61,6 +65,13 @@ std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config
         return std::make_unique<postgres::PgTokenRepository>(config.database_url);
     }
     return std::make_unique<sqlite::SqliteTokenRepository>(config.data_dir);
+}
+
+std::unique_ptr<TenantRepository> open_tenant_repository(const StoreConfig& config) {
+    if (on_postgres(config)) {
+        return std::make_unique<postgres::PgTenantRepository>(config.database_url);
+    }
+    return std::make_unique<sqlite::SqliteTenantRepository>(config.data_dir);
 }
 
 std::unique_ptr<WebhookRepository> open_webhook_repository(const StoreConfig& config) {

@@ -10,6 +10,7 @@
 
 #include "store/plant_archive.hpp"
 #include "store/plant_store.hpp"
+#include "store/tenant_repository.hpp"
 #include "store/token_repository.hpp"
 #include "store/webhook_repository.hpp"
 
@@ -31,6 +32,8 @@ struct StoreConfig {
     std::size_t max_batch_writes = 4096;
     /// Writes waiting to be committed beyond which new ones are refused as unavailable.
     std::size_t max_pending_writes = 16384;
+    /// The quota of plants of each tenant without one of its own (`tenant set`); 0: unlimited.
+    std::int64_t max_plants_per_tenant = 0;
     /// Receives every transaction's outcome; may be null. Must outlive the store.
     StoreObserver* observer = nullptr;
 };
@@ -49,6 +52,10 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config);
 /// Opens the token records of the store `config` names (applying migrations first).
 /// @throws std::exception naming what could not be opened and why
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config);
+
+/// Opens the tenants' records of the store `config` names (applying migrations first).
+/// @throws std::exception naming what could not be opened and why
+std::unique_ptr<TenantRepository> open_tenant_repository(const StoreConfig& config);
 
 /// Opens the webhook subscriptions and outbox of the store `config` names (applying migrations
 /// first). @throws std::exception naming what could not be opened and why

@@ -35,17 +35,51 @@ struct WriteResult {
         precondition_failed,
         /// If-Match is required (--require-if-match) and the request had none.
         precondition_required,
+        /// A create of a new plant that would take its tenant past its quota of plants (nothing
+        /// changed; `quota` says the limit and how many the tenant holds).
+        over_quota,
         /// Not acknowledged: refused (queue full, closing), or its commit failed. After a failed
         /// write nothing of it is visible; after a failed fsync its data may still reach the
         /// disk and reappear after a restart, whole, so a retry of the same create is safe
         /// (it is answered as `replayed`).
         unavailable,
     };
+    WriteResult() = default;
+    // NOLINTNEXTLINE(google-explicit-constructor): {outcome, plant, reason} reads as the result
+    WriteResult(Outcome what, domain::Plant plant = {}, std::string why = {})
+        : outcome(what), stored(std::move(plant)), reason(std::move(why)) {}
+
     Outcome outcome = Outcome::unavailable;
     /// The plant as stored: after the write for created, replayed, updated and unchanged; as it
     /// is for id_taken and precondition_failed.
     domain::Plant stored;
     std::string reason;  ///< for `unavailable`: why (never shown to clients)
+    struct Quota {
+        std::int64_t limit = 0;  ///< the tenant's quota of plants
+        std::int64_t held = 0;   ///< the plants it holds
+    };
+    Quota quota;  ///< for `over_quota`
+};
+
+/// A tenant's quota of plants as stored: nullopt follows the server's default
+/// (--max-plants-per-tenant), 0 is unlimited, N allows N plants.
+using PlantQuotaSetting = std::optional<std::int64_t>;
+
+/// The quota that applies to a tenant: its own setting, or `server_default`; nullopt: unlimited.
+inline std::optional<std::int64_t> effective_plant_quota(PlantQuotaSetting setting,
+                                                         std::int64_t server_default) {
+    const std::int64_t limit = setting.value_or(server_default);
+    if (limit <= 0) return std::nullopt;
+    return limit;
+}
+
+/// How many plants a tenant holds, and the quota that applies to it.
+struct PlantUsage {
+    enum class Outcome { found, unavailable };
+    Outcome outcome = Outcome::unavailable;
+    std::int64_t plants = 0;            ///< exact as of the last commit
+    std::optional<std::int64_t> limit;  ///< nullopt: unlimited
+    std::string reason;                 ///< for `unavailable`: why, for logs
 };
 
 /// What a read or list found.
@@ -79,6 +113,7 @@ struct EventRead {
 using WriteCallback = std::function<void(WriteResult)>;
 using ReadCallback = std::function<void(ReadResult)>;
 using EventReadCallback = std::function<void(EventRead)>;
+using UsageCallback = std::function<void(PlantUsage)>;
 
 /// An update's or delete's condition on the plant's current state (If-Match, RFC 9110 §13.1.1),
 /// checked in the write's transaction once the plant is found: a missing plant is not_found
@@ -188,7 +223,10 @@ class PlantStore {
     /// Writes to one plant are committed in the order they were queued. A write that changes a
     /// plant (created, updated, deleted) appends its event to the tenant's log with the tenant's
     /// next seq, and queues its webhook deliveries, in the same transaction; no other outcome
-    /// appends anything.
+    /// appends anything. A create of a new plant is decided against the tenant's quota of
+    /// plants inside that transaction, in the order of the batch, so concurrent creates (on any
+    /// instance) never take a tenant past it: it is over_quota then; a replay or a conflict is
+    /// answered as always.
     virtual void write(WriteRequest request) = 0;
 
     /// Creates `plant` (see write()).
@@ -216,6 +254,8 @@ class PlantStore {
     /// events it has not seen were pruned. Takes no write lock.
     virtual void read_events(std::string tenant, std::int64_t after, int limit,
                              EventReadCallback done) = 0;
+    /// How many plants `tenant` holds and its quota (its own setting, else the store's default).
+    virtual void usage(std::string tenant, UsageCallback done) = 0;
     /// Deletes events committed before `before` (milliseconds since the Unix epoch), at most
     /// `limit` of them, and returns how many. Only the oldest of each tenant's log go, never one
     /// at or after the first that must stay (committed since `before`, or with a webhook

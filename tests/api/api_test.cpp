@@ -57,6 +57,7 @@ class ScriptedStore final : public store::PlantStore {
     void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
         done({});
     }
+    void usage(std::string, store::UsageCallback done) override { done({}); }
     std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
     store::Health health() const override { return {}; }
     void close() override {}
@@ -493,7 +494,7 @@ TEST(ApiOperations, OperationsPathsGoToTheOperationsHandler) {
     const auto draining = api.admit({"GET", "/readyz"});
     EXPECT_EQ(draining.response.status, 503);
     EXPECT_EQ(api.route_labels(), (std::vector<std::string_view>{
-                                      "/plants", "/plants/{id}", "/openapi.json", "/docs",
+                                      "/plants", "/plants/{id}", "/quota", "/openapi.json", "/docs",
                                       "/docs/{file}", "/healthz", "/readyz", "/metrics", "other"}));
 }
 
@@ -537,7 +538,7 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
         }
     }
     EXPECT_EQ(served, documented);
-    EXPECT_EQ(served.size(), 33U);
+    EXPECT_EQ(served.size(), 35U);
     subscriptions.close();
 }
 
@@ -591,6 +592,7 @@ class HoldingStore final : public store::PlantStore {
     void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
         done({});
     }
+    void usage(std::string, store::UsageCallback done) override { done({}); }
     std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
     store::Health health() const override { return {}; }
     void close() override {}

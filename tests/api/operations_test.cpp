@@ -19,6 +19,7 @@ class HealthOnlyStore final : public store::PlantStore {
     void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
         done({});
     }
+    void usage(std::string, store::UsageCallback done) override { done({}); }
     std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
     store::Health health() const override { return health_now; }
     void close() override {}

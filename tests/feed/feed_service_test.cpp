@@ -33,6 +33,9 @@ class CountingStore final : public store::PlantStore {
     void list(std::string tenant, store::ListQuery query, store::ReadCallback done) override {
         inner_.list(std::move(tenant), std::move(query), std::move(done));
     }
+    void usage(std::string tenant, store::UsageCallback done) override {
+        inner_.usage(std::move(tenant), std::move(done));
+    }
     void read_events(std::string tenant, std::int64_t after, int limit,
                      store::EventReadCallback done) override {
         inner_.read_events(std::move(tenant), after, limit, std::move(done));

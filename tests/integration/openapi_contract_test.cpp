@@ -109,6 +109,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         {"PATCH", "/plants/{id}", "/plants/1", R"({"tag":"p"})"},
         {"DELETE", "/plants/{id}", "/plants/1", ""},
         {"GET", "/events", "/events", ""},
+        {"GET", "/quota", "/quota", ""},
     };
 
     // Webhooks: a key for their secrets (required on PostgreSQL), one subscription per tenant,
@@ -151,10 +152,12 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
          {"Authorization: Bearer " + token, "Content-Type: text/plain"}, "x");  // 415
     call_as(token, "GET", "/plants", "/plants?limit=0");                        // 400
     call_as(token, "GET", "/events", "/events?wait=61");                        // 400
-    call_as(token, "GET", "/plants/{id}", "/plants/abc");                       // 400
-    call_as(token, "DELETE", "/plants/{id}", "/plants/abc");                    // 400
-    call_as(token, "GET", "/plants/{id}", "/plants/404");                       // 404
-    call_as(token, "DELETE", "/plants/{id}", "/plants/404");                    // 404
+    call("GET", "/quota", "/quota",
+         {"Authorization: Bearer " + token, "Authorization: Bearer " + token});  // 400
+    call_as(token, "GET", "/plants/{id}", "/plants/abc");                        // 400
+    call_as(token, "DELETE", "/plants/{id}", "/plants/abc");                     // 400
+    call_as(token, "GET", "/plants/{id}", "/plants/404");                        // 404
+    call_as(token, "DELETE", "/plants/{id}", "/plants/404");                     // 404
     // Updates and preconditions, on plant 1 (created again after the DELETE above).
     for (const char* method : {"PUT", "PATCH"}) {
         call_as(token, method, "/plants/{id}", "/plants/abc", R"({"name":"a"})");  // 400
@@ -175,6 +178,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
              {"/plants", "/plants"},
              {"/plants/{id}", "/plants/1"},
              {"/events", "/events"},
+             {"/quota", "/quota"},
              {"/openapi.json", "/openapi.json"},
              {"/webhooks", "/webhooks"},
              {"/webhooks/{id}", "/webhooks/wh_x"},
@@ -310,14 +314,16 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
         start();
         database->query(
             "ALTER TABLE plants RENAME TO plants_elsewhere;"
-            "ALTER TABLE plant_events RENAME TO plant_events_elsewhere");
+            "ALTER TABLE plant_events RENAME TO plant_events_elsewhere;"
+            "ALTER TABLE tenants RENAME TO tenants_elsewhere");
         for (const auto& op : plant_operations) {
             call_as(token, op.method, op.path_template, op.target,
                     op.method == "POST" ? R"({"id":5,"name":"a"})" : op.body);
         }
         database->query(
             "ALTER TABLE plants_elsewhere RENAME TO plants;"
-            "ALTER TABLE plant_events_elsewhere RENAME TO plant_events");
+            "ALTER TABLE plant_events_elsewhere RENAME TO plant_events;"
+            "ALTER TABLE tenants_elsewhere RENAME TO tenants");
         ASSERT_EQ(server->stop(SIGTERM), 0);
     } else {
         // A failing store: reads fail (each read opens a fresh connection while none is pooled),

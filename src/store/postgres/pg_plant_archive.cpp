@@ -1,5 +1,6 @@
 #include "store/postgres/pg_plant_archive.hpp"
 
+#include <map>
 #include <set>
 
 #include "store/postgres/schema.hpp"
@@ -53,6 +54,14 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
     std::vector<Outcome> outcomes(plants.size(), Outcome::conflict);
     exec(connection, "BEGIN");
     try {
+        // The tenants' rows first, as every write does (statements.hpp).
+        std::set<std::string_view> tenants;
+        for (const StoredPlant& stored : plants) tenants.insert(stored.tenant);
+        std::string tenant_array = "{";
+        for (const std::string_view tenant : tenants) append_array_element(tenant_array, tenant);
+        tenant_array += '}';
+        exec(connection, kLockTenants, {std::move(tenant_array)});
+        std::map<std::string_view, std::int64_t> inserted;
         // Runs of plants with distinct (tenant, id) per statement (the statement's rule); a
         // plant whose id another transaction committed meanwhile goes again in the next one,
         // whose fresh snapshot sees it.
@@ -86,6 +95,7 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
                 switch (text_at(rows.get(), row, 1).front()) {
                     case 'c':
                         outcomes[i] = Outcome::inserted;
+                        ++inserted[plants[i].tenant];
                         break;
                     case 'p':
                         outcomes[i] = Outcome::identical;
@@ -100,6 +110,9 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
             }
             again.insert(again.end(), later.begin(), later.end());
             todo = std::move(again);
+        }
+        for (const auto& [tenant, count] : inserted) {
+            exec(connection, kAddPlants, {std::string(tenant), std::to_string(count)});
         }
         exec(connection, "COMMIT");  // synchronous_commit decides durability; see the README
     } catch (...) {

@@ -48,6 +48,7 @@ Result read_unavailable(const std::string& reason) {
 const char* const kReadOne = "SELECT name, tag FROM plants WHERE tenant = $1 AND id = $2";
 const char* const kPage =
     "SELECT id, name, tag FROM plants WHERE tenant = $1 AND id >= $2 ORDER BY id LIMIT $3";
+const char* const kUsage = "SELECT plants, max_plants FROM tenants WHERE tenant = $1";
 const char* const kTaggedPage =
     "SELECT id, name, tag FROM plants WHERE tenant = $1 AND tag = $4 AND id >= $2 "
     "ORDER BY id LIMIT $3";
@@ -57,12 +58,14 @@ std::vector<std::pair<std::string, std::string>> prepared_statements() {
             {"delete_plant", delete_plant_statement()},
             {"delete_plant_if", delete_plant_if_statement()},
             {"update_plant", update_plant_statement()},
-            {"append_events", kAppendEvents},
+            {"lock_tenants", kLockTenants},
+            {"append_events", append_events_statement()},
             {"durability_mark", kDurabilityMark},
             {"read_one", kReadOne},
             {"page", kPage},
             {"tagged_page", kTaggedPage},
-            {"read_events", kReadEvents}};
+            {"read_events", kReadEvents},
+            {"usage", kUsage}};
 }
 
 // The first statement result that is not what `expected` says, as an error; nullopt when all
@@ -263,6 +266,21 @@ class PgPlantStore::Engine {
             std::move(done));
     }
 
+    void usage(std::string tenant, UsageCallback done) {
+        submit_read<PlantUsage>(
+            {"usage", {}, {std::move(tenant)}},
+            [default_quota = options_.max_plants_per_tenant](const PGresult* result) {
+                PlantUsage usage;
+                usage.outcome = PlantUsage::Outcome::found;
+                const bool row = PQntuples(result) > 0;
+                usage.plants = row ? int64_at(result, 0, 0) : 0;
+                usage.limit = effective_plant_quota(
+                    row ? optional_int64_at(result, 0, 1) : std::nullopt, default_quota);
+                return usage;
+            },
+            std::move(done));
+    }
+
     std::size_t prune_events(std::int64_t before, std::size_t limit) {
         std::lock_guard lock(prune_mutex_);
         try {
@@ -273,7 +291,7 @@ class PgPlantStore::Engine {
                 exec(pruner_.get(), "SET enable_seqscan = off");
             }
             const Result tenants =
-                exec(pruner_.get(), "SELECT tenant FROM event_counters ORDER BY tenant");
+                exec(pruner_.get(), "SELECT tenant FROM tenants ORDER BY tenant");
             std::size_t pruned = 0;
             for (int row = 0; row < PQntuples(tenants.get()) && pruned < limit; ++row) {
                 const Result deleted =
@@ -381,7 +399,7 @@ class PgPlantStore::Engine {
         return stop_listening_;
     }
 
-    // A notification's payload, "<last seq> <tenant>" (kAppendEvents).
+    // A notification's payload, "<last seq> <tenant>" (append_events_statement()).
     void tell_notified(std::string_view payload) {
         const auto space = payload.find(' ');
         if (space == std::string_view::npos) return;
@@ -467,6 +485,13 @@ class PgPlantStore::Engine {
         std::sort(changes.begin(), changes.end(), by_key);
         std::vector<Statement> statements;
         statements.push_back({{}, "BEGIN", {}});
+        // First, every tenant's row (statements.hpp).
+        std::set<std::string_view> tenants;
+        for (const Pending& pending : batch) tenants.insert(pending.tenant);
+        std::string tenant_array = "{";
+        for (const std::string_view tenant : tenants) append_array_element(tenant_array, tenant);
+        tenant_array += '}';
+        statements.push_back({"lock_tenants", {}, {std::move(tenant_array)}});
         const std::int64_t now = common::unix_ms_now();
         if (!creates.empty()) {
             PlantArrays arrays;
@@ -479,11 +504,11 @@ class PgPlantStore::Engine {
                 {"insert_plants",
                  {},
                  {std::move(arrays.tenants), std::move(arrays.ids), std::move(arrays.names),
-                  std::move(arrays.tags), std::move(arrays.created_at)}});
+                  std::move(arrays.tags), std::move(arrays.created_at),
+                  std::to_string(options_.max_plants_per_tenant)}});
         }
         // One statement per delete or update (statements.hpp: a shape with no plan but the key).
         for (const std::size_t i : changes) statements.push_back(change_statement(batch[i]));
-        // Last, so that the tenants' counters are locked last (statements.hpp).
         statements.push_back({"append_events", {}, {std::to_string(now)}});
         statements.push_back({"durability_mark", {}, {}});
         statements.push_back({{}, "COMMIT", {}});
@@ -543,9 +568,9 @@ class PgPlantStore::Engine {
                         std::chrono::steady_clock::time_point started) {
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
-        // BEGIN, the inserts, one statement per delete or update, the events, the durability
-        // mark, COMMIT.
-        const std::size_t expected = 4 + (creates.empty() ? 0 : 1) + changes.size();
+        // BEGIN, the tenants' rows, the inserts, one statement per delete or update, the
+        // events, the durability mark, COMMIT.
+        const std::size_t expected = 5 + (creates.empty() ? 0 : 1) + changes.size();
         if (outcome.lost) {
             failure =
                 "the connection to PostgreSQL was lost before the commit was confirmed "
@@ -594,7 +619,7 @@ class PgPlantStore::Engine {
     void complete_rows(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
                        const std::vector<std::size_t>& changes, const std::vector<Result>& results,
                        std::vector<Pending>& again) {
-        const PGresult* inserted = creates.empty() ? nullptr : results[1].get();
+        const PGresult* inserted = creates.empty() ? nullptr : results[2].get();
         if (inserted != nullptr && PQntuples(inserted) != static_cast<int>(creates.size())) {
             throw PgError({}, "PostgreSQL answered a row count unlike the batch's");
         }
@@ -609,6 +634,10 @@ class PgPlantStore::Engine {
                 pending.done({WriteResult::Outcome::created, pending.plant.plant, {}});
             } else if (code == "p") {
                 pending.done({WriteResult::Outcome::replayed, pending.plant.plant, {}});
+            } else if (code == "o") {
+                WriteResult refused{WriteResult::Outcome::over_quota};
+                refused.quota = {int64_at(inserted, r, 4), int64_at(inserted, r, 5)};
+                pending.done(std::move(refused));
             } else {
                 pending.done(
                     {WriteResult::Outcome::id_taken,
@@ -616,7 +645,7 @@ class PgPlantStore::Engine {
                      {}});
             }
         }
-        const std::size_t first_change = creates.empty() ? 1 : 2;
+        const std::size_t first_change = creates.empty() ? 2 : 3;
         std::vector<WriteResult> outcomes;  // all decoded before any is answered
         outcomes.reserve(changes.size());
         for (std::size_t row = 0; row < changes.size(); ++row) {
@@ -789,6 +818,10 @@ void PgPlantStore::list(std::string tenant, ListQuery query, ReadCallback done) 
 void PgPlantStore::read_events(std::string tenant, std::int64_t after, int limit,
                                EventReadCallback done) {
     engine_->read_events(std::move(tenant), after, limit, std::move(done));
+}
+
+void PgPlantStore::usage(std::string tenant, UsageCallback done) {
+    engine_->usage(std::move(tenant), std::move(done));
 }
 
 std::size_t PgPlantStore::prune_events(std::int64_t before, std::size_t limit) {

@@ -34,6 +34,8 @@ class PgPlantStore final : public PlantStore {
         std::size_t max_batch = 4096;
         /// Told about every transaction, on the event loop thread; may be null.
         StoreObserver* observer = nullptr;
+        /// The quota of plants of a tenant without one of its own (0: unlimited).
+        std::int64_t max_plants_per_tenant = 0;
         /// Longest wait for PostgreSQL's answer on a connection before it is presumed lost
         /// and replaced (a server that stopped answering: frozen, or behind a partition);
         /// what it was running is not cancelled. Zero: no limit.
@@ -52,6 +54,7 @@ class PgPlantStore final : public PlantStore {
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
     void read_events(std::string tenant, std::int64_t after, int limit,
                      EventReadCallback done) override;
+    void usage(std::string tenant, UsageCallback done) override;
     std::size_t prune_events(std::int64_t before, std::size_t limit) override;
     Health health() const override;
     void close() override;

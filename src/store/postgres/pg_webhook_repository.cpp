@@ -13,11 +13,6 @@ std::optional<std::string> optional_number(std::optional<std::int64_t> value) {
     return std::to_string(*value);
 }
 
-std::optional<std::int64_t> optional_int64_at(const PGresult* result, int row, int column) {
-    if (PQgetisnull(result, row, column) != 0) return std::nullopt;
-    return int64_at(result, row, column);
-}
-
 constexpr const char* kSubscriptionColumns =
     "s.tenant, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, s.enabled, "
     "s.disabled_reason, s.failing_since, s.created_at, "

@@ -311,4 +311,9 @@ std::int64_t int64_at(const PGresult* result, int row, int column) {
     return value;
 }
 
+std::optional<std::int64_t> optional_int64_at(const PGresult* result, int row, int column) {
+    if (PQgetisnull(result, row, column) != 0) return std::nullopt;
+    return int64_at(result, row, column);
+}
+
 }  // namespace plantstore::store::postgres

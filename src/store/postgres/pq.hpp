@@ -111,5 +111,7 @@ inline std::string_view text_at(const PGresult* result, int row, int column) {
 std::optional<std::string> optional_text_at(const PGresult* result, int row, int column);
 /// Column `column` of row `row`, a bigint in text form. @throws PgError when it is not one
 std::int64_t int64_at(const PGresult* result, int row, int column);
+/// Like int64_at(), nullopt when NULL.
+std::optional<std::int64_t> optional_int64_at(const PGresult* result, int row, int column);
 
 }  // namespace plantstore::store::postgres

@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 6> kMigrations = {
+constexpr std::array<std::string_view, 7> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -127,6 +127,21 @@ constexpr std::array<std::string_view, 6> kMigrations = {
     R"sql(
     CREATE INDEX webhook_deliveries_pending_seq ON webhook_deliveries (tenant, seq)
         WHERE state = 'pending' AND seq IS NOT NULL;
+    )sql",
+    // 7: one row per tenant: its event log's last seq, how many plants it holds (kept by every
+    // write that creates or deletes one, in the same transaction, whose first statement locks
+    // the row: statements.hpp) and its quota of plants (NULL: the server's default, 0:
+    // unlimited). Counts the plants already stored once (an index-only scan: about a second per
+    // million plants, while other instances wait for the migration's lock). Instances of an
+    // older build must be stopped first: they still write event_counters.
+    R"sql(
+    ALTER TABLE event_counters RENAME TO tenants;
+    ALTER INDEX event_counters_pkey RENAME TO tenants_pkey;
+    ALTER TABLE tenants ADD COLUMN plants bigint NOT NULL DEFAULT 0,
+                        ADD COLUMN max_plants bigint;
+    INSERT INTO tenants AS t (tenant, last_seq, plants)
+        SELECT tenant, 0, count(*) FROM plants GROUP BY tenant
+        ON CONFLICT (tenant) DO UPDATE SET plants = excluded.plants;
     )sql",
 };
 

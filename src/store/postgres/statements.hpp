@@ -25,9 +25,10 @@ namespace plantstore::store::postgres {
 // walks every plant of the tenant. So every access to `plants` here has a shape with no plan
 // but a probe by primary key:
 // - the insert finds conflicts through its arbiter index (ON CONFLICT), which is no plan choice;
-// - the stored plant of a row that was not inserted is looked up per row, in a LATERAL
-//   subquery that OFFSET 0 keeps from being merged into a join (so no hash or merge join of the
-//   whole table can exist), and only when the row was not inserted;
+// - the stored plant of an input row is looked up per row, in a LATERAL subquery that OFFSET 0
+//   keeps from being merged into a join (so no hash or merge join of the whole table can exist):
+//   before the insert for the API's creates (the quota counts only new plants), and only for a
+//   row that was not inserted for an import;
 // - a delete is one statement per plant, `WHERE tenant = $1 AND id = $2`: a batch pipelines
 //   them. A join with the input can become a hash join over the whole table, and
 //   `tenant = $1 AND id = ANY($2)`, planned on an empty table, became an index scan on the
@@ -43,16 +44,21 @@ namespace plantstore::store::postgres {
 // PostgresAtScale (tests/integration/postgres_test.cpp) checks it through the API at 200,000
 // plants.
 
-// The event log (schema migration 5). A change's event needs the tenant's next seq, and a seq
-// taken from a SEQUENCE is not handed out in commit order (a transaction that took 11 can commit
-// after one that took 12, and a reader that saw 12 would miss 11 for good). So each tenant has a
-// counter row that the batch's transaction increments; its row lock, held to COMMIT, orders the
-// transactions of one tenant. The counter is taken last: each write statement stages its event
-// in a temporary table of the session, and kAppendEvents, the batch's last statement before the
-// durability mark, numbers them all, increments each tenant's counter once (in tenant order) and
-// appends the events and their webhook deliveries. Taken in the first write instead, the counter
-// would be held while the batch waits for plant rows another instance's batch holds, while that
-// batch waits for the counter: a deadlock. Taken last, in one order, no cycle can form.
+// The event log (schema migration 5) and the quotas (7). A change's event needs the tenant's next
+// seq, and a seq taken from a SEQUENCE is not handed out in commit order (a transaction that took
+// 11 can commit after one that took 12, and a reader that saw 12 would miss 11 for good). A
+// create must know how many plants its tenant holds, exactly, while other instances create too.
+// So each tenant has a row in `tenants` (last seq, plants held, quota) that every write batch
+// locks FIRST, all its tenants in one statement in tenant order (kLockTenants), and holds to
+// COMMIT: the transactions of one tenant run one at a time, whichever instance sends them, and
+// the insert reads the count and the quota knowing no one else can change them. Every batch
+// takes the rows in the same place and order, before any plant row, so no cycle of waits can
+// form: taken later by some batches (the event log's counter once was, by all of them, last),
+// a batch holding a plant row would wait for the tenant's row held by one waiting for that plant.
+// Each write statement stages its event in a temporary table of the session, and
+// append_events_statement(), the batch's last statement before the durability mark, numbers
+// them all, adds them and the plants created less those deleted to each tenant's row, and
+// appends the events and their webhook deliveries.
 inline constexpr const char* kStagedEventsTable =
     "CREATE TEMPORARY TABLE staged_events ("
     "ord bigint GENERATED ALWAYS AS IDENTITY, tenant text NOT NULL, type text NOT NULL, "
@@ -61,9 +67,9 @@ inline constexpr const char* kStagedEventsTable =
 
 /// Run on each connection of the plant store before it prepares its statements (see above).
 /// `jit = off`: a scan of the staged events (a temporary table, which has no other path) costs
-/// enable_seqscan's penalty of 10^10, far above jit_above_cost, so kAppendEvents was compiled
-/// by LLVM at every batch: measured 293 ms of JIT for a batch of 11 events. Statements this
-/// small never gain from JIT.
+/// enable_seqscan's penalty of 10^10, far above jit_above_cost, so the events' statement was
+/// compiled by LLVM at every batch: measured 293 ms of JIT for a batch of 11 events. Statements
+/// this small never gain from JIT.
 inline constexpr std::array<const char*, 4> kSessionSettings = {
     "SET enable_seqscan = off", "SET plan_cache_mode = force_generic_plan", "SET jit = off",
     kStagedEventsTable};
@@ -79,23 +85,39 @@ inline std::string stage_events_sql(std::string_view name, domain::EventType typ
            ", id, name, tag FROM " + std::string(rows) + ")";
 }
 
+/// Locks (creating when missing) the rows of the batch's tenants in `tenants`, in tenant order.
+/// Parameter: $1 the tenants (text[], without repeats).
+inline constexpr const char* kLockTenants =
+    "INSERT INTO tenants AS t (tenant, last_seq) SELECT tenant, 0 FROM unnest($1::text[]) "
+    "AS u(tenant) ORDER BY tenant ON CONFLICT (tenant) DO UPDATE SET last_seq = t.last_seq";
+
 /// The channel on which each commit that appended events tells every listening instance, in
 /// one notification per tenant: "<last seq> <tenant>" (NOTIFY is sent at COMMIT, and only if it
 /// commits; PostgreSQL folds identical payloads of one transaction into one).
 inline constexpr const char* kEventsChannel = "plantstore_events";
 
 /// Numbers the events the batch staged with each tenant's next seqs (in the order they were
-/// staged), appends them to the log, queues one webhook delivery of each per enabled
-/// subscription of its tenant that receives its type, and notifies kEventsChannel. Parameter: $1
-/// the time (milliseconds). One row per tenant it appended to: (tenant, last seq). Delivery ids
-/// begin with the time in hex, so new rows go to the end of the primary key's B-tree.
-inline constexpr const char* kAppendEvents = R"sql(
+/// staged), appends them to the log, adds the plants created less those deleted to the tenant's
+/// count, queues one webhook delivery of each event per enabled subscription of its tenant that
+/// receives its type, and notifies kEventsChannel. Parameter: $1 the time (milliseconds). One row
+/// per tenant it appended to: (tenant, last seq). Delivery ids begin with the time in hex, so new
+/// rows go to the end of the primary key's B-tree.
+inline const std::string& append_events_statement() {
+    static const std::string statement =
+        std::string(R"sql(
 WITH staged AS (SELECT ord, tenant, type, type_bit, plant_id, name, tag FROM staged_events),
-counts AS (SELECT tenant, count(*) AS n FROM staged GROUP BY tenant),
+counts AS (SELECT tenant, count(*) AS n,
+                  count(*) FILTER (WHERE type = ')sql") +
+        std::string(domain::event_name(domain::EventType::plant_created)) +
+        R"sql(') - count(*) FILTER (WHERE type = ')sql" +
+        std::string(domain::event_name(domain::EventType::plant_deleted)) +
+        R"sql(') AS plants
+           FROM staged GROUP BY tenant),
 counters AS (
-    INSERT INTO event_counters AS c (tenant, last_seq)
-    SELECT tenant, n FROM counts ORDER BY tenant
-    ON CONFLICT (tenant) DO UPDATE SET last_seq = c.last_seq + excluded.last_seq
+    INSERT INTO tenants AS c (tenant, last_seq, plants)
+    SELECT tenant, n, plants FROM counts ORDER BY tenant
+    ON CONFLICT (tenant) DO UPDATE SET last_seq = c.last_seq + excluded.last_seq,
+                                       plants = c.plants + excluded.plants
     RETURNING tenant, last_seq),
 numbered AS (
     SELECT s.*, c.last_seq - k.n + row_number() OVER (PARTITION BY s.tenant ORDER BY s.ord) AS seq
@@ -114,13 +136,15 @@ queued AS (
                                     AND (s.events & n.type_bit) <> 0)
 SELECT tenant, last_seq, pg_notify('plantstore_events', last_seq || ' ' || tenant)
 FROM counters)sql";
+    return statement;
+}
 
 /// A tenant's events after a seq, and its log's bounds, in one statement (one snapshot).
 /// Parameters: $1 tenant, $2 after, $3 limit. Rows: first (kind 0) the lowest retained seq (0:
 /// none) and the last seq; then (kind 1) seq, at, type, plant_id, name, tag in seq order.
 inline constexpr const char* kReadEvents = R"sql(
 SELECT 0, coalesce((SELECT min(seq) FROM plant_events WHERE tenant = $1), 0),
-       coalesce((SELECT last_seq FROM event_counters WHERE tenant = $1), 0),
+       coalesce((SELECT last_seq FROM tenants WHERE tenant = $1), 0),
        NULL, NULL, NULL, NULL
 UNION ALL
 SELECT * FROM (SELECT 1, seq, at, type, plant_id, name, tag FROM plant_events
@@ -137,19 +161,79 @@ DELETE FROM plant_events WHERE tenant = $1 AND seq < LEAST(
      WHERE tenant = $1 AND state = 'pending' AND seq IS NOT NULL),
     (SELECT min(seq) FROM plant_events WHERE tenant = $1) + $3))sql";
 
-/// The parts of insert_plants_statement(), so that the archive (import) can insert without
-/// staging events.
-namespace insert_plants_sql {
-inline constexpr const char* kInput = R"sql(
+/// The rows to insert: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[], $5
+/// created_at bigint[] (milliseconds), as the CTE `input`, numbered by `ord`.
+inline constexpr const char* kInsertInput = R"sql(
 WITH input AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[])
-        WITH ORDINALITY AS t(tenant, id, name, tag, created_at, ord)),
+        WITH ORDINALITY AS t(tenant, id, name, tag, created_at, ord)))sql";
+
+/// Inserts many plants in one statement without overwriting any, and no more new ones for a
+/// tenant than its quota leaves room for, in input order; says per input row what happened.
+/// Parameters: kInsertInput's, and $6 the server's default quota (0: unlimited) for tenants
+/// without one of their own. Run after kLockTenants locked the tenants' rows, so their counts
+/// cannot change under it. One row per input, in input order: (ord, outcome, stored name, stored
+/// tag, quota, plants held), the stored plant being the one found for 'p' and 'x', the last two
+/// for 'o'. Outcome: 'c' inserted, 'p' the same plant was there (a replay), 'x' a different plant
+/// has the id, 'o' no room left in the tenant's quota, or 'r': a concurrent transaction committed
+/// the id after this statement's snapshot, so it was neither inserted nor visible: run it again.
+/// Each inserted plant's plant.created event is staged for append_events_statement(). Inputs
+/// must not repeat a (tenant, id); sorting them by (tenant, id) gives concurrent batches one lock
+/// order. Existing plants are probed per row (the LATERAL subquery, which OFFSET 0 keeps from
+/// becoming a join), and so is each tenant's row.
+inline const std::string& insert_plants_statement() {
+    static const std::string statement = std::string(kInsertInput) + R"sql(,
+found AS (
+    SELECT i.*, p.id IS NOT NULL AS present, p.name AS stored_name, p.tag AS stored_tag
+    FROM input i
+    LEFT JOIN LATERAL (SELECT id, name, tag FROM plants
+                       WHERE tenant = i.tenant AND id = i.id OFFSET 0) p ON true),
+room AS (
+    SELECT t.tenant, t.plants, coalesce(t.max_plants, $6::bigint) AS quota
+    FROM (SELECT DISTINCT tenant FROM input) i
+    JOIN LATERAL (SELECT * FROM tenants WHERE tenant = i.tenant OFFSET 0) t ON true),
+fresh AS (
+    SELECT f.*, row_number() OVER (PARTITION BY f.tenant ORDER BY f.ord) AS k
+    FROM found f WHERE NOT f.present),
+allowed AS (
+    SELECT f.* FROM fresh f LEFT JOIN room r ON r.tenant = f.tenant
+    WHERE r.quota IS NULL OR r.quota <= 0 OR r.plants + f.k <= r.quota),
+inserted AS (
+    INSERT INTO plants (tenant, id, name, tag, created_at)
+    SELECT tenant, id, name, tag, created_at FROM allowed ORDER BY ord
+    ON CONFLICT (tenant, id) DO NOTHING
+    RETURNING tenant, id, name, tag, created_at),
+)sql" + stage_events_sql("staged", domain::EventType::plant_created, "inserted") +
+                                         R"sql(
+SELECT f.ord,
+       CASE WHEN n.id IS NOT NULL THEN 'c'
+            WHEN f.present AND f.stored_name = f.name AND f.stored_tag IS NOT DISTINCT FROM f.tag
+                THEN 'p'
+            WHEN f.present THEN 'x'
+            WHEN a.ord IS NULL THEN 'o'
+            ELSE 'r' END,
+       f.stored_name, f.stored_tag, r.quota,
+       r.plants + (SELECT count(*) FROM allowed w WHERE w.tenant = f.tenant)
+FROM found f
+LEFT JOIN inserted n ON n.tenant = f.tenant AND n.id = f.id
+LEFT JOIN allowed a ON a.ord = f.ord
+LEFT JOIN room r ON r.tenant = f.tenant
+ORDER BY f.ord)sql";
+    return statement;
+}
+
+/// Inserts many plants without overwriting any, without events (so without webhook deliveries)
+/// and without quotas: imports restore plants, they do not announce them, and an operator's
+/// import may take a tenant past its quota. Parameters: kInsertInput's. One row per input, in
+/// input order: (ord, outcome, stored name, stored tag), outcome 'c', 'p', 'x' or 'r' as for
+/// insert_plants_statement(). The caller adds the inserted plants to `tenants`.
+inline const std::string& insert_plants_quietly_statement() {
+    static const std::string statement = std::string(kInsertInput) + R"sql(,
 inserted AS (
     INSERT INTO plants (tenant, id, name, tag, created_at)
     SELECT tenant, id, name, tag, created_at FROM input ORDER BY ord
     ON CONFLICT (tenant, id) DO NOTHING
-    RETURNING tenant, id, name, tag, created_at))sql";
-inline constexpr const char* kAnswer = R"sql(
+    RETURNING tenant, id)
 SELECT i.ord,
        CASE WHEN n.id IS NOT NULL THEN 'c'
             WHEN p.id IS NULL THEN 'r'
@@ -161,31 +245,13 @@ LEFT JOIN inserted n ON n.tenant = i.tenant AND n.id = i.id
 LEFT JOIN LATERAL (SELECT id, name, tag FROM plants
                    WHERE tenant = i.tenant AND id = i.id AND n.id IS NULL OFFSET 0) p ON true
 ORDER BY i.ord)sql";
-}  // namespace insert_plants_sql
+    return statement;
+}
 
-/// Inserts many plants in one statement without overwriting any, and says per input row what
-/// happened. Parameters: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[],
-/// $5 created_at bigint[] (milliseconds). One row per input, in input order: (ord, outcome,
-/// stored name, stored tag), the stored plant being the one found for 'p' and 'x'; outcome is 'c'
-/// (inserted), 'p' (the same plant was there: a replay), 'x' (a different plant has the id) or 'r':
-/// a concurrent transaction committed the id after this statement's snapshot, so it was neither
-/// inserted nor visible: run it again. Each inserted plant's plant.created event is staged for
-/// kAppendEvents. Inputs must not repeat a (tenant, id); sorting them by (tenant, id) gives
-/// concurrent batches one lock order.
-inline const std::string& insert_plants_statement() {
-    static const std::string statement =
-        std::string(insert_plants_sql::kInput) + ",\n" +
-        stage_events_sql("staged", domain::EventType::plant_created, "inserted") +
-        insert_plants_sql::kAnswer;
-    return statement;
-}
-/// insert_plants_statement() without events (so without webhook deliveries): imports restore
-/// plants, they do not announce them.
-inline const std::string& insert_plants_quietly_statement() {
-    static const std::string statement =
-        std::string(insert_plants_sql::kInput) + insert_plants_sql::kAnswer;
-    return statement;
-}
+/// Adds plants to a tenant's count (an import's). Parameters: $1 tenant, $2 how many.
+inline constexpr const char* kAddPlants =
+    "INSERT INTO tenants AS t (tenant, last_seq, plants) VALUES ($1, 0, $2) "
+    "ON CONFLICT (tenant) DO UPDATE SET plants = t.plants + excluded.plants";
 
 /// Deletes one plant and stages its plant.deleted event. Parameters: $1 tenant, $2 id. One row
 /// when it was there.

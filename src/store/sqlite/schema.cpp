@@ -12,7 +12,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 6> kMigrations = {
+constexpr std::array<std::string_view, 7> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -128,6 +128,17 @@ constexpr std::array<std::string_view, 6> kMigrations = {
     R"sql(
     CREATE INDEX webhook_deliveries_pending_seq ON webhook_deliveries (tenant, seq)
         WHERE state = 'pending' AND seq IS NOT NULL;
+    )sql",
+    // 7: one row per tenant: its event log's last seq, how many plants it holds (kept by every
+    // write that creates or deletes one, in the same transaction) and its quota of plants (NULL:
+    // the server's default, 0: unlimited). Counts the plants already stored once.
+    R"sql(
+    ALTER TABLE event_counters RENAME TO tenants;
+    ALTER TABLE tenants ADD COLUMN plants INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE tenants ADD COLUMN max_plants INTEGER;
+    INSERT INTO tenants (tenant, last_seq, plants)
+        SELECT tenant, 0, count(*) FROM plants WHERE true GROUP BY tenant
+        ON CONFLICT (tenant) DO UPDATE SET plants = excluded.plants;
     )sql",
 };
 

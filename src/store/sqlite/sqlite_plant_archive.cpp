@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_plant_archive.hpp"
 
+#include <map>
+
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/schema.hpp"
 
@@ -38,6 +40,11 @@ std::vector<PlantArchive::Outcome> SqlitePlantArchive::import_plants(
             "INSERT INTO plants (tenant, id, name, tag, created_at) VALUES (?1, ?2, ?3, ?4, ?5) "
             "ON CONFLICT (tenant, id) DO NOTHING");
         auto existing = db_->prepare("SELECT name, tag FROM plants WHERE tenant = ?1 AND id = ?2");
+        // Imported plants count against nothing (an operator's act) but are counted.
+        auto count = db_->prepare(
+            "INSERT INTO tenants (tenant, last_seq, plants) VALUES (?1, 0, ?2) "
+            "ON CONFLICT (tenant) DO UPDATE SET plants = plants + excluded.plants");
+        std::map<std::string_view, std::int64_t> inserted;
         for (const auto& stored : plants) {
             insert.bind(1, std::string_view(stored.tenant))
                 .bind(2, stored.id)
@@ -48,6 +55,7 @@ std::vector<PlantArchive::Outcome> SqlitePlantArchive::import_plants(
             insert.reset();
             if (db_->changes() == 1) {
                 outcomes.push_back(Outcome::inserted);
+                ++inserted[stored.tenant];
                 continue;
             }
             existing.bind(1, std::string_view(stored.tenant)).bind(2, stored.id);
@@ -55,6 +63,11 @@ std::vector<PlantArchive::Outcome> SqlitePlantArchive::import_plants(
             const domain::Plant found{existing.column_text(0), existing.column_optional_text(1)};
             existing.reset();
             outcomes.push_back(found == stored.plant ? Outcome::identical : Outcome::conflict);
+        }
+        for (const auto& [tenant, added] : inserted) {
+            count.bind(1, tenant).bind(2, added);
+            count.step();
+            count.reset();
         }
         db_->exec("COMMIT");  // synchronous=FULL: durable when this returns
     } catch (...) {

@@ -106,9 +106,10 @@ class SqlitePlantStore::Checkpointer {
 class SqlitePlantStore::Writer {
   public:
     Writer(const std::filesystem::path& data_dir, Checkpointer& checkpointer,
-           StoreObserver* observer)
+           StoreObserver* observer, std::int64_t default_quota)
         : checkpointer_(checkpointer),
           observer_(observer),
+          default_quota_(default_quota),
           db_(open_store_database(data_dir)),
           begin_(db_->prepare("BEGIN IMMEDIATE")),
           commit_(db_->prepare("COMMIT")),
@@ -119,15 +120,18 @@ class SqlitePlantStore::Writer {
               db_->prepare("DELETE FROM plants WHERE tenant = ?1 AND id = ?2 RETURNING name, tag")),
           update_(
               db_->prepare("UPDATE plants SET name = ?3, tag = ?4 WHERE tenant = ?1 AND id = ?2")),
-          // The tenant's event log: its counter row holds the last seq handed out (one writer,
-          // so in commit order); a batch reads it once per tenant, numbers its events in memory
-          // and stores the last one before COMMIT (an upsert per event would cost each create
-          // one more statement, with its savepoint). Each event is appended in the transaction
-          // that made the change.
-          last_seq_(db_->prepare("SELECT last_seq FROM event_counters WHERE tenant = ?1")),
-          store_seq_(db_->prepare(
-              "INSERT INTO event_counters (tenant, last_seq) VALUES (?1, ?2) ON CONFLICT (tenant) "
-              "DO UPDATE SET last_seq = excluded.last_seq")),
+          // The tenant's row holds the last seq of its event log (one writer, so handed out in
+          // commit order), how many plants it holds and its quota. A batch reads it once per
+          // tenant, numbers events and counts plants in memory (deciding each create against
+          // the quota in the batch's order) and stores it before COMMIT: an upsert per write
+          // would cost each create one more statement, with its savepoint. Each event is
+          // appended in the transaction that made the change.
+          read_tenant_(
+              db_->prepare("SELECT last_seq, plants, max_plants FROM tenants WHERE tenant = ?1")),
+          store_tenant_(
+              db_->prepare("INSERT INTO tenants (tenant, last_seq, plants) VALUES (?1, ?2, ?3) "
+                           "ON CONFLICT (tenant) DO UPDATE SET last_seq = excluded.last_seq, "
+                           "plants = excluded.plants")),
           append_event_(
               db_->prepare("INSERT INTO plant_events (tenant, seq, type, plant_id, name, tag, at) "
                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")),
@@ -159,9 +163,14 @@ class SqlitePlantStore::Writer {
     /// Returns an empty string on success, otherwise why nothing of the batch was written.
     std::string commit(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
         results.clear();
-        last_seqs_.clear();
+        tenants_.clear();
+        appended_.clear();
         auto failure = commit_batch(batch, results);
-        if (!failure.empty()) last_seqs_.clear();
+        if (failure.empty()) {
+            for (const auto& [tenant, state] : tenants_) {
+                if (state.appended) appended_.emplace(tenant, state.last_seq);
+            }
+        }
         return failure;
     }
 
@@ -185,11 +194,14 @@ class SqlitePlantStore::Writer {
             }
             if (!failure.empty()) return failure;
         }
-        for (const auto& [tenant, seq] : last_seqs_) {
-            store_seq_.bind(1, std::string_view(tenant)).bind(2, seq);
-            if (store_seq_.try_step() != SQLITE_DONE)
-                return fail("INSERT event_counters", store_seq_);
-            store_seq_.reset();
+        for (const auto& [tenant, state] : tenants_) {
+            if (!state.appended) continue;  // every change appends an event
+            store_tenant_.bind(1, std::string_view(tenant))
+                .bind(2, state.last_seq)
+                .bind(3, state.plants);
+            if (store_tenant_.try_step() != SQLITE_DONE)
+                return fail("INSERT tenants", store_tenant_);
+            store_tenant_.reset();
         }
         if (commit_.try_step() != SQLITE_DONE) return fail("COMMIT", commit_);
         commit_.reset();
@@ -201,7 +213,7 @@ class SqlitePlantStore::Writer {
     /// log only (see PlantStore::prune_events), one tenant per short transaction.
     /// @throws SqliteError
     std::size_t prune(std::int64_t before, std::size_t limit) {
-        auto tenants = db_->prepare("SELECT tenant FROM event_counters ORDER BY tenant");
+        auto tenants = db_->prepare("SELECT tenant FROM tenants ORDER BY tenant");
         std::vector<std::string> names;
         while (tenants.step()) names.push_back(tenants.column_text(0));
         // What must stay: events committed since `before`, and those with a delivery still
@@ -227,14 +239,59 @@ class SqlitePlantStore::Writer {
     }
 
     /// Each tenant the last committed batch appended events to, with its last seq.
-    const std::map<std::string, std::int64_t, std::less<>>& appended() const { return last_seqs_; }
+    const std::map<std::string, std::int64_t, std::less<>>& appended() const { return appended_; }
 
   private:
+    // A tenant's row as this batch has changed it so far.
+    struct TenantState {
+        std::int64_t last_seq = 0;
+        std::int64_t plants = 0;
+        PlantQuotaSetting quota;
+        bool appended = false;  ///< the batch changed something of the tenant's
+    };
+
+    // The row of `pending`'s tenant, read at its first write in the batch; nullptr after a
+    // failure, whose reason is in `failure`.
+    TenantState* tenant_state(const Pending& pending, std::string& failure) {
+        auto found = tenants_.find(pending.tenant);
+        if (found != tenants_.end()) return &found->second;
+        read_tenant_.bind(1, std::string_view(pending.tenant));
+        const int rc = read_tenant_.try_step();
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            failure = fail("SELECT tenants", read_tenant_);
+            return nullptr;
+        }
+        TenantState state;
+        if (rc == SQLITE_ROW) {
+            state.last_seq = read_tenant_.column_int64(0);
+            state.plants = read_tenant_.column_int64(1);
+            state.quota = read_tenant_.column_optional_int64(2);
+        }
+        read_tenant_.reset();
+        return &tenants_.emplace(pending.tenant, state).first->second;
+    }
+
     // Each kind of write, inside the batch's transaction: appends its result, or returns why
     // the batch failed (after rolling it back).
     std::string create(const Pending& pending, std::int64_t created_at,
                        std::vector<WriteResult>& results) {
         const auto& plant = pending.plant;
+        std::string failure;
+        TenantState* tenant = tenant_state(pending, failure);
+        if (tenant == nullptr) return failure;
+        const auto quota = effective_plant_quota(tenant->quota, default_quota_);
+        if (quota && tenant->plants >= *quota) {
+            // No room: a replay or a conflict is still answered as such; a new plant is refused.
+            bool found = false;
+            if (failure = answer_existing(pending, results, found); !failure.empty())
+                return failure;
+            if (!found) {
+                WriteResult refused{WriteResult::Outcome::over_quota};
+                refused.quota = {*quota, tenant->plants};
+                results.push_back(std::move(refused));
+            }
+            return {};
+        }
         insert_.bind(1, std::string_view(pending.tenant))
             .bind(2, plant.id)
             .bind(3, std::string_view(plant.plant.name))
@@ -244,20 +301,33 @@ class SqlitePlantStore::Writer {
         insert_.reset();
         if (rc != SQLITE_DONE) return fail("INSERT", insert_);
         if (db_->changes() == 1) {
-            if (auto failure =
-                    record(pending, domain::EventType::plant_created, plant.plant, created_at);
+            if (failure = record(*tenant, pending, domain::EventType::plant_created, plant.plant,
+                                 created_at);
                 !failure.empty()) {
                 return failure;
             }
+            ++tenant->plants;
             results.push_back({WriteResult::Outcome::created, plant.plant, {}});
             return {};
         }
+        bool found = false;
+        if (failure = answer_existing(pending, results, found); !failure.empty()) return failure;
+        if (!found) return fail("SELECT (the plant the insert found)", select_);
+        return {};
+    }
+
+    // A create whose id is taken: replayed when the stored plant is the same, else id_taken,
+    // appended to `results` when `found`. Returns why the batch failed, or an empty string.
+    std::string answer_existing(const Pending& pending, std::vector<WriteResult>& results,
+                                bool& found) {
         std::optional<domain::Plant> existing;
         if (auto failure = select(pending, existing); !failure.empty()) return failure;
-        if (!existing) return fail("SELECT (the plant the insert found)", select_);
-        const auto outcome = *existing == plant.plant ? WriteResult::Outcome::replayed
-                                                      : WriteResult::Outcome::id_taken;
-        results.push_back({outcome, std::move(*existing), {}});
+        found = existing.has_value();
+        if (found) {
+            const auto outcome = *existing == pending.plant.plant ? WriteResult::Outcome::replayed
+                                                                  : WriteResult::Outcome::id_taken;
+            results.push_back({outcome, std::move(*existing)});
+        }
         return {};
     }
 
@@ -280,10 +350,14 @@ class SqlitePlantStore::Writer {
         if (rc != SQLITE_ROW) return fail("DELETE", delete_);
         domain::Plant was{delete_.column_text(0), delete_.column_optional_text(1)};
         delete_.reset();
-        if (auto failure = record(pending, domain::EventType::plant_deleted, was, now);
+        std::string failure;
+        TenantState* tenant = tenant_state(pending, failure);
+        if (tenant == nullptr) return failure;
+        if (failure = record(*tenant, pending, domain::EventType::plant_deleted, was, now);
             !failure.empty()) {
             return failure;
         }
+        --tenant->plants;
         results.push_back({WriteResult::Outcome::deleted, {}, {}});
         return {};
     }
@@ -307,7 +381,10 @@ class SqlitePlantStore::Writer {
         const int rc = update_.try_step();
         update_.reset();
         if (rc != SQLITE_DONE) return fail("UPDATE", update_);
-        if (auto failure = record(pending, domain::EventType::plant_updated, changed, now);
+        std::string failure;
+        TenantState* tenant = tenant_state(pending, failure);
+        if (tenant == nullptr) return failure;
+        if (failure = record(*tenant, pending, domain::EventType::plant_updated, changed, now);
             !failure.empty()) {
             return failure;
         }
@@ -318,20 +395,11 @@ class SqlitePlantStore::Writer {
     // Appends the event of a change of `pending`'s plant (now `plant`; for a delete, as it was)
     // to its tenant's log with the tenant's next seq, and queues its webhook deliveries.
     // Returns why the batch failed, or an empty string.
-    std::string record(const Pending& pending, domain::EventType type, const domain::Plant& plant,
-                       std::int64_t at) {
+    std::string record(TenantState& state, const Pending& pending, domain::EventType type,
+                       const domain::Plant& plant, std::int64_t at) {
         const std::string_view tenant = pending.tenant;
-        auto last = last_seqs_.find(pending.tenant);
-        if (last == last_seqs_.end()) {
-            last_seq_.bind(1, tenant);
-            const int rc = last_seq_.try_step();
-            if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return fail("SELECT event_counters", last_seq_);
-            const std::int64_t stored = rc == SQLITE_ROW ? last_seq_.column_int64(0) : 0;
-            last_seq_.reset();
-            last = last_seqs_.emplace(pending.tenant, stored).first;
-        }
-        const std::int64_t seq = ++last->second;
+        const std::int64_t seq = ++state.last_seq;
+        state.appended = true;
         append_event_.bind(1, tenant)
             .bind(2, seq)
             .bind(3, domain::event_name(type))
@@ -429,6 +497,7 @@ class SqlitePlantStore::Writer {
 
     Checkpointer& checkpointer_;
     StoreObserver* observer_;
+    std::int64_t default_quota_;  ///< --max-plants-per-tenant (0: unlimited)
     int pages_at_last_request_ = 0;
     std::unique_ptr<Database> db_;
     Statement begin_;
@@ -437,10 +506,12 @@ class SqlitePlantStore::Writer {
     Statement select_;
     Statement delete_;
     Statement update_;
-    Statement last_seq_;
-    Statement store_seq_;
-    /// The last seq handed out in this batch, per tenant it wrote to.
-    std::map<std::string, std::int64_t, std::less<>> last_seqs_;
+    Statement read_tenant_;
+    Statement store_tenant_;
+    /// The batch's tenants, as it has changed them so far.
+    std::map<std::string, TenantState, std::less<>> tenants_;
+    /// After a commit: each tenant it appended events to, with its last seq.
+    std::map<std::string, std::int64_t, std::less<>> appended_;
     Statement append_event_;
     Statement enqueue_deliveries_;
 };
@@ -460,7 +531,25 @@ class SqlitePlantStore::Reader {
           tagged_page_(db_->prepare("SELECT id, name, tag FROM plants INDEXED BY plants_by_tag "
                                     "WHERE tenant = ?1 AND tag = ?4 AND id >= ?2 "
                                     "ORDER BY id LIMIT ?3")),
-          events_(db_->prepare(kReadEvents)) {}
+          events_(db_->prepare(kReadEvents)),
+          usage_(db_->prepare("SELECT plants, max_plants FROM tenants WHERE tenant = ?1")) {}
+
+    PlantUsage usage(const std::string& tenant, std::int64_t default_quota) {
+        usage_.bind(1, std::string_view(tenant));
+        PlantUsage result;
+        const int rc = usage_.try_step();
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            result.outcome = PlantUsage::Outcome::found;
+            const bool row = rc == SQLITE_ROW;
+            result.plants = row ? usage_.column_int64(0) : 0;
+            result.limit = effective_plant_quota(
+                row ? usage_.column_optional_int64(1) : std::nullopt, default_quota);
+        } else {
+            result.reason = "SELECT tenants failed: " + db_->error_message();
+        }
+        usage_.reset();
+        return result;
+    }
 
     ReadResult read(const std::string& tenant, domain::PlantId id) {
         one_.bind(1, std::string_view(tenant)).bind(2, id);
@@ -546,7 +635,7 @@ class SqlitePlantStore::Reader {
     // last seq) and the page (kind 1) cannot disagree about a prune in between.
     static constexpr const char* kReadEvents =
         "SELECT 0, coalesce((SELECT min(seq) FROM plant_events WHERE tenant = ?1), 0), "
-        "coalesce((SELECT last_seq FROM event_counters WHERE tenant = ?1), 0), "
+        "coalesce((SELECT last_seq FROM tenants WHERE tenant = ?1), 0), "
         "NULL, NULL, NULL, NULL "
         "UNION ALL SELECT * FROM (SELECT 1, seq, at, type, plant_id, name, tag FROM plant_events "
         "WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) ORDER BY 1, 2";
@@ -556,6 +645,7 @@ class SqlitePlantStore::Reader {
     Statement page_;
     Statement tagged_page_;
     Statement events_;
+    Statement usage_;
 };
 
 namespace {
@@ -572,7 +662,8 @@ SqlitePlantStore::Options with_current_schema(SqlitePlantStore::Options options)
 SqlitePlantStore::SqlitePlantStore(Options options)
     : options_(with_current_schema(std::move(options))),
       checkpointer_(std::make_unique<Checkpointer>(options_.data_dir, options_.observer)),
-      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.observer)) {
+      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.observer,
+                                       options_.max_plants_per_tenant)) {
     pending_.reserve(options_.max_batch);
     thread_ = std::thread([this] { run_writer(); });
 }
@@ -600,9 +691,9 @@ SqlitePlantStore::borrow_reader() {
             }};
 }
 
-template <typename Query>
-void SqlitePlantStore::run_read(const ReadCallback& done, Query query) {
-    ReadResult result;
+template <typename Result, typename Query>
+void SqlitePlantStore::run_read(const std::function<void(Result)>& done, Query query) {
+    Result result;
     try {
         auto reader = borrow_reader();
         result = query(*reader);
@@ -622,14 +713,12 @@ void SqlitePlantStore::list(std::string tenant, ListQuery query, ReadCallback do
 
 void SqlitePlantStore::read_events(std::string tenant, std::int64_t after, int limit,
                                    EventReadCallback done) {
-    EventRead result;
-    try {
-        auto reader = borrow_reader();
-        result = reader->events(tenant, after, limit);
-    } catch (const std::exception& error) {
-        result.reason = error.what();  // outcome stays unavailable
-    }
-    done(std::move(result));
+    run_read(done, [&](Reader& reader) { return reader.events(tenant, after, limit); });
+}
+
+void SqlitePlantStore::usage(std::string tenant, UsageCallback done) {
+    run_read(done,
+             [&](Reader& reader) { return reader.usage(tenant, options_.max_plants_per_tenant); });
 }
 
 std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limit) {

@@ -35,6 +35,8 @@ class SqlitePlantStore final : public PlantStore {
         std::size_t max_batch = 4096;
         /// Told about every transaction, on the writer thread; may be null.
         StoreObserver* observer = nullptr;
+        /// The quota of plants of a tenant without one of its own (0: unlimited).
+        std::int64_t max_plants_per_tenant = 0;
     };
 
     /// Opens the store (applying migrations) and starts the writer.
@@ -48,6 +50,7 @@ class SqlitePlantStore final : public PlantStore {
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
     void read_events(std::string tenant, std::int64_t after, int limit,
                      EventReadCallback done) override;
+    void usage(std::string tenant, UsageCallback done) override;
     std::size_t prune_events(std::int64_t before, std::size_t limit) override;
     Health health() const override;
     /// Stops accepting work, commits everything already accepted, and joins the writer.
@@ -68,8 +71,8 @@ class SqlitePlantStore final : public PlantStore {
     void run_writer();
     void run_prune(PruneRequest& request);
     /// Runs `query` on a pooled reader and hands its result (or unavailable) to `done`.
-    template <typename Query>
-    void run_read(const ReadCallback& done, Query query);
+    template <typename Result, typename Query>
+    void run_read(const std::function<void(Result)>& done, Query query);
     /// A reader connection for this thread's use, returned to the pool by the deleter.
     std::unique_ptr<Reader, std::function<void(Reader*)>> borrow_reader();
 
