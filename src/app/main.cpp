@@ -113,7 +113,9 @@ int run(int argc, char** argv) {
         auto args = with_bare_on_off_as_on(argc, argv);
         cli.parse(args);
     } catch (const CLI::ParseError& error) {
-        return cli.exit(error);
+        // --help and --version exit 0; a bad option or value is 2, as the README says, whatever
+        // number CLI11 gives its kind of error.
+        return cli.exit(error) == 0 ? 0 : 2;
     } catch (const std::exception& error) {  // an unreadable or malformed config file
         std::cerr << "plantstore: " << error.what() << '\n';
         return 2;

@@ -149,6 +149,66 @@ TEST(PostgresScaleOut, RacingUpdatesWithOneETagHaveOneWinnerAcrossInstances) {
     }
 }
 
+// A tenant's quota across instances: creates through both, with updates of the same tenant's
+// plants beside them (every batch locks its tenants' rows first, so none deadlocks), fill it
+// exactly; a delete through one frees a slot the other can take.
+TEST(PostgresScaleOut, TwoInstancesShareATenantsQuotaExactly) {
+    TwoInstances instances;
+    const auto& [dir, database, environment, token, a, b] = instances;
+    const std::string auth = "Authorization: Bearer " + token;
+    for (int id = 0; id < 10; ++id) {
+        ASSERT_EQ(post_plant(a.port(), token, R"({"id":)" + std::to_string(id) + R"(,"name":"p"})")
+                      .status,
+                  200);
+    }
+    const auto set =
+        run_plantstore({"tenant", "set", "default", "--max-plants", "40"}, environment);
+    ASSERT_EQ(set.exit_code, 0) << set.err;
+    constexpr int kRacers = 8;
+    constexpr int kEach = 10;
+    std::vector<std::vector<int>> creates(kRacers);
+    std::vector<std::vector<int>> updates(kRacers);
+    std::vector<std::thread> racers;
+    for (int racer = 0; racer < kRacers; ++racer) {
+        racers.emplace_back([&, racer] {
+            const unsigned short port = racer % 2 == 0 ? a.port() : b.port();
+            for (int i = 0; i < kEach; ++i) {
+                const std::string id = std::to_string(1000 * (racer + 1) + i);
+                creates[racer].push_back(
+                    post_plant(port, token, R"({"id":)" + id + R"(,"name":"r"})").status);
+                HttpConnection connection(port);
+                const auto patched = connection.request(
+                    "PATCH", "/plants/" + std::to_string(i), R"({"tag":"t)" + id + R"("})",
+                    {auth, "Content-Type: application/merge-patch+json"});
+                updates[racer].push_back(patched ? patched->status : 0);
+            }
+        });
+    }
+    for (auto& racer : racers) racer.join();
+    int created = 0;
+    for (int racer = 0; racer < kRacers; ++racer) {
+        for (const int status : creates[racer]) {
+            EXPECT_TRUE(status == 200 || status == 403) << status;
+            created += status == 200 ? 1 : 0;
+        }
+        for (const int status : updates[racer]) EXPECT_EQ(status, 200);
+    }
+    EXPECT_EQ(created, 30);
+    EXPECT_EQ(database.query("SELECT count(*) FROM plants"), "40");
+    EXPECT_EQ(database.query("SELECT plants FROM tenants WHERE tenant = 'default'"), "40");
+    for (const auto* instance : {&a, &b}) {
+        HttpConnection connection(instance->port());
+        const auto quota = connection.request("GET", "/quota", "", {auth});
+        ASSERT_TRUE(quota);
+        EXPECT_EQ(boost::json::parse(quota->body).at("plants").as_object().at("used").as_int64(),
+                  40);
+    }
+    HttpConnection deleting(a.port());
+    ASSERT_EQ(deleting.request("DELETE", "/plants/0", "", {auth})->status, 204);
+    EXPECT_EQ(post_plant(b.port(), token, R"({"id":5000000,"name":"late"})").status, 200);
+    EXPECT_EQ(post_plant(a.port(), token, R"({"id":5000001,"name":"later"})").status, 403);
+}
+
 // The change feed across instances: writers on both instances change one tenant's plants while
 // a reader on each follows the feed by long polls; each reader sees seq 1..N, every acknowledged
 // change exactly once, in order. A long poll held by one instance wakes for a commit through the

@@ -58,6 +58,7 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
         result.data_dir = dir_.path() / "data";  // sqlite
         if (database_) result.database_url = database_->url();
         result.max_pending_writes = max_pending;
+        result.max_plants_per_tenant = default_quota;
         result.observer = &recorder;
         return result;
     }
@@ -100,6 +101,7 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
     }
 
     BatchRecorder recorder;
+    std::int64_t default_quota = 0;  ///< --max-plants-per-tenant of the stores open() opens
 
   private:
     testing_support::TempDir dir_;
@@ -680,6 +682,104 @@ TEST_P(PlantStoreContract, ArchiveExportsEverythingAndImportsWithoutOverwriting)
     archive->for_each_plant([&](const StoredPlant& stored) { seen.push_back(stored); });
     ASSERT_EQ(seen.size(), 3U);
     EXPECT_EQ(seen[2].created_at_ms, 1234);  // the imported creation time is kept
+}
+
+PlantUsage usage_of(PlantStore& store, const std::string& tenant) {
+    return wait_for<PlantUsage>([&](auto done) { store.usage(tenant, done); });
+}
+
+TEST_P(PlantStoreContract, AQuotaBoundsNewPlantsOnlyAndADeleteFreesRoom) {
+    default_quota = 3;
+    auto store = open();
+    for (int id = 1; id <= 3; ++id) {
+        ASSERT_EQ(create_and_wait(*store, "a", plant(id, "p")).outcome, Outcome::created) << id;
+    }
+    const auto refused = create_and_wait(*store, "a", plant(4, "p"));
+    EXPECT_EQ(refused.outcome, Outcome::over_quota);
+    EXPECT_EQ(refused.quota.limit, 3);
+    EXPECT_EQ(refused.quota.held, 3);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(1, "p")).outcome, Outcome::replayed);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(2, "other")).outcome, Outcome::id_taken);
+    EXPECT_EQ(update_and_wait(*store, "a", 3, rename("q")).outcome, Outcome::updated);
+    EXPECT_EQ(create_and_wait(*store, "b", plant(4, "p")).outcome, Outcome::created);  // its own
+    auto usage = usage_of(*store, "a");
+    EXPECT_EQ(usage.outcome, PlantUsage::Outcome::found);
+    EXPECT_EQ(usage.plants, 3);
+    EXPECT_EQ(usage.limit, 3);
+    EXPECT_EQ(remove_and_wait(*store, "a", 1).outcome, Outcome::deleted);
+    EXPECT_EQ(usage_of(*store, "a").plants, 2);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(4, "p")).outcome, Outcome::created);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(5, "p")).outcome, Outcome::over_quota);
+    // Nothing of a refused create was written: no plant, no event.
+    EXPECT_FALSE(read_plant(*store, "a", 5));
+    EXPECT_EQ(events("a").size(), 6U);  // 3 creates, 1 update, 1 delete, 1 create
+    const auto fresh = usage_of(*store, "nobody");
+    EXPECT_EQ(fresh.plants, 0);
+    EXPECT_EQ(fresh.limit, 3);
+}
+
+TEST_P(PlantStoreContract, ATenantsOwnQuotaAppliesToTheNextWriteAndImportsAreCounted) {
+    default_quota = 2;
+    auto store = open();
+    auto tenants = open_tenant_repository(config());
+    ASSERT_EQ(create_and_wait(*store, "a", plant(1, "p")).outcome, Outcome::created);
+    ASSERT_EQ(create_and_wait(*store, "a", plant(2, "p")).outcome, Outcome::created);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(3, "p")).outcome, Outcome::over_quota);
+    EXPECT_EQ(tenants->set_max_plants("a", 3).plants, 2);  // while the store is open
+    EXPECT_EQ(create_and_wait(*store, "a", plant(3, "p")).outcome, Outcome::created);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(4, "p")).outcome, Outcome::over_quota);
+    tenants->set_max_plants("a", 0);  // unlimited
+    EXPECT_EQ(create_and_wait(*store, "a", plant(4, "p")).outcome, Outcome::created);
+    EXPECT_EQ(usage_of(*store, "a").limit, std::nullopt);
+    tenants->set_max_plants("a", std::nullopt);  // the default again: now over it
+    auto usage = usage_of(*store, "a");
+    EXPECT_EQ(usage.plants, 4);
+    EXPECT_EQ(usage.limit, 2);
+    const auto refused = create_and_wait(*store, "a", plant(5, "p"));
+    EXPECT_EQ(refused.outcome, Outcome::over_quota);
+    EXPECT_EQ(refused.quota.held, 4);
+    // An operator's import is not limited, and is counted.
+    ASSERT_EQ(create_and_wait(*store, "b", plant(1, "p")).outcome, Outcome::created);
+    auto archive = open_plant_archive(config());
+    archive->import_plants({{"b", 2, {"i", std::nullopt}, 1}, {"b", 3, {"i", std::nullopt}, 1}});
+    EXPECT_EQ(usage_of(*store, "b").plants, 3);
+    EXPECT_EQ(create_and_wait(*store, "b", plant(4, "p")).outcome, Outcome::over_quota);
+    tenants->set_max_plants("c", 7);  // a tenant with nothing yet
+    const auto listed = tenants->list();
+    ASSERT_EQ(listed.size(), 3U);
+    EXPECT_EQ(listed[0].tenant, "a");
+    EXPECT_EQ(listed[0].plants, 4);
+    EXPECT_EQ(listed[0].max_plants, std::nullopt);
+    EXPECT_EQ(listed[1].plants, 3);
+    EXPECT_EQ(listed[2].tenant, "c");
+    EXPECT_EQ(listed[2].max_plants, 7);
+    EXPECT_EQ(listed[2].plants, 0);
+}
+
+TEST_P(PlantStoreContract, TheLastSlotsGoToExactlyAsManyConcurrentCreates) {
+    default_quota = 50;
+    auto store = open();
+    for (int id = 0; id < 45; ++id) {
+        ASSERT_EQ(create_and_wait(*store, "a", plant(id, "p")).outcome, Outcome::created);
+    }
+    // 64 creates at once (most share a batch): 5 fit. None fails for the others' sake.
+    constexpr int kRacers = 64;
+    std::vector<std::promise<WriteResult>> answers(kRacers);
+    for (int i = 0; i < kRacers; ++i) {
+        store->create("a", plant(1000 + i, "r"),
+                      [&answers, i](WriteResult result) { answers[i].set_value(result); });
+    }
+    int created = 0;
+    int refused = 0;
+    for (auto& answer : answers) {
+        const auto outcome = answer.get_future().get().outcome;
+        created += outcome == Outcome::created ? 1 : 0;
+        refused += outcome == Outcome::over_quota ? 1 : 0;
+    }
+    EXPECT_EQ(created, 5);
+    EXPECT_EQ(refused, kRacers - 5);
+    EXPECT_EQ(list_all(*store, "a").size(), 50U);
+    EXPECT_EQ(usage_of(*store, "a").plants, 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, PlantStoreContract, testing::Values("sqlite", "postgres"),
