@@ -725,6 +725,45 @@ def feed_rows(args, binary, workdir, ids):
     return rows, extra
 
 
+def quota_rows(args, binary, workdir, ids):
+    """Creates at 64 connections without a quota and with one no create reaches
+    (--max-plants-per-tenant 10^12, so every create is checked against it and none is refused),
+    interleaved, on SQLite and, with --postgres, on PostgreSQL."""
+    quota = ["--max-plants-per-tenant", str(10**12)]
+    rows = []
+    engines = [("sqlite", None)]
+    postgres = Postgres(workdir) if args.postgres else None
+    started = []
+    try:
+        if postgres:
+            engines.append(("pg", postgres.database("quota")))
+        for engine, url in engines:
+            servers = []
+            for name, extra in (("no quota", []), ("quota", quota)):
+                data_dir = os.path.join(workdir, f"quota-{engine}-{name.replace(' ', '-')}")
+                store = ["--database-url", url] if url else []
+                token = mint_token(binary, data_dir) if not url else mint_token(binary, url=url)
+                server = start_plantstore(binary, data_dir, ["--access-log", "off", *store, *extra],
+                                          f"{engine} {name}")
+                started.append(server)
+                servers.append((server, token))
+            for _ in range(2):  # interleaved: neither always gets the warmer machine
+                for server, token in servers:
+                    row = run_wrk(server, 64, args.duration, token, ids.take())
+                    row["workload"] = f"POST /plants, {server.name}"
+                    rows.append(row)
+                    print(f"{row['workload']:>40} {row['requests_per_s']:>9,.0f} req/s "
+                          f"{row['cpu_us_per_request']:.1f} µs/req", file=sys.stderr)
+            for server, _ in servers:
+                server.stop()
+    finally:
+        for server in started:
+            server.stop()
+        if postgres:
+            postgres.stop()
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True)
@@ -745,6 +784,9 @@ def main():
     parser.add_argument("--feed", action="store_true",
                         help="also measure creates while 100 SSE clients tail the change feed, "
                              "and 1,000 idle streams plus 1,000 waiting long polls")
+    parser.add_argument("--quota", action="store_true",
+                        help="also measure creates with a quota of plants per tenant set against "
+                             "none (on PostgreSQL too with --postgres)")
     parser.add_argument("--baseline", help="another plantstore binary (an older build) measured "
                         "beside this one, interleaved, in the same rows (not with --scaling)")
     parser.add_argument("--baseline-name", default="baseline",
@@ -816,6 +858,8 @@ def main():
             webhook_table, webhook_extra = webhook_rows(args, binary, workdir, ids)
             rows += webhook_table
             extra.update(webhook_extra)
+        if args.quota:
+            rows += quota_rows(args, binary, workdir, ids)
         if args.feed:
             feed_table, feed_extra = feed_rows(args, binary, workdir, ids)
             rows += feed_table

@@ -89,6 +89,15 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
         return rows;
     }
 
+    // Runs `sql` behind the store's back (several statements; on SQLite a store may be open).
+    void run_sql(const std::string& sql) {
+        if (database_) {
+            database_->query(sql);
+        } else {
+            sqlite::open_existing_database(dir_.path() / "data")->exec(sql);
+        }
+    }
+
     // In one snapshot of PostgreSQL: the tenant's largest seq and how many events it has.
     std::pair<std::int64_t, std::int64_t> postgres_log_extent(const std::string& tenant) {
         const std::string both = database_->query(
@@ -780,6 +789,34 @@ TEST_P(PlantStoreContract, TheLastSlotsGoToExactlyAsManyConcurrentCreates) {
     EXPECT_EQ(refused, kRacers - 5);
     EXPECT_EQ(list_all(*store, "a").size(), 50U);
     EXPECT_EQ(usage_of(*store, "a").plants, 50);
+}
+
+// Migration 7 counts the plants a store of schema version 6 already holds, per tenant (also one
+// without a counter row: plants from before the event log), and keeps each tenant's last seq.
+// The version-6 store is made by undoing migration 7 by hand.
+TEST_P(PlantStoreContract, UpgradingCountsThePlantsAlreadyStored) {
+    {
+        auto store = open();
+        for (int id = 0; id < 5; ++id) create_and_wait(*store, "a", plant(id, "p"));
+        create_and_wait(*store, "b", plant(1, "p"));
+    }
+    const std::string undo =
+        "ALTER TABLE tenants DROP COLUMN plants; ALTER TABLE tenants DROP COLUMN max_plants; "
+        "ALTER TABLE tenants RENAME TO event_counters; "
+        "DELETE FROM event_counters WHERE tenant = 'b'; "
+        "DELETE FROM plant_events WHERE tenant = 'b'; ";
+    run_sql(undo + (on_postgres() ? "ALTER INDEX tenants_pkey RENAME TO event_counters_pkey; "
+                                    "UPDATE plantstore_schema SET version = 6"
+                                  : "PRAGMA user_version = 6"));
+    default_quota = 6;
+    auto store = open();
+    EXPECT_EQ(usage_of(*store, "a").plants, 5);
+    EXPECT_EQ(usage_of(*store, "b").plants, 1);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(5, "p")).outcome, Outcome::created);
+    EXPECT_EQ(create_and_wait(*store, "a", plant(6, "p")).outcome, Outcome::over_quota);
+    const auto log = events("a");
+    ASSERT_EQ(log.size(), 6U);
+    EXPECT_EQ(log.back().substr(0, 2), "6:");  // five events before the upgrade, one after
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, PlantStoreContract, testing::Values("sqlite", "postgres"),
