@@ -747,7 +747,7 @@ def quota_rows(args, binary, workdir, ids):
                                           f"{engine} {name}")
                 started.append(server)
                 servers.append((server, token))
-            for _ in range(2):  # interleaved: neither always gets the warmer machine
+            for _ in range(3):  # interleaved: neither always gets the warmer machine
                 for server, token in servers:
                     row = run_wrk(server, 64, args.duration, token, ids.take())
                     row["workload"] = f"POST /plants, {server.name}"

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace plantstore::app {
 namespace {
@@ -69,6 +72,31 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(event_retention(config), std::chrono::hours(24 * 7));
     config.event_retention = "90s";
     EXPECT_EQ(event_retention(config), std::chrono::seconds(90));
+    EXPECT_EQ(store_config(config).max_plants_per_tenant, 0);
+    config.max_plants_per_tenant = 500;
+    EXPECT_EQ(store_config(config).max_plants_per_tenant, 500);
+}
+
+TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {
+    const auto parsed = [](std::vector<std::string> args) -> std::string {
+        CLI::App command;
+        ServeConfig config;
+        add_serve_options(&command, config);
+        std::reverse(args.begin(), args.end());
+        try {
+            command.parse(args);
+        } catch (const CLI::ParseError& error) {
+            return error.what();
+        }
+        return std::to_string(config.max_plants_per_tenant);
+    };
+    EXPECT_EQ(parsed({"--max-plants-per-tenant", "250"}), "250");
+    EXPECT_EQ(parsed({}), "0");
+    for (const char* bad : {"-1", "x", "1000000000001"}) {
+        EXPECT_NE(parsed({"--max-plants-per-tenant", bad}).find("--max-plants-per-tenant"),
+                  std::string::npos)
+            << bad;
+    }
 }
 
 }  // namespace

@@ -50,17 +50,29 @@ void PgPlantArchive::for_each_plant(const std::function<void(const StoredPlant&)
 
 std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
     const std::vector<StoredPlant>& plants) {
+    // A deadlock with a serving instance's batch (statements.hpp) or a serialization failure
+    // rolled everything back: the same transaction again is safe.
+    for (int attempt = 1;; ++attempt) {
+        try {
+            return import_once(plants);
+        } catch (const PgError& error) {
+            if (!error.retryable() || attempt == kMaxAttempts) throw;
+        }
+    }
+}
+
+std::vector<PlantArchive::Outcome> PgPlantArchive::import_once(
+    const std::vector<StoredPlant>& plants) {
     PGconn* connection = connection_.get();
     std::vector<Outcome> outcomes(plants.size(), Outcome::conflict);
     exec(connection, "BEGIN");
     try {
-        // The tenants' rows first, as every write does (statements.hpp).
+        // The rows of the tenants with a quota first, as every write takes them (statements.hpp;
+        // the server's default quota is not known here, only tenants' own: a tenant on the
+        // default has its row taken last, and an API batch waiting for it is retried).
         std::set<std::string_view> tenants;
         for (const StoredPlant& stored : plants) tenants.insert(stored.tenant);
-        std::string tenant_array = "{";
-        for (const std::string_view tenant : tenants) append_array_element(tenant_array, tenant);
-        tenant_array += '}';
-        exec(connection, kLockTenants, {std::move(tenant_array)});
+        exec(connection, kLockTenants, {tenant_array(tenants), "0"});
         std::map<std::string_view, std::int64_t> inserted;
         // Runs of plants with distinct (tenant, id) per statement (the statement's rule); a
         // plant whose id another transaction committed meanwhile goes again in the next one,
@@ -111,8 +123,14 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_plants(
             again.insert(again.end(), later.begin(), later.end());
             todo = std::move(again);
         }
-        for (const auto& [tenant, count] : inserted) {
-            exec(connection, kAddPlants, {std::string(tenant), std::to_string(count)});
+        if (!inserted.empty()) {
+            std::string names = "{";
+            std::string counts = "{";
+            for (const auto& [tenant, count] : inserted) {
+                append_array_element(names, tenant);
+                append_bigint_element(counts, count);
+            }
+            exec(connection, kAddPlants, {names + "}", counts + "}"});
         }
         exec(connection, "COMMIT");  // synchronous_commit decides durability; see the README
     } catch (...) {

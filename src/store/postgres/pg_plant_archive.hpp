@@ -18,6 +18,9 @@ class PgPlantArchive final : public PlantArchive {
     std::vector<Outcome> import_plants(const std::vector<StoredPlant>& plants) override;
 
   private:
+    /// One transaction of import_plants(). @throws PgError (retryable: nothing was written)
+    std::vector<Outcome> import_once(const std::vector<StoredPlant>& plants);
+
     Connection connection_;
 };
 

@@ -485,13 +485,13 @@ class PgPlantStore::Engine {
         std::sort(changes.begin(), changes.end(), by_key);
         std::vector<Statement> statements;
         statements.push_back({{}, "BEGIN", {}});
-        // First, every tenant's row (statements.hpp).
+        // First, the rows of the tenants with a quota (statements.hpp).
         std::set<std::string_view> tenants;
         for (const Pending& pending : batch) tenants.insert(pending.tenant);
-        std::string tenant_array = "{";
-        for (const std::string_view tenant : tenants) append_array_element(tenant_array, tenant);
-        tenant_array += '}';
-        statements.push_back({"lock_tenants", {}, {std::move(tenant_array)}});
+        statements.push_back({"lock_tenants",
+                              {},
+                              {tenant_array(tenants),
+                               std::to_string(options_.max_plants_per_tenant)}});
         const std::int64_t now = common::unix_ms_now();
         if (!creates.empty()) {
             PlantArrays arrays;

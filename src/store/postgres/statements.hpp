@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,19 +47,26 @@ namespace plantstore::store::postgres {
 
 // The event log (schema migration 5) and the quotas (7). A change's event needs the tenant's next
 // seq, and a seq taken from a SEQUENCE is not handed out in commit order (a transaction that took
-// 11 can commit after one that took 12, and a reader that saw 12 would miss 11 for good). A
-// create must know how many plants its tenant holds, exactly, while other instances create too.
-// So each tenant has a row in `tenants` (last seq, plants held, quota) that every write batch
-// locks FIRST, all its tenants in one statement in tenant order (kLockTenants), and holds to
-// COMMIT: the transactions of one tenant run one at a time, whichever instance sends them, and
-// the insert reads the count and the quota knowing no one else can change them. Every batch
-// takes the rows in the same place and order, before any plant row, so no cycle of waits can
-// form: taken later by some batches (the event log's counter once was, by all of them, last),
-// a batch holding a plant row would wait for the tenant's row held by one waiting for that plant.
-// Each write statement stages its event in a temporary table of the session, and
-// append_events_statement(), the batch's last statement before the durability mark, numbers
-// them all, adds them and the plants created less those deleted to each tenant's row, and
-// appends the events and their webhook deliveries.
+// 11 can commit after one that took 12, and a reader that saw 12 would miss 11 for good). So each
+// tenant has a row in `tenants` (last seq, plants held, quota) that the batch's transaction
+// updates and whose row lock, held to COMMIT, orders the transactions of one tenant. Each write
+// statement stages its event in a temporary table of the session, and append_events_statement(),
+// the batch's last statement before the durability mark, numbers them all, adds them and the
+// plants created less those deleted to each tenant's row (in tenant order), and appends the
+// events and their webhook deliveries.
+// Where the row is locked depends on the tenant, the same way for every writer:
+// - A tenant without a quota has its row taken LAST, by append_events_statement(): held only from
+//   there to COMMIT, so two instances' batches of one tenant overlap until then. Taken in the
+//   first write instead, a batch would hold it while waiting for a plant row that another
+//   instance's batch holds while that batch waits for the row.
+// - A tenant with a quota (its own or the server's default) has its row taken FIRST, by
+//   kLockTenants, before any plant row: a create must know exactly how many plants its tenant
+//   holds while other instances create too, so its tenant's batches run one at a time, whichever
+//   instance sends them, and the insert reads the count knowing no one can change it.
+// Each tenant's row is in one place for every batch, so no cycle of waits can form. Only while
+// a quota is being set or removed can two batches disagree (one read it before the change, one
+// after); a deadlock between them is then possible, PostgreSQL breaks it within deadlock_timeout
+// and the batch it failed is retried (kMaxAttempts).
 inline constexpr const char* kStagedEventsTable =
     "CREATE TEMPORARY TABLE staged_events ("
     "ord bigint GENERATED ALWAYS AS IDENTITY, tenant text NOT NULL, type text NOT NULL, "
@@ -85,11 +93,22 @@ inline std::string stage_events_sql(std::string_view name, domain::EventType typ
            ", id, name, tag FROM " + std::string(rows) + ")";
 }
 
-/// Locks (creating when missing) the rows of the batch's tenants in `tenants`, in tenant order.
-/// Parameter: $1 the tenants (text[], without repeats).
-inline constexpr const char* kLockTenants =
-    "INSERT INTO tenants AS t (tenant, last_seq) SELECT tenant, 0 FROM unnest($1::text[]) "
-    "AS u(tenant) ORDER BY tenant ON CONFLICT (tenant) DO UPDATE SET last_seq = t.last_seq";
+/// Locks (creating when missing) the rows of the batch's tenants that have a quota, in tenant
+/// order (see above); does nothing for the others. Parameters: $1 the tenants (text[], without
+/// repeats), $2 the server's default quota (0: unlimited).
+inline constexpr const char* kLockTenants = R"sql(
+INSERT INTO tenants AS t (tenant, last_seq)
+SELECT u.tenant, 0 FROM unnest($1::text[]) AS u(tenant)
+WHERE coalesce((SELECT max_plants FROM tenants WHERE tenant = u.tenant), $2::bigint) > 0
+ORDER BY u.tenant
+ON CONFLICT (tenant) DO UPDATE SET last_seq = t.last_seq)sql";
+
+/// kLockTenants' parameter: each of `tenants` once.
+inline std::string tenant_array(const std::set<std::string_view>& tenants) {
+    std::string literal = "{";
+    for (const std::string_view tenant : tenants) append_array_element(literal, tenant);
+    return literal + "}";
+}
 
 /// The channel on which each commit that appended events tells every listening instance, in
 /// one notification per tenant: "<last seq> <tenant>" (NOTIFY is sent at COMMIT, and only if it
@@ -168,36 +187,47 @@ WITH input AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[])
         WITH ORDINALITY AS t(tenant, id, name, tag, created_at, ord)))sql";
 
-/// Inserts many plants in one statement without overwriting any, and no more new ones for a
-/// tenant than its quota leaves room for, in input order; says per input row what happened.
+/// Inserts many plants in one statement without overwriting any, and for a tenant with a quota
+/// no more new ones than it leaves room for, in input order; says per input row what happened.
 /// Parameters: kInsertInput's, and $6 the server's default quota (0: unlimited) for tenants
-/// without one of their own. Run after kLockTenants locked the tenants' rows, so their counts
-/// cannot change under it. One row per input, in input order: (ord, outcome, stored name, stored
-/// tag, quota, plants held), the stored plant being the one found for 'p' and 'x', the last two
-/// for 'o'. Outcome: 'c' inserted, 'p' the same plant was there (a replay), 'x' a different plant
-/// has the id, 'o' no room left in the tenant's quota, or 'r': a concurrent transaction committed
-/// the id after this statement's snapshot, so it was neither inserted nor visible: run it again.
-/// Each inserted plant's plant.created event is staged for append_events_statement(). Inputs
-/// must not repeat a (tenant, id); sorting them by (tenant, id) gives concurrent batches one lock
-/// order. Existing plants are probed per row (the LATERAL subquery, which OFFSET 0 keeps from
-/// becoming a join), and so is each tenant's row.
+/// without one of their own. Run after kLockTenants locked the rows of the tenants with a quota,
+/// so their counts cannot change under it. One row per input, in input order: (ord, outcome,
+/// stored name, stored tag, quota, plants held), the stored plant being the one found for 'p'
+/// and 'x', the last two for 'o'. Outcome: 'c' inserted, 'p' the same plant was there (a replay),
+/// 'x' a different plant has the id, 'o' no room left in the tenant's quota, or 'r': a concurrent
+/// transaction committed the id after this statement's snapshot, so it was neither inserted nor
+/// visible: run it again. Each inserted plant's plant.created event is staged for
+/// append_events_statement(). Inputs must not repeat a (tenant, id); sorting them by (tenant, id)
+/// gives concurrent batches one lock order. Plants are probed per row (LATERAL subqueries, which
+/// OFFSET 0 keeps from becoming joins): only when not inserted, as before quotas, except for a
+/// tenant whose quota this batch could cross (`tight`: it holds so many that its rows in the
+/// batch would not all fit), whose rows are probed before the insert, since only new plants
+/// count against its quota. So a quota costs only the tenants near it.
 inline const std::string& insert_plants_statement() {
     static const std::string statement = std::string(kInsertInput) + R"sql(,
+limited AS (
+    SELECT i.tenant, coalesce(t.plants, 0) AS plants, coalesce(t.max_plants, $6::bigint) AS quota
+    FROM (SELECT DISTINCT tenant FROM input) i
+    LEFT JOIN LATERAL (SELECT plants, max_plants FROM tenants
+                       WHERE tenant = i.tenant OFFSET 0) t ON true
+    WHERE coalesce(t.max_plants, $6::bigint) > 0),
+tight AS (
+    SELECT l.* FROM limited l
+    WHERE l.plants + (SELECT count(*) FROM input i WHERE i.tenant = l.tenant) > l.quota),
 found AS (
-    SELECT i.*, p.id IS NOT NULL AS present, p.name AS stored_name, p.tag AS stored_tag
-    FROM input i
+    SELECT i.ord, p.id IS NOT NULL AS present, p.name AS stored_name, p.tag AS stored_tag
+    FROM input i JOIN tight l ON l.tenant = i.tenant
     LEFT JOIN LATERAL (SELECT id, name, tag FROM plants
                        WHERE tenant = i.tenant AND id = i.id OFFSET 0) p ON true),
-room AS (
-    SELECT t.tenant, t.plants, coalesce(t.max_plants, $6::bigint) AS quota
-    FROM (SELECT DISTINCT tenant FROM input) i
-    JOIN LATERAL (SELECT * FROM tenants WHERE tenant = i.tenant OFFSET 0) t ON true),
-fresh AS (
-    SELECT f.*, row_number() OVER (PARTITION BY f.tenant ORDER BY f.ord) AS k
-    FROM found f WHERE NOT f.present),
 allowed AS (
-    SELECT f.* FROM fresh f LEFT JOIN room r ON r.tenant = f.tenant
-    WHERE r.quota IS NULL OR r.quota <= 0 OR r.plants + f.k <= r.quota),
+    SELECT i.* FROM input i WHERE i.tenant NOT IN (SELECT tenant FROM tight)
+    UNION ALL
+    SELECT i.tenant, i.id, i.name, i.tag, i.created_at, i.ord FROM (
+        SELECT i.*, l.plants, l.quota,
+               row_number() OVER (PARTITION BY i.tenant ORDER BY i.ord) AS k
+        FROM input i JOIN found f ON f.ord = i.ord JOIN tight l ON l.tenant = i.tenant
+        WHERE NOT f.present) i
+    WHERE i.plants + i.k <= i.quota),
 inserted AS (
     INSERT INTO plants (tenant, id, name, tag, created_at)
     SELECT tenant, id, name, tag, created_at FROM allowed ORDER BY ord
@@ -205,20 +235,29 @@ inserted AS (
     RETURNING tenant, id, name, tag, created_at),
 )sql" + stage_events_sql("staged", domain::EventType::plant_created, "inserted") +
                                          R"sql(
-SELECT f.ord,
+SELECT i.ord,
        CASE WHEN n.id IS NOT NULL THEN 'c'
-            WHEN f.present AND f.stored_name = f.name AND f.stored_tag IS NOT DISTINCT FROM f.tag
+            WHEN f.present AND f.stored_name = i.name AND f.stored_tag IS NOT DISTINCT FROM i.tag
                 THEN 'p'
             WHEN f.present THEN 'x'
             WHEN a.ord IS NULL THEN 'o'
-            ELSE 'r' END,
-       f.stored_name, f.stored_tag, r.quota,
-       r.plants + (SELECT count(*) FROM allowed w WHERE w.tenant = f.tenant)
-FROM found f
-LEFT JOIN inserted n ON n.tenant = f.tenant AND n.id = f.id
-LEFT JOIN allowed a ON a.ord = f.ord
-LEFT JOIN room r ON r.tenant = f.tenant
-ORDER BY f.ord)sql";
+            WHEN p.id IS NULL THEN 'r'
+            WHEN p.name = i.name AND p.tag IS NOT DISTINCT FROM i.tag THEN 'p'
+            ELSE 'x' END,
+       CASE WHEN f.present THEN f.stored_name ELSE p.name END,
+       CASE WHEN f.present THEN f.stored_tag ELSE p.tag END,
+       l.quota,
+       CASE WHEN a.ord IS NULL AND NOT f.present
+            THEN l.plants + (SELECT count(*) FROM allowed w WHERE w.tenant = i.tenant) END
+FROM input i
+LEFT JOIN found f ON f.ord = i.ord
+LEFT JOIN inserted n ON n.tenant = i.tenant AND n.id = i.id
+LEFT JOIN allowed a ON a.ord = i.ord
+LEFT JOIN tight l ON l.tenant = i.tenant
+LEFT JOIN LATERAL (SELECT id, name, tag FROM plants
+                   WHERE tenant = i.tenant AND id = i.id AND n.id IS NULL AND f.ord IS NULL
+                   OFFSET 0) p ON true
+ORDER BY i.ord)sql";
     return statement;
 }
 
@@ -248,10 +287,12 @@ ORDER BY i.ord)sql";
     return statement;
 }
 
-/// Adds plants to a tenant's count (an import's). Parameters: $1 tenant, $2 how many.
-inline constexpr const char* kAddPlants =
-    "INSERT INTO tenants AS t (tenant, last_seq, plants) VALUES ($1, 0, $2) "
-    "ON CONFLICT (tenant) DO UPDATE SET plants = t.plants + excluded.plants";
+/// Adds plants to tenants' counts (an import's), in tenant order, last (see above). Parameters:
+/// $1 the tenants (text[]), $2 how many each (bigint[]).
+inline constexpr const char* kAddPlants = R"sql(
+INSERT INTO tenants AS t (tenant, last_seq, plants)
+SELECT tenant, 0, n FROM unnest($1::text[], $2::bigint[]) AS u(tenant, n) ORDER BY tenant
+ON CONFLICT (tenant) DO UPDATE SET plants = t.plants + excluded.plants)sql";
 
 /// Deletes one plant and stages its plant.deleted event. Parameters: $1 tenant, $2 id. One row
 /// when it was there.
