@@ -27,19 +27,21 @@ struct ReadQuota {
     outbox::SubscriptionService* webhooks;
 
     void call(const std::string& tenant, std::function<void(Result)> done) const {
-        store.usage(tenant, [webhooks = webhooks, tenant,
+        store.usage(tenant, [webhooks = webhooks, tenant = std::string(tenant),
                              done = std::move(done)](store::PlantUsage usage) mutable {
             QuotaReport report{std::move(usage)};
             if (webhooks == nullptr || report.plants.outcome != store::PlantUsage::Outcome::found) {
                 done(std::move(report));
                 return;
             }
-            webhooks->list(std::move(tenant), [report = std::move(report), done = std::move(done)](
-                                                  outbox::SubscriptionOutcome listed) mutable {
-                report.subscriptions_known = listed.kind == outbox::SubscriptionOutcome::Kind::ok;
-                report.subscriptions = listed.subscriptions.size();
-                done(std::move(report));
-            });
+            webhooks->list(std::move(tenant),
+                           [report = std::move(report), done = std::move(done)](
+                               const outbox::SubscriptionOutcome& listed) mutable {
+                               report.subscriptions_known =
+                                   listed.kind == outbox::SubscriptionOutcome::Kind::ok;
+                               report.subscriptions = listed.subscriptions.size();
+                               done(std::move(report));
+                           });
         });
     }
     http::Response respond(const Result& report) const {

@@ -13,6 +13,7 @@ std::vector<TenantRecord> PgTenantRepository::list() {
     const Result rows = exec(connection_.get(), tenant_list_sql(R"( COLLATE "C")"));
     const PGresult* r = rows.get();
     std::vector<TenantRecord> records;
+    records.reserve(static_cast<std::size_t>(PQntuples(r)));
     for (int row = 0; row < PQntuples(r); ++row) {
         records.push_back({std::string(text_at(r, row, 0)), int64_at(r, row, 1),
                            int64_at(r, row, 3), int64_at(r, row, 4), optional_int64_at(r, row, 2)});
