@@ -488,10 +488,10 @@ class PgPlantStore::Engine {
         // First, the rows of the tenants with a quota (statements.hpp).
         std::set<std::string_view> tenants;
         for (const Pending& pending : batch) tenants.insert(pending.tenant);
-        statements.push_back({"lock_tenants",
-                              {},
-                              {tenant_array(tenants),
-                               std::to_string(options_.max_plants_per_tenant)}});
+        statements.push_back(
+            {"lock_tenants",
+             {},
+             {tenant_array(tenants), std::to_string(options_.max_plants_per_tenant)}});
         const std::int64_t now = common::unix_ms_now();
         if (!creates.empty()) {
             PlantArrays arrays;
