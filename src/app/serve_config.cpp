@@ -226,6 +226,14 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "PEM certificate chain; with --tls-key the listener speaks HTTPS (TLS 1.2+), and "
            "SIGHUP rereads both");
     option("--tls-key", config.tls_key, "PLANTSTORE_TLS_KEY", "PEM private key for --tls-cert");
+    option("--tls-ciphers", config.tls_ciphers, "PLANTSTORE_TLS_CIPHERS",
+           "TLS 1.2 ciphers, an OpenSSL cipher list; the default allows ECDHE key exchange with "
+           "AES-GCM or ChaCha20-Poly1305 only (Mozilla's intermediate profile without DHE)");
+    option("--tls-ciphersuites", config.tls_ciphersuites, "PLANTSTORE_TLS_CIPHERSUITES",
+           "TLS 1.3 cipher suites, an OpenSSL list");
+    option("--hsts-max-age", config.hsts_max_age, "PLANTSTORE_HSTS_MAX_AGE",
+           "Seconds of Strict-Transport-Security sent on every HTTPS response (0: none, e.g. "
+           "when TLS ends at a proxy); never sent over plain HTTP");
     option("--auth-failure-burst", config.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
            "Failed authentications one address may make at once");
     list("--trusted-proxy", config.trusted_proxies, "PLANTSTORE_TRUSTED_PROXY",
@@ -409,6 +417,16 @@ void validate(const ServeConfig& config) {
     if (config.database_timeout_ms < 0) {
         throw CLI::ValidationError("--database-timeout-ms", "must be 0 (no limit) or more");
     }
+    if (config.hsts_max_age < 0) {
+        throw CLI::ValidationError("--hsts-max-age", "must be 0 (none) or more seconds");
+    }
+    try {
+        transport::check_tls_ciphers(config.tls_ciphers, config.tls_ciphersuites);
+    } catch (const std::invalid_argument& error) {
+        const std::string what = error.what();
+        const auto colon = what.find(": ");
+        throw CLI::ValidationError(what.substr(0, colon), what.substr(colon + 2));
+    }
     try {
         validate_webhook_config(config.webhooks);
     } catch (const std::invalid_argument& error) {
@@ -450,8 +468,13 @@ transport::ServerOptions server_options(const ServeConfig& config) {
         config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
     options.tls_cert_file = config.tls_cert;
     options.tls_key_file = config.tls_key;
+    options.tls_ciphers = config.tls_ciphers;
+    options.tls_ciphersuites = config.tls_ciphersuites;
     options.trusted_proxies = config.trusted_proxies;
     transport::ServerLimits& limits = options.limits;
+    if (config.hsts_max_age > 0) {
+        limits.strict_transport_security = "max-age=" + std::to_string(config.hsts_max_age);
+    }
     limits.max_body_bytes = config.max_body_bytes;
     limits.max_header_bytes = config.max_header_bytes;
     limits.max_connections = config.max_connections;

@@ -65,6 +65,10 @@ struct ServeConfig {
     double auth_failure_burst = 20;
     std::string tls_cert;
     std::string tls_key;
+    std::string tls_ciphers = transport::kTlsCiphers;
+    std::string tls_ciphersuites = transport::kTlsCiphersuites;
+    /// Strict-Transport-Security's max-age on HTTPS responses; 0: none.
+    long hsts_max_age = 63'072'000;
     std::string metrics_listen;
     std::vector<std::string> trusted_proxies;
     std::string jwt_issuer;

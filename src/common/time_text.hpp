@@ -33,4 +33,20 @@ inline std::string rfc3339(std::int64_t unix_ms, bool with_milliseconds) {
     return result + "Z";
 }
 
+/// RFC 9110 §5.6.7's IMF-fixdate, the form of the Date header: "Sun, 06 Nov 1994 08:49:37 GMT".
+/// English names whatever the locale (strftime's %a and %b follow LC_TIME).
+inline std::string imf_fixdate(std::int64_t unix_seconds) {
+    static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    const auto seconds = static_cast<std::time_t>(unix_seconds);
+    std::tm parts{};
+    gmtime_r(&seconds, &parts);
+    char text[40];
+    std::snprintf(text, sizeof text, "%s, %02d %s %04d %02d:%02d:%02d GMT",
+                  kDays[parts.tm_wday % 7], parts.tm_mday, kMonths[parts.tm_mon % 12],
+                  parts.tm_year + 1900, parts.tm_hour, parts.tm_min, parts.tm_sec);
+    return text;
+}
+
 }  // namespace plantstore::common

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "common/http_text.hpp"
+#include "common/time_text.hpp"
 #include "http/handler.hpp"
 #include "transport/client_address.hpp"
 #include "transport/framing.hpp"
@@ -106,6 +108,24 @@ class WorkerGate {
 // thread touches `connections`. Only that thread, or the one destroying the Worker once that
 // thread has stopped, destroys a connection: other threads reach one through the gate and
 // weak references alone.
+// The Date header's value (RFC 9110 §6.6.1), formatted at most once a second: one per worker,
+// used on its thread only.
+class DateText {
+  public:
+    std::string_view now() {
+        const std::time_t second = std::time(nullptr);
+        if (second != second_) {
+            second_ = second;
+            text_ = common::imf_fixdate(second);
+        }
+        return text_;
+    }
+
+  private:
+    std::time_t second_ = -1;
+    std::string text_;
+};
+
 struct Worker {
     explicit Worker(unsigned worker_index) : index(worker_index) {}
     ~Worker() { gate->close(); }
@@ -117,6 +137,7 @@ struct Worker {
     const std::shared_ptr<WorkerGate> gate = std::make_shared<WorkerGate>(context);
     std::unordered_set<ConnectionBase*> connections;
     std::uint64_t next_request_number = 0;
+    DateText date;
 };
 
 // A process-unique id: a random prefix chosen at start, the worker and a per-worker counter.
@@ -454,7 +475,9 @@ class Connection final : public ConnectionBase,
     net::awaitable<bool> send_stream(plantstore::http::Response response, unsigned version) {
         const std::shared_ptr<plantstore::http::BodyStream> stream = std::move(response.stream);
         out_.clear();
-        serialize_response(out_, response, {version, false, false, exchange_.request_id, true});
+        serialize_response(out_, response,
+                           {version, false, false, exchange_.request_id, true, worker_.date.now(),
+                            kTls ? std::string_view(limits_.strict_transport_security) : ""});
         append_chunk(out_, response.body, version);
         std::size_t bytes = response.body.size();
         streaming_ = true;
@@ -650,8 +673,10 @@ class Connection final : public ConnectionBase,
         }
         response.stream.reset();  // HEAD: the head alone, as for any response
         out_.clear();
-        serialize_response(out_, response,
-                           {version, keep_alive, exchange_.head_request, exchange_.request_id});
+        serialize_response(
+            out_, response,
+            {version, keep_alive, exchange_.head_request, exchange_.request_id, false,
+             worker_.date.now(), kTls ? std::string_view(limits_.strict_transport_security) : ""});
         report(response);
         enter(Phase::writing, limits_.write_timeout);
         error_code ec;

@@ -35,6 +35,17 @@ void serialize_response(std::string& out, const http::Response& response, const 
     out += "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Request-Id: ";
     out.append(framing.request_id.data(), framing.request_id.size());
     out += "\r\n";
+    if (!framing.date.empty()) {
+        out += "Date: ";
+        out.append(framing.date.data(), framing.date.size());
+        out += "\r\n";
+    }
+    if (!framing.strict_transport_security.empty()) {
+        out += "Strict-Transport-Security: ";
+        out.append(framing.strict_transport_security.data(),
+                   framing.strict_transport_security.size());
+        out += "\r\n";
+    }
     // RFC 9110 §8.6, §15.4.5: a 204 or a 304 carries no content (and here no length).
     if (response.status != 204 && response.status != 304) {
         out += "Content-Type: ";

@@ -27,6 +27,10 @@ struct Framing {
     /// append_chunk()), HTTP/1.0 until the connection closes; no Content-Length, and `body` not
     /// written.
     bool streamed = false;
+    /// The Date header's value (RFC 9110 §6.6.1; an IMF-fixdate); empty: none.
+    std::string_view date;
+    /// Strict-Transport-Security's value (HTTPS only); empty: none.
+    std::string_view strict_transport_security;
 };
 
 /// Appends the status line, headers and body of `response` to `out`. Written by hand rather

@@ -1,5 +1,8 @@
 #include "transport/http_server.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -9,6 +12,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <future>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -36,10 +40,41 @@ net::awaitable<void> sweep_deadlines(Worker& worker, ExchangeObserver& observer)
     }
 }
 
-// A server context for TLS 1.2 and newer from PEM files. @throws std::runtime_error naming
-// the file that could not be used.
-std::shared_ptr<net::ssl::context> load_tls_context(const std::string& cert_file,
-                                                    const std::string& key_file) {
+// ALPN (RFC 7301): the one protocol served, HTTP/1.1; a client that offers only others gets
+// the no_application_protocol alert (§3.2). OpenSSL picks from the lists; this only says which.
+int select_http11(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_length,
+                  const unsigned char* offered, unsigned int offered_length, void* /*arg*/) {
+    static constexpr unsigned char kServed[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    unsigned char* selected = nullptr;
+    unsigned char selected_length = 0;
+    if (SSL_select_next_proto(&selected, &selected_length, kServed, sizeof kServed, offered,
+                              offered_length) != OPENSSL_NPN_NEGOTIATED) {
+        return SSL_TLSEXT_ERR_ALERT_FATAL;
+    }
+    *out = selected;
+    *out_length = selected_length;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+// Applies the cipher lists to `context`. @throws std::invalid_argument naming the option
+void set_ciphers(SSL_CTX* context, const std::string& ciphers, const std::string& ciphersuites) {
+    if (SSL_CTX_set_cipher_list(context, ciphers.c_str()) != 1) {
+        ERR_clear_error();
+        throw std::invalid_argument("--tls-ciphers: OpenSSL takes no cipher from '" + ciphers +
+                                    "' (an OpenSSL cipher list, e.g. " + kTlsCiphers + ")");
+    }
+    if (SSL_CTX_set_ciphersuites(context, ciphersuites.c_str()) != 1) {
+        ERR_clear_error();
+        throw std::invalid_argument("--tls-ciphersuites: OpenSSL takes no TLS 1.3 suite from '" +
+                                    ciphersuites + "' (e.g. " + kTlsCiphersuites + ")");
+    }
+}
+
+// A server context for TLS 1.2 and newer from PEM files, with the options' cipher lists and
+// ALPN. @throws std::runtime_error naming the file that could not be used
+std::shared_ptr<net::ssl::context> load_tls_context(const ServerOptions& options) {
+    const std::string& cert_file = options.tls_cert_file;
+    const std::string& key_file = options.tls_key_file;
     if (cert_file.empty() || key_file.empty()) {
         throw std::runtime_error("TLS needs both a certificate and a key file");
     }
@@ -48,6 +83,12 @@ std::shared_ptr<net::ssl::context> load_tls_context(const std::string& cert_file
                          net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
                          net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
     SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
+    try {
+        set_ciphers(context->native_handle(), options.tls_ciphers, options.tls_ciphersuites);
+    } catch (const std::invalid_argument& error) {
+        throw std::runtime_error(error.what());
+    }
+    SSL_CTX_set_alpn_select_cb(context->native_handle(), &select_http11, nullptr);
     error_code ec;
     context->use_certificate_chain_file(cert_file, ec);
     if (ec)
@@ -73,7 +114,7 @@ class HttpServer::Impl {
         for (unsigned i = 0; i < std::max(1U, options_.threads); ++i)
             workers_.push_back(std::make_unique<Worker>(i));
         if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
-            tls_ = load_tls_context(options_.tls_cert_file, options_.tls_key_file);
+            tls_ = load_tls_context(options_);
         }
         acceptor_.emplace(workers_.front()->context);
         const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
@@ -142,7 +183,7 @@ class HttpServer::Impl {
 
     void reload_tls() {
         if (!tls_) throw std::runtime_error("TLS is not configured");
-        auto fresh = load_tls_context(options_.tls_cert_file, options_.tls_key_file);
+        auto fresh = load_tls_context(options_);
         std::lock_guard lock(tls_mutex_);
         tls_ = std::move(fresh);
     }
@@ -229,5 +270,12 @@ bool HttpServer::wait_until_idle(std::chrono::steady_clock::time_point deadline)
 }
 void HttpServer::stop() { impl_->stop(); }
 void HttpServer::reload_tls() { impl_->reload_tls(); }
+
+void check_tls_ciphers(const std::string& ciphers, const std::string& ciphersuites) {
+    const std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> context(
+        SSL_CTX_new(TLS_server_method()), &SSL_CTX_free);
+    if (!context) throw std::runtime_error("OpenSSL cannot make a TLS context");
+    set_ciphers(context.get(), ciphers, ciphersuites);
+}
 
 }  // namespace plantstore::transport

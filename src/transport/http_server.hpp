@@ -36,6 +36,9 @@ struct ServerLimits {
     /// How long a request whose body was read may wait for its handler (the store) before it
     /// is answered 503 with Retry-After; the handler's late answer is then dropped.
     std::chrono::milliseconds handler_timeout{10'000};
+    /// Strict-Transport-Security's value on every HTTPS response (never over plain HTTP);
+    /// empty: none.
+    std::string strict_transport_security;
 };
 
 /// One finished request/response, as the observer sees it. Views are valid only during the call.
@@ -80,6 +83,20 @@ class ExchangeObserver {
     virtual void on_read_failed(std::string_view peer, std::string_view reason) = 0;
 };
 
+/// The TLS profile: Mozilla's "intermediate" (wiki.mozilla.org/Security/Server_Side_TLS, 5.7)
+/// without its DHE suites: TLS 1.2 with ECDHE key exchange and AEAD ciphers only (AES-GCM,
+/// ChaCha20-Poly1305), ECDSA and RSA certificates; TLS 1.3's three suites.
+inline constexpr const char* kTlsCiphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+inline constexpr const char* kTlsCiphersuites =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+
+/// Whether OpenSSL takes `ciphers` (TLS 1.2) and `ciphersuites` (TLS 1.3).
+/// @throws std::invalid_argument "--tls-ciphers: ..." or "--tls-ciphersuites: ..."
+void check_tls_ciphers(const std::string& ciphers, const std::string& ciphersuites);
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8080;  ///< 0 picks a free port
@@ -88,6 +105,10 @@ struct ServerOptions {
     /// (TLS 1.2 and newer); reload_tls() rereads both.
     std::string tls_cert_file;
     std::string tls_key_file;
+    /// OpenSSL cipher list for TLS 1.2 (--tls-ciphers) and TLS 1.3 cipher suites
+    /// (--tls-ciphersuites); check_tls_ciphers() says whether OpenSSL takes them.
+    std::string tls_ciphers = kTlsCiphers;
+    std::string tls_ciphersuites = kTlsCiphersuites;
     /// Networks whose connections may name the client (Forwarded, X-Forwarded-For); the
     /// client's address is then the one limits, logs and handlers see.
     std::vector<std::string> trusted_proxies;

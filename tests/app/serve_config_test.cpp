@@ -41,6 +41,10 @@ TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
     EXPECT_EQ(refused_option([](auto& c) { c.jwt_issuer = "https://id.example"; }),
               "--jwt-audience");
     EXPECT_EQ(refused_option([](auto& c) { c.database_url = "mysql://x"; }), "--database-url");
+    EXPECT_EQ(refused_option([](auto& c) { c.tls_ciphers = "NOT-A-CIPHER"; }), "--tls-ciphers");
+    EXPECT_EQ(refused_option([](auto& c) { c.tls_ciphersuites = "TLS_NOPE"; }),
+              "--tls-ciphersuites");
+    EXPECT_EQ(refused_option([](auto& c) { c.hsts_max_age = -1; }), "--hsts-max-age");
     EXPECT_EQ(refused_option([](auto& c) { c.max_batch_writes = 0; }), "--max-batch-writes");
     EXPECT_EQ(refused_option([](auto& c) { c.database_write_connections = 65; }),
               "--database-write-connections");
@@ -67,6 +71,10 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(server.port, 8443);
     EXPECT_EQ(server.threads, 3U);
     EXPECT_EQ(server.limits.request_timeout, std::chrono::milliseconds(1234));
+    EXPECT_EQ(server.limits.strict_transport_security, "max-age=63072000");
+    EXPECT_EQ(server.tls_ciphers, transport::kTlsCiphers);
+    config.hsts_max_age = 0;
+    EXPECT_EQ(server_options(config).limits.strict_transport_security, "");
     EXPECT_EQ(api_options(config).base_path, "/v1");
     EXPECT_FALSE(jwt_policy(config));
     EXPECT_EQ(event_retention(config), std::chrono::hours(24 * 7));

@@ -60,8 +60,8 @@ long next_serial() {
 
 void write_self_signed_certificate(const std::filesystem::path& cert_file,
                                    const std::filesystem::path& key_file,
-                                   const std::string& common_name) {
-    EVP_PKEY* key = EVP_EC_gen("P-256");
+                                   const std::string& common_name, bool rsa) {
+    EVP_PKEY* key = rsa ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256");
     X509* cert = new_certificate(key, common_name.c_str(), next_serial());
     X509_set_issuer_name(cert, X509_get_subject_name(cert));
     X509_sign(cert, key, EVP_sha256());

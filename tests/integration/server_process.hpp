@@ -85,7 +85,7 @@ void run_sqlite(const std::filesystem::path& data_dir, const std::string& sql);
 /// key as PEM files. (Defined with the test CA helpers, in https_test_server.cpp.)
 void write_self_signed_certificate(const std::filesystem::path& cert_file,
                                    const std::filesystem::path& key_file,
-                                   const std::string& common_name);
+                                   const std::string& common_name, bool rsa = false);
 
 class HttpConnection;
 

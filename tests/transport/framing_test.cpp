@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time_text.hpp"
+
 namespace plantstore::transport {
 namespace {
 
@@ -39,6 +41,24 @@ TEST(SerializeResponse, WritesStatusFixedHeadersLengthAndBody) {
               "HTTP/1.1 200 OK\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
               "X-Request-Id: id-1\r\nContent-Type: application/json\r\nContent-Length: 7\r\n"
               "Link: <x>\r\n\r\n{\"a\":1}");
+}
+
+TEST(SerializeResponse, WritesDateAndStrictTransportSecurityWhenGiven) {
+    std::string out;
+    serialize_response(
+        out, json(200, "{}"),
+        {11, true, false, "r", false, "Wed, 25 Nov 2026 12:00:00 GMT", "max-age=63072000"});
+    EXPECT_NE(out.find("\r\nDate: Wed, 25 Nov 2026 12:00:00 GMT\r\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("\r\nStrict-Transport-Security: max-age=63072000\r\n"), std::string::npos);
+    std::string plain;
+    serialize_response(plain, json(200, "{}"), {11, true, false, "r", false, "d", ""});
+    EXPECT_EQ(plain.find("Strict-Transport-Security"), std::string::npos);
+}
+
+TEST(ImfFixdate, IsRfc9110sFormInEnglish) {
+    EXPECT_EQ(common::imf_fixdate(784111777), "Sun, 06 Nov 1994 08:49:37 GMT");  // §5.6.7
+    EXPECT_EQ(common::imf_fixdate(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+    EXPECT_EQ(common::imf_fixdate(1795694400), "Thu, 26 Nov 2026 12:00:00 GMT");
 }
 
 TEST(SerializeResponse, HeadKeepsTheLengthAndDropsTheBody) {
