@@ -542,6 +542,33 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
     subscriptions.close();
 }
 
+// Every operation and every webhook of the document belongs to exactly one of the tags it
+// declares, and every declared tag has an operation: the API page groups operations by them.
+TEST(ApiDocument, EveryOperationHasOneDeclaredTag) {
+    const auto document = boost::json::parse(openapi_document());
+    std::set<std::string> declared;
+    for (const auto& tag : document.at("tags").as_array()) {
+        declared.insert(std::string(tag.at("name").as_string()));
+        EXPECT_FALSE(tag.at("description").as_string().empty());
+    }
+    std::set<std::string> used;
+    for (const char* section : {"paths", "webhooks"}) {
+        for (const auto& [path, item] : document.at(section).as_object()) {
+            for (const auto& [method, operation] : item.as_object()) {
+                if (!operation.is_object() || !operation.as_object().contains("responses"))
+                    continue;
+                const auto* tags = operation.as_object().if_contains("tags");
+                ASSERT_TRUE(tags != nullptr && tags->as_array().size() == 1U)
+                    << method << " " << path;
+                const std::string tag(tags->as_array()[0].as_string());
+                EXPECT_TRUE(declared.count(tag)) << method << " " << path << ": " << tag;
+                used.insert(tag);
+            }
+        }
+    }
+    EXPECT_EQ(used, declared);
+}
+
 TEST(ApiDocs, ThePageAndItsFilesNeedNoTokenAndCarryTheirPolicy) {
     auth::TokenRegistry tokens;
     ScriptedStore store;
