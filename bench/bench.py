@@ -185,7 +185,7 @@ def postgres_rows(args, binary, workdir, ids, connection_counts):
     """POST rows for one instance on PostgreSQL, two instances on the same database (the load
     split between them), and one instance committing each request alone (--max-batch-writes 1:
     what a one-transaction-per-request server does with one connection); with --baseline, one
-    instance of the baseline build on a database of its own."""
+    and two instances of the baseline build on a database of their own."""
     postgres = Postgres(workdir)
     rows, started = [], []
     try:
@@ -205,9 +205,13 @@ def postgres_rows(args, binary, workdir, ids, connection_counts):
             base_token = mint_token(args.baseline, url=base_url)
             base = start_plantstore(args.baseline, unused, ["--database-url", base_url],
                                     "pg baseline")
-            started.append(base)
+            base_two = start_plantstore(args.baseline, unused, ["--database-url", base_url],
+                                        "pg baseline 2nd")
+            started += [base, base_two]
             groups.insert(1, (Group(f"plantstore-pg ({args.baseline_name})", [base], postgres),
                               [base], base_token))
+            groups.insert(3, (Group(f"2 × plantstore-pg ({args.baseline_name})", [base, base_two],
+                                    postgres), [base, base_two], base_token))
         for conns in connection_counts:
             for group, targets, group_token in groups:
                 row = run_wrk(group, conns, args.duration, group_token, ids.take(),
