@@ -26,6 +26,8 @@ namespace {
 
 // Read when neither --config nor PLANTSTORE_CONFIG names a file (the Debian package installs it).
 constexpr const char* kDefaultConfigFile = "/etc/plantstore/plantstore.toml";
+// The longest --shutdown-delay-ms: systemd's TimeoutStopSec must cover it and the drain.
+constexpr long kMaxShutdownDelayMs = 600'000;
 
 using std::chrono::milliseconds;
 
@@ -191,8 +193,16 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
            "Time a keep-alive connection may wait for its next request");
     option("--write-timeout-ms", config.write_timeout_ms, "PLANTSTORE_WRITE_TIMEOUT_MS",
            "Time to write one response before the connection is dropped");
+    option("--shutdown-delay-ms", config.shutdown_delay_ms, "PLANTSTORE_SHUTDOWN_DELAY_MS",
+           "On SIGTERM/SIGINT, time /readyz answers 503 while everything else is served as "
+           "usual, so that a load balancer's health checks take the instance out before it "
+           "stops accepting (the default fits the shipped HAProxy settings: 2 failed checks 1 s "
+           "apart, plus 1 s); a second signal cuts it short; 0: stop accepting at once");
     option("--drain-timeout-ms", config.drain_timeout_ms, "PLANTSTORE_DRAIN_TIMEOUT_MS",
-           "On SIGTERM/SIGINT, time requests in flight get to finish");
+           "After the shutdown delay, time requests in flight get to finish");
+    option("--drain-idle-ms", config.drain_idle_ms, "PLANTSTORE_DRAIN_IDLE_MS",
+           "While draining, time a keep-alive connection with no request under way stays open "
+           "(busy ones close after their next response, with Connection: close)");
     option("--store-timeout-ms", config.store_timeout_ms, "PLANTSTORE_STORE_TIMEOUT_MS",
            "Time a request may wait for the store; longer gets 503 with Retry-After");
     option("--log-level", config.log_level, "PLANTSTORE_LOG_LEVEL",
@@ -417,6 +427,12 @@ void validate(const ServeConfig& config) {
     if (config.database_timeout_ms < 0) {
         throw CLI::ValidationError("--database-timeout-ms", "must be 0 (no limit) or more");
     }
+    if (config.shutdown_delay_ms < 0 || config.shutdown_delay_ms > kMaxShutdownDelayMs) {
+        throw CLI::ValidationError("--shutdown-delay-ms", "must be 0 to 600000 (10 minutes)");
+    }
+    if (config.drain_idle_ms < 0) {
+        throw CLI::ValidationError("--drain-idle-ms", "must be 0 or more");
+    }
     if (config.hsts_max_age < 0) {
         throw CLI::ValidationError("--hsts-max-age", "must be 0 (none) or more seconds");
     }
@@ -480,6 +496,7 @@ transport::ServerOptions server_options(const ServeConfig& config) {
     limits.idle_timeout = milliseconds(config.idle_timeout_ms);
     limits.write_timeout = milliseconds(config.write_timeout_ms);
     limits.handler_timeout = milliseconds(config.store_timeout_ms);
+    limits.drain_idle = milliseconds(config.drain_idle_ms);
     return options;
 }
 

@@ -50,6 +50,11 @@ struct ServeConfig {
     long idle_timeout_ms = 60'000;
     long write_timeout_ms = 10'000;
     long drain_timeout_ms = 10'000;
+    /// On SIGTERM, how long /readyz answers 503 while serving goes on, before the listeners
+    /// close: the shipped HAProxy settings (inter 1s, fall 2) take an instance out within 2 s.
+    long shutdown_delay_ms = 3'000;
+    /// While draining, how long an idle keep-alive connection stays open (ServerLimits).
+    long drain_idle_ms = 1'000;
     long store_timeout_ms = 10'000;
     std::string log_level = "info";
     bool access_log = true;

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -71,6 +72,25 @@ int wait_for_signal(const sigset_t& signals) {
     return received;
 }
 
+// The next of `signals` before `deadline`; 0 once it has passed.
+int wait_for_signal_until(const sigset_t& signals, std::chrono::steady_clock::time_point deadline) {
+    for (auto left = deadline - std::chrono::steady_clock::now(); left.count() > 0;
+         left = deadline - std::chrono::steady_clock::now()) {
+        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
+        const timespec timeout{
+            seconds.count(),
+            std::chrono::duration_cast<std::chrono::nanoseconds>(left - seconds).count()};
+        const int received = sigtimedwait(&signals, nullptr, &timeout);
+        if (received > 0) return received;
+        if (errno != EAGAIN && errno != EINTR) {
+            ops::log_event(ops::LogLevel::error, "signal_wait_failed",
+                           {{"reason", std::error_code(errno, std::generic_category()).message()}});
+            return 0;
+        }
+    }
+    return 0;
+}
+
 // The store's observer during `serve`: metrics and logs, a wake-up for the webhook dispatcher
 // after each committed batch (new plants may have queued deliveries), and for the change feed's
 // waiting readers after each commit that appended events (set once the feed exists: the store
@@ -115,8 +135,9 @@ feed::FeedService::Options feed_options(const ServeConfig& config) {
 // Every running piece, declared in the order they are built: destroyed in reverse, so nothing
 // outlives what it uses.
 struct Service::Parts {
-    explicit Parts(const ServeConfig& config)
-        : observability(observability_options(config, PLANTSTORE_VERSION)),
+    Parts(const ServeConfig& config, std::vector<int> listen_fds)
+        : socket_activated(!listen_fds.empty()),
+          observability(observability_options(config, PLANTSTORE_VERSION)),
           store_config(app::store_config(config)),
           // Webhooks: the subscription service and the dispatcher, on the same store. Every
           // committed batch wakes the dispatcher (it looks only when some tenant subscribes).
@@ -146,8 +167,9 @@ struct Service::Parts {
         api = std::make_unique<api::Api>(api_options(config), tokens, *store, operations.get(),
                                          jwt.get(), webhooks.service.get(), &feed);
         observability.set_routes(api->route_labels());
-        server =
-            std::make_unique<transport::HttpServer>(server_options(config), *api, observability);
+        transport::ServerOptions options = server_options(config);
+        options.listen_fds = std::move(listen_fds);
+        server = std::make_unique<transport::HttpServer>(std::move(options), *api, observability);
         // With --metrics-listen, /metrics moves to a listener of its own (with /healthz and
         // /readyz), on one thread, plain HTTP; its own requests are neither logged nor counted.
         if (!config.metrics_listen.empty()) {
@@ -170,6 +192,7 @@ struct Service::Parts {
         return [this] { return observability.render_metrics(); };
     }
 
+    const bool socket_activated;
     ops::Observability observability;
     const store::StoreConfig store_config;
     Webhooks webhooks;
@@ -186,11 +209,12 @@ struct Service::Parts {
     std::unique_ptr<api::OperationsHandler> metrics_operations;
     std::unique_ptr<ops::Observability> unobserved;
     std::unique_ptr<transport::HttpServer> metrics_server;
+    bool stopping = false;
     bool stopped = false;
 };
 
-Service::Service(const ServeConfig& config)
-    : config_(config), parts_(std::make_unique<Parts>(config_)) {}
+Service::Service(const ServeConfig& config, std::vector<int> listen_fds)
+    : config_(config), parts_(std::make_unique<Parts>(config_, std::move(listen_fds))) {}
 
 Service::~Service() {
     if (parts_->stopped) return;
@@ -209,10 +233,17 @@ void Service::start() {
     const ServeConfig& config = config_;
     Parts& parts = *parts_;
     const std::string listening = address();
+    std::string listeners;
+    for (const std::string& one : parts.server->local_addresses()) {
+        listeners += (listeners.empty() ? "" : " ") + one;
+    }
     ops::log_event(
         ops::LogLevel::info, "started",
         {{"version", PLANTSTORE_VERSION},
-         {"listen", listening},
+         {"listen", listeners},
+         // Sockets systemd passed replace --listen (which is then not bound).
+         {"listen_sockets",
+          parts.socket_activated ? "systemd (--listen " + config.listen + " unused)" : "own"},
          {"store", store::describe_store(parts.store_config)},
          {"base_path", api_options(config).base_path},
          {"threads", std::to_string(server_options(config).threads)},
@@ -223,6 +254,9 @@ void Service::start() {
          {"request_timeout_ms", std::to_string(config.request_timeout_ms)},
          {"idle_timeout_ms", std::to_string(config.idle_timeout_ms)},
          {"store_timeout_ms", std::to_string(config.store_timeout_ms)},
+         {"shutdown_delay_ms", std::to_string(config.shutdown_delay_ms)},
+         {"drain_timeout_ms", std::to_string(config.drain_timeout_ms)},
+         {"drain_idle_ms", std::to_string(config.drain_idle_ms)},
          {"log_level", config.log_level},
          {"access_log", config.access_log ? "on" : "off"},
          {"metrics", config.metrics ? "on" : "off"},
@@ -256,13 +290,22 @@ void Service::reload() {
     notify_ready("listening on " + address());
 }
 
-void Service::drain_and_stop() {
+void Service::begin_stopping() {
     Parts& parts = *parts_;
-    if (parts.stopped) return;
-    parts.stopped = true;
+    if (parts.stopping) return;
+    parts.stopping = true;
     notify_stopping();
     parts.operations->begin_draining();
     if (parts.metrics_operations) parts.metrics_operations->begin_draining();
+    ops::log_event(ops::LogLevel::info, "stopping",
+                   {{"shutdown_delay_ms", std::to_string(config_.shutdown_delay_ms)}});
+}
+
+void Service::drain_and_stop() {
+    Parts& parts = *parts_;
+    if (parts.stopped) return;
+    begin_stopping();
+    parts.stopped = true;
     ops::log_event(ops::LogLevel::info, "draining");
     parts.server->stop_accepting();
     if (parts.metrics_server) parts.metrics_server->stop_accepting();
@@ -319,11 +362,20 @@ int serve(const ServeConfig& config) {
     ops::set_log_level(*ops::parse_log_level(config.log_level));
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    Service service(config);
+    Service service(config, passed_listeners());
     service.start();
     // Until SIGTERM or SIGINT: SIGHUP rereads the TLS certificate and key.
     for (int signal = wait_for_signal(signals); signal == SIGHUP;
          signal = wait_for_signal(signals)) {
+        service.reload();
+    }
+    // /readyz says 503 for the shutdown delay while serving goes on; a second SIGTERM or SIGINT
+    // ends the delay.
+    service.begin_stopping();
+    const auto delay_over =
+        std::chrono::steady_clock::now() + milliseconds(config.shutdown_delay_ms);
+    for (auto signal = wait_for_signal_until(signals, delay_over); signal == SIGHUP;
+         signal = wait_for_signal_until(signals, delay_over)) {
         service.reload();
     }
     service.drain_and_stop();

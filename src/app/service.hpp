@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/serve_config.hpp"
 
@@ -14,9 +15,11 @@ namespace plantstore::app {
 class Service {
   public:
     /// Opens the store, loads tokens and keys, binds the listeners; nothing is accepted before
-    /// start(). `config` must have passed validate(). @throws std::exception for a failure to
-    /// start (a store that cannot be opened, an address in use, a bad key file)
-    explicit Service(const ServeConfig& config);
+    /// start(). `config` must have passed validate(). With `listen_fds` (sockets systemd passed,
+    /// passed_listeners()) the API is served on those, and --listen is not bound.
+    /// @throws std::exception for a failure to start (a store that cannot be opened, an address
+    /// in use, a bad key file)
+    explicit Service(const ServeConfig& config, std::vector<int> listen_fds = {});
     /// Stops what is still running (as drain_and_stop() does, without waiting for requests).
     ~Service();
     Service(const Service&) = delete;
@@ -26,9 +29,13 @@ class Service {
     void start();
     /// SIGHUP: rereads the TLS certificate and key (a failure is logged; the old pair stays).
     void reload();
-    /// SIGTERM, SIGINT: /readyz turns 503, no new connections, requests in flight finish
-    /// (bounded by --drain-timeout-ms), then the listeners stop, the store commits what it
-    /// accepted and closes, and webhook attempts in flight end. Logs "stopped" with totals.
+    /// SIGTERM, SIGINT, first step: /readyz turns 503 (a load balancer takes the instance out)
+    /// and systemd hears STOPPING=1; everything else is served as before. Logs "stopping".
+    void begin_stopping();
+    /// Then (after --shutdown-delay-ms): no new connections, requests in flight finish (bounded
+    /// by --drain-timeout-ms), then the listeners stop, the store commits what it accepted and
+    /// closes, and webhook attempts in flight end. Logs "stopped" with totals. Begins stopping
+    /// first if that has not been done.
     void drain_and_stop();
 
     /// The main listener's address, "host:port" (the port chosen when --listen asked for 0).

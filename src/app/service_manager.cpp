@@ -1,8 +1,10 @@
 #include "app/service_manager.hpp"
 
+#include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -34,5 +36,24 @@ void notify_reloading() {
 }
 
 void notify_stopping() { notify("STOPPING=1\nSTATUS=draining"); }
+
+std::vector<int> passed_listeners() {
+    const int count = sd_listen_fds(1);
+    if (count < 0) {
+        throw std::runtime_error("cannot use the sockets systemd passed (LISTEN_FDS): " +
+                                 std::error_code(-count, std::generic_category()).message());
+    }
+    std::vector<int> fds;
+    for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + count; ++fd) {
+        if (sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) <= 0) {
+            throw std::runtime_error(
+                "systemd passed descriptor " + std::to_string(fd) +
+                ", which is not a listening TCP socket (plantstore serves on ListenStream= "
+                "addresses and ports only)");
+        }
+        fds.push_back(fd);
+    }
+    return fds;
+}
 
 }  // namespace plantstore::app

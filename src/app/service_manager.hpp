@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 namespace plantstore::app {
 
@@ -14,5 +15,11 @@ void notify_ready(std::string_view status);
 void notify_reloading();
 /// STOPPING=1: draining has begun.
 void notify_stopping();
+
+/// The listening sockets systemd passed (socket activation: LISTEN_FDS and LISTEN_PID naming
+/// this process), from descriptor 3 on; empty when none were. The variables are removed so that
+/// no child inherits them, and the descriptors are marked close-on-exec.
+/// @throws std::runtime_error when one is not a listening TCP (IPv4 or IPv6) socket
+std::vector<int> passed_listeners();
 
 }  // namespace plantstore::app

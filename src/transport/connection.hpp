@@ -66,7 +66,8 @@ class ConnectionBase {
     virtual ~ConnectionBase() = default;
     /// Cancels pending I/O once the current deadline has passed (the worker's sweep).
     virtual void check_deadline(std::chrono::steady_clock::time_point now) = 0;
-    /// The server started draining: an idle connection closes now.
+    /// The server started draining: a connection with no request under way closes once it has
+    /// been idle for ServerLimits::drain_idle.
     virtual void drain() = 0;
 };
 
@@ -256,7 +257,9 @@ class Connection final : public ConnectionBase,
     }
 
     void drain() override {
-        if (phase_ == Phase::reading && !request_has_begun()) expire();
+        if (phase_ == Phase::reading && !request_has_begun()) {
+            deadline_ = std::min(deadline_, idle_since_ + limits_.drain_idle);
+        }
         // A stream waiting for its next piece ends now, cleanly (see send_stream).
         if (streaming_ && awaiting_handler_) handler_timer_.cancel();
     }
@@ -297,7 +300,8 @@ class Connection final : public ConnectionBase,
 
     void enter(Phase phase, Clock::duration timeout) {
         phase_ = phase;
-        deadline_ = Clock::now() + timeout;
+        idle_since_ = Clock::now();
+        deadline_ = idle_since_ + timeout;
     }
 
     // What the handler and the observer see of the current request's head, from owned copies
@@ -313,7 +317,6 @@ class Connection final : public ConnectionBase,
 
     // Reads, handles and answers one request. Returns whether the connection stays open.
     net::awaitable<bool> serve_one() {
-        if (draining_ && buffer_.size() == 0) co_return false;
         expired_ = false;
         exchange_ = {};
         auto& parser = parser_.emplace();
@@ -321,8 +324,12 @@ class Connection final : public ConnectionBase,
         parser.body_limit(limits_.max_body_bytes);
         // Until a first byte arrives the connection is idle; check_deadline then switches to
         // the request time-out. A pipelined request is already under way.
+        // While the server drains, an idle one waits only drain_idle (see drain()).
         request_started_ = buffer_.size() > 0;
-        enter(Phase::reading, request_started_ ? limits_.request_timeout : limits_.idle_timeout);
+        enter(Phase::reading,
+              request_started_ ? limits_.request_timeout
+              : draining_      ? std::min<Clock::duration>(limits_.idle_timeout, limits_.drain_idle)
+                               : limits_.idle_timeout);
         error_code ec = co_await read_header(parser);
         if (ec) co_return co_await answer_read_failure(ec);
 
@@ -637,7 +644,12 @@ class Connection final : public ConnectionBase,
     net::awaitable<bool> answer_read_failure(const error_code& ec) {
         constexpr unsigned kVersion = 11;
         if (expired_) {
-            if (!request_started_ && !request_has_begun()) co_return false;
+            if (!request_started_ && !request_has_begun()) {
+                // Idle while the server drains: a FIN, so that a request crossing it finds the
+                // connection closed rather than reset.
+                if (draining_) co_await linger();
+                co_return false;
+            }
             co_return co_await send(refuse(408, "the request was not received in time"), kVersion,
                                     false);
         }
@@ -771,6 +783,7 @@ class Connection final : public ConnectionBase,
     } exchange_;
     Phase phase_ = Phase::reading;
     Clock::time_point deadline_{};
+    Clock::time_point idle_since_{};  // when the current phase began
     bool request_started_ = false;
     bool expired_ = false;
     std::string_view framing_problem_;  // overrides the parser's message for a 400

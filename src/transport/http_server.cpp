@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,9 +11,12 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <cerrno>
+#include <deque>
 #include <future>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -54,6 +58,20 @@ int select_http11(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_le
     *out = selected;
     *out_length = selected_length;
     return SSL_TLSEXT_ERR_OK;
+}
+
+// The protocol of a passed listening socket. @throws std::runtime_error unless it is TCP over
+// IPv4 or IPv6 (the service manager checked that it listens).
+tcp protocol_of(int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+        throw std::runtime_error("passed socket " + std::to_string(fd) +
+                                 " cannot be used: " + std::generic_category().message(errno));
+    }
+    if (address.ss_family == AF_INET) return tcp::v4();
+    if (address.ss_family == AF_INET6) return tcp::v6();
+    throw std::runtime_error("passed socket " + std::to_string(fd) + " is not an IPv4 or IPv6 one");
 }
 
 // Applies the cipher lists to `context`. @throws std::invalid_argument naming the option
@@ -116,23 +134,35 @@ class HttpServer::Impl {
         if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
             tls_ = load_tls_context(options_);
         }
-        acceptor_.emplace(workers_.front()->context);
-        const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
-        acceptor_->open(endpoint.protocol());
-        acceptor_->set_option(tcp::acceptor::reuse_address(true));
-        acceptor_->bind(endpoint);
-        acceptor_->listen(net::socket_base::max_listen_connections);
+        if (options_.listen_fds.empty()) {
+            const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
+            auto& acceptor = acceptors_.emplace_back(workers_.front()->context);
+            acceptor.open(endpoint.protocol());
+            acceptor.set_option(tcp::acceptor::reuse_address(true));
+            acceptor.bind(endpoint);
+            acceptor.listen(net::socket_base::max_listen_connections);
+        }
+        for (const int fd : options_.listen_fds) {
+            acceptors_.emplace_back(workers_.front()->context, protocol_of(fd), fd);
+        }
     }
 
     ~Impl() { stop(); }
 
-    std::string local_address() const {
-        const auto endpoint = acceptor_->local_endpoint();
-        return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    std::vector<std::string> local_addresses() const {
+        std::vector<std::string> addresses;
+        for (const auto& acceptor : acceptors_) {
+            const auto endpoint = acceptor.local_endpoint();
+            addresses.push_back(endpoint.address().to_string() + ":" +
+                                std::to_string(endpoint.port()));
+        }
+        return addresses;
     }
 
     void start() {
-        net::co_spawn(workers_.front()->context, accept_loop(), net::detached);
+        for (auto& acceptor : acceptors_) {
+            net::co_spawn(workers_.front()->context, accept_loop(acceptor), net::detached);
+        }
         for (auto& worker : workers_) {
             net::co_spawn(worker->context, sweep_deadlines(*worker, observer_), net::detached);
             keep_running_.push_back(net::make_work_guard(worker->context));
@@ -147,16 +177,14 @@ class HttpServer::Impl {
         // stay open, queueing connections nobody accepts, until the server is destroyed.
         std::promise<void> closed;
         net::post(workers_.front()->context, [this, &closed] {
-            // Connections the kernel completed but nobody accepted yet would be reset by
-            // closing the listener: take them, so that they close gracefully like idle ones.
-            error_code ec;
-            acceptor_->non_blocking(true, ec);
-            for (std::size_t taken = 0; !ec && taken < options_.limits.max_connections; ++taken) {
-                Worker& worker = next_worker();
-                tcp::socket socket = acceptor_->accept(worker.context, ec);
-                if (!ec) serve(worker, std::move(socket));
+            for (auto& acceptor : acceptors_) {
+                error_code ec;
+                // A passed listener stays open in the service manager: what waits in its
+                // backlog is the next process's. An own listener's backlog would be reset by
+                // the close: take those connections, and serve them like idle ones.
+                if (options_.listen_fds.empty()) take_waiting(acceptor);
+                acceptor.close(ec);
             }
-            acceptor_->close(ec);
             closed.set_value();
         });
         if (threads_.empty()) {  // never started: run the close here
@@ -196,12 +224,23 @@ class HttpServer::Impl {
 
     Worker& next_worker() { return *workers_[next_worker_++ % workers_.size()]; }
 
-    net::awaitable<void> accept_loop() {
-        while (acceptor_->is_open()) {
+    // The connections the kernel completed on `acceptor` but nobody accepted yet.
+    void take_waiting(tcp::acceptor& acceptor) {
+        error_code ec;
+        acceptor.non_blocking(true, ec);
+        for (std::size_t taken = 0; !ec && taken < options_.limits.max_connections; ++taken) {
+            Worker& worker = next_worker();
+            tcp::socket socket = acceptor.accept(worker.context, ec);
+            if (!ec) serve(worker, std::move(socket));
+        }
+    }
+
+    net::awaitable<void> accept_loop(tcp::acceptor& acceptor) {
+        while (acceptor.is_open()) {
             Worker& worker = next_worker();
             error_code ec;
-            tcp::socket socket = co_await acceptor_->async_accept(worker.context, use_ec(ec));
-            if (ec == net::error::operation_aborted || !acceptor_->is_open()) co_return;
+            tcp::socket socket = co_await acceptor.async_accept(worker.context, use_ec(ec));
+            if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
             if (ec) {
                 // Out of descriptors or similar: pause so the loop does not spin.
                 observer_.on_failure({}, "accept", ec.message());
@@ -250,8 +289,8 @@ class HttpServer::Impl {
     std::mutex tls_mutex_;
     std::shared_ptr<net::ssl::context> tls_;  // guarded by tls_mutex_; null: plain HTTP
     std::vector<std::unique_ptr<Worker>> workers_;
-    std::size_t next_worker_ = 0;  // only the first worker's thread touches it
-    std::optional<tcp::acceptor> acceptor_;
+    std::size_t next_worker_ = 0;          // only the first worker's thread touches it
+    std::deque<tcp::acceptor> acceptors_;  // only the first worker's thread uses them
     std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running_;
     std::vector<std::thread> threads_;
 };
@@ -262,7 +301,8 @@ HttpServer::HttpServer(ServerOptions options, const plantstore::http::Handler& h
 
 HttpServer::~HttpServer() = default;
 
-std::string HttpServer::local_address() const { return impl_->local_address(); }
+std::string HttpServer::local_address() const { return impl_->local_addresses().front(); }
+std::vector<std::string> HttpServer::local_addresses() const { return impl_->local_addresses(); }
 void HttpServer::start() { impl_->start(); }
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
 bool HttpServer::wait_until_idle(std::chrono::steady_clock::time_point deadline) {

@@ -39,6 +39,12 @@ struct ServerLimits {
     /// Strict-Transport-Security's value on every HTTPS response (never over plain HTTP);
     /// empty: none.
     std::string strict_transport_security;
+    /// Once the server stops accepting, how long a connection with no request under way stays
+    /// open before it is closed. A client that sends on a keep-alive connection at the instant
+    /// the server closes it sees it reset (RFC 9112 §9.6's race), and nobody retries a POST for
+    /// it: a connection idle this long is one its client has most likely left. Busy ones close
+    /// after their next response (Connection: close).
+    std::chrono::milliseconds drain_idle{1'000};
 };
 
 /// One finished request/response, as the observer sees it. Views are valid only during the call.
@@ -100,7 +106,11 @@ void check_tls_ciphers(const std::string& ciphers, const std::string& ciphersuit
 struct ServerOptions {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8080;  ///< 0 picks a free port
-    unsigned threads = 1;       ///< event loops, one thread each
+    /// Listening TCP sockets passed by a service manager (systemd socket activation): served
+    /// instead of binding host:port. Stopping leaves the connections waiting in their backlog
+    /// for the next process (it never accepts one only to close it); the manager keeps them open.
+    std::vector<int> listen_fds;
+    unsigned threads = 1;  ///< event loops, one thread each
     /// PEM certificate chain and private key: when set, the listener speaks HTTPS only
     /// (TLS 1.2 and newer); reload_tls() rereads both.
     std::string tls_cert_file;
@@ -124,14 +134,18 @@ class HttpServer {
     /// Stops the event loops if still running.
     ~HttpServer();
 
-    /// "host:port" actually bound (useful with port 0).
+    /// "host:port" actually bound (useful with port 0): the first listener's.
     std::string local_address() const;
+    /// Every listener's "host:port", in order.
+    std::vector<std::string> local_addresses() const;
 
     /// Starts the event loops, one thread each, and accepting connections. Returns at once.
     void start();
 
-    /// Stops accepting: the listener closes, idle connections close now, and each busy one
-    /// closes after its current response. Thread-safe; returns at once.
+    /// Stops accepting: the listeners close (connections waiting in the backlog of an own
+    /// listener are taken and served; a passed listener's stay for the next process), each busy
+    /// connection closes after its current response, and one with no request under way once it
+    /// has been idle for ServerLimits::drain_idle. Thread-safe; returns at once.
     void stop_accepting();
 
     /// Waits until every connection has closed or `deadline` passes; whether they all closed.

@@ -45,6 +45,11 @@ TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
     EXPECT_EQ(refused_option([](auto& c) { c.tls_ciphersuites = "TLS_NOPE"; }),
               "--tls-ciphersuites");
     EXPECT_EQ(refused_option([](auto& c) { c.hsts_max_age = -1; }), "--hsts-max-age");
+    EXPECT_EQ(refused_option([](auto& c) { c.shutdown_delay_ms = -1; }), "--shutdown-delay-ms");
+    EXPECT_EQ(refused_option([](auto& c) { c.shutdown_delay_ms = 600'001; }),
+              "--shutdown-delay-ms");
+    EXPECT_EQ(refused_option([](auto& c) { c.shutdown_delay_ms = 600'000; }), "<accepted>");
+    EXPECT_EQ(refused_option([](auto& c) { c.drain_idle_ms = -1; }), "--drain-idle-ms");
     EXPECT_EQ(refused_option([](auto& c) { c.max_batch_writes = 0; }), "--max-batch-writes");
     EXPECT_EQ(refused_option([](auto& c) { c.database_write_connections = 65; }),
               "--database-write-connections");
@@ -71,6 +76,8 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(server.port, 8443);
     EXPECT_EQ(server.threads, 3U);
     EXPECT_EQ(server.limits.request_timeout, std::chrono::milliseconds(1234));
+    EXPECT_EQ(server.limits.drain_idle, std::chrono::milliseconds(1000));
+    EXPECT_TRUE(server.listen_fds.empty());
     EXPECT_EQ(server.limits.strict_transport_security, "max-age=63072000");
     EXPECT_EQ(server.tls_ciphers, transport::kTlsCiphers);
     config.hsts_max_age = 0;

@@ -100,6 +100,58 @@ INSTANTIATE_TEST_SUITE_P(Signals, Draining, testing::Values(SIGTERM, SIGINT),
                              return std::string(signal.param == SIGTERM ? "SIGTERM" : "SIGINT");
                          });
 
+// The shutdown delay: /readyz says 503 while everything else, new connections included, is
+// served as before; a second signal ends the delay, then the server drains and exits 0.
+TEST_F(Lifecycle, DuringTheShutdownDelayOnlyReadyzChangesAndASecondSignalEndsIt) {
+    start({"--shutdown-delay-ms", "600000"});
+    HttpConnection kept(port());
+    ASSERT_TRUE(kept.request("GET", "/healthz", "", {}));
+    ::kill(server->pid(), SIGTERM);
+    ASSERT_TRUE(server->wait_for_log(R"("event":"stopping")")) << server->log();
+    {
+        HttpConnection fresh(port());
+        const auto ready = fresh.request("GET", "/readyz", "", {});
+        ASSERT_TRUE(ready);
+        expect_error(*ready, 503, "draining");
+    }
+    const auto created = post(R"({"id":5,"name":"during the delay"})");
+    EXPECT_EQ(created.status, 200) << created.body;
+    EXPECT_EQ(created.header("connection"), "<absent>");
+    const auto read = kept.request("GET", "/plants/5", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->status, 200);
+    EXPECT_EQ(read->header("connection"), "<absent>");  // kept alive: nothing is closing yet
+    EXPECT_FALSE(server->exited());
+    // The delay is ten minutes: only the second signal lets the server stop within the limit.
+    EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
+    EXPECT_NE(server->log().find(R"("event":"draining")"), std::string::npos);
+}
+
+// Once draining, a keep-alive connection with no request under way stays open for
+// --drain-idle-ms: a request its client sends meanwhile is answered (Connection: close), not
+// met by a closed or reset connection. Past it, an idle one is closed.
+TEST_F(Lifecycle, WhileDrainingAnIdleConnectionIsAnsweredUntilDrainIdleThenClosed) {
+    start({"--drain-idle-ms", "600000", "--drain-timeout-ms", "600000"});
+    HttpConnection idle(port());
+    ASSERT_TRUE(idle.request("GET", "/healthz", "", {}));
+    ::kill(server->pid(), SIGTERM);
+    ASSERT_TRUE(server->wait_for_log(R"("event":"draining")")) << server->log();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // three deadline sweeps
+    const auto answer = idle.request("GET", "/healthz", "", {});
+    ASSERT_TRUE(answer) << "closed under the client's request";
+    EXPECT_EQ(answer->status, 200);
+    EXPECT_EQ(answer->header("connection"), "close");
+    EXPECT_TRUE(idle.closed_by_server());
+    EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
+
+    start({"--drain-idle-ms", "100"});
+    HttpConnection left(port());
+    ASSERT_TRUE(left.request("GET", "/healthz", "", {}));
+    ::kill(server->pid(), SIGTERM);
+    EXPECT_TRUE(left.closed_by_server());
+    EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
+}
+
 TEST_F(Lifecycle, UnusableDataDirectoryStopsWithAMessage) {
     const auto file = dir.path() / "not-a-directory";
     std::ofstream(file) << "x";

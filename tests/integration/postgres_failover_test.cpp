@@ -4,8 +4,6 @@
 // the synchronous standby has the plant, and a commit waiting for it is never cancelled, not
 // even when the instance gives up on the connection. (The failover itself, with Patroni and
 // etcd, is in patroni_failover_test.cpp.)
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
@@ -21,19 +19,7 @@ using namespace std::chrono_literals;
 // whose server never says a word: what a frozen or partitioned PostgreSQL looks like.
 class SilentListener {
   public:
-    SilentListener() {
-        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-            ::listen(fd_, 64) != 0 ||
-            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-            throw std::runtime_error("cannot listen on 127.0.0.1");
-        }
-        port_ = ntohs(address.sin_port);
-    }
+    SilentListener() { fd_ = listen_on_loopback(port_); }
     SilentListener(const SilentListener&) = delete;
     SilentListener& operator=(const SilentListener&) = delete;
     ~SilentListener() { ::close(fd_); }

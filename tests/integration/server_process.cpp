@@ -157,13 +157,45 @@ std::filesystem::path unique_log_path(const std::filesystem::path& data_dir) {
 
 }  // namespace
 
+int listen_on_loopback(unsigned short& port, int backlog) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd, backlog) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+        if (fd >= 0) ::close(fd);
+        throw std::runtime_error("cannot listen on 127.0.0.1");
+    }
+    port = ntohs(address.sin_port);
+    return fd;
+}
+
 ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
                              std::vector<std::string> extra_args,
-                             const std::vector<std::string>& environment)
+                             const std::vector<std::string>& environment, Launch launch)
     : log_path_(unique_log_path(data_dir)) {
-    std::vector<std::string> args = {"serve", "--listen", "127.0.0.1:0", "--data-dir",
-                                     data_dir.string()};
+    std::vector<std::string> args = {"serve", "--data-dir", data_dir.string()};
+    const auto given = [&](const char* flag) {
+        return std::find(extra_args.begin(), extra_args.end(), flag) != extra_args.end();
+    };
+    if (launch.listen_fd < 0 && !given("--listen")) {
+        args.insert(args.end(), {"--listen", "127.0.0.1:0"});
+    }
+    if (!launch.default_shutdown_delay && !given("--shutdown-delay-ms")) {
+        args.insert(args.end(), {"--shutdown-delay-ms", "0"});
+    }
     args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<std::string> full = with_binary(args);
+    std::vector<std::string> variables = environment_with(environment);
+    if (launch.listen_fd >= 0) {
+        // As systemd: the socket as descriptor 3, LISTEN_FDS, and LISTEN_PID set to the server's
+        // own pid, which only the child knows: a shell sets it and execs the server (same pid).
+        full.insert(full.begin(), {"/bin/sh", "-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""});
+        variables.emplace_back("LISTEN_FDS=1");
+    }
     int out_pipe[2];
     if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t actions;
@@ -171,9 +203,9 @@ ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_addopen(&actions, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0600);
-    auto full = with_binary(args);
+    // (dup2 onto itself would keep close-on-exec: the test's socket is never descriptor 3.)
+    if (launch.listen_fd >= 0) posix_spawn_file_actions_adddup2(&actions, launch.listen_fd, 3);
     auto argv = argv_of(full);
-    auto variables = environment_with(environment);
     auto envp = argv_of(variables);
     const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);

@@ -31,12 +31,27 @@ std::string create_token(const std::filesystem::path& data_dir, const std::strin
                          const std::string& tenant = "default",
                          const std::vector<std::string>& scopes = {});
 
+/// A listening TCP socket on 127.0.0.1 with a port the kernel picks (stored in `port`), closed
+/// on exec, with room for `backlog` connections. @throws std::runtime_error
+int listen_on_loopback(unsigned short& port, int backlog = 64);
+
+/// How a ServerProcess starts, beyond its arguments and environment.
+struct Launch {
+    /// A listening socket handed over as systemd does (as descriptor 3, with LISTEN_FDS=1 and
+    /// LISTEN_PID); no --listen is given then. -1: none, the server binds 127.0.0.1:0 itself
+    /// (or what the arguments' --listen names).
+    int listen_fd = -1;
+    /// Keep serve's own --shutdown-delay-ms. Otherwise the server is given 0 (a test's SIGTERM
+    /// stops it at once) unless the arguments name the flag.
+    bool default_shutdown_delay = false;
+};
+
 /// `plantstore serve` on 127.0.0.1 with a free port, started and ready.
 class ServerProcess {
   public:
     /// `environment` ("NAME=value") adds to or overrides this process's environment.
     ServerProcess(const std::filesystem::path& data_dir, std::vector<std::string> extra_args = {},
-                  const std::vector<std::string>& environment = {});
+                  const std::vector<std::string>& environment = {}, Launch launch = {});
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;
     ~ServerProcess();

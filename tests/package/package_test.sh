@@ -61,8 +61,9 @@ dpkg-query -W -f='${Conffiles}\n' plantstore | grep -q "/etc/plantstore/plantsto
     fail "/etc/plantstore/plantstore.toml is not a conffile"
 
 echo "== package test: systemd-analyze" >&2
-verify=$(systemd-analyze verify /lib/systemd/system/plantstore.service 2>&1) ||
-    fail "systemd-analyze verify: $verify"
+[[ -f /lib/systemd/system/plantstore.socket ]] || fail "plantstore.socket is not installed"
+verify=$(systemd-analyze verify /lib/systemd/system/plantstore.service \
+    /lib/systemd/system/plantstore.socket 2>&1) || fail "systemd-analyze verify: $verify"
 [[ -z "$verify" ]] || fail "systemd-analyze verify: $verify"
 score=$(systemd-analyze security --offline=yes /lib/systemd/system/plantstore.service |
     sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
