@@ -1,14 +1,19 @@
-// plantstore's API page. Renders the OpenAPI document this server serves (every operation with
-// its parameters, request body, responses with schemas and examples; the webhooks; the security
-// schemes) and lets a person call each operation ("Try it"). No Debian package ships Swagger UI,
-// Redoc or Scalar, so this small page is written here; it reads everything from the document,
-// so it needs no change when the document changes. The token lives in a variable of this page
-// only: never in storage, never sent anywhere but this API.
+// plantstore's API page. Renders the OpenAPI document this server serves, grouped by its tags
+// with a table of contents beside it: every operation with its scope, summary, parameters,
+// request body, responses (headers and examples) and a curl example; the events and webhooks
+// with an example of each and how to verify a signature; the security schemes. "Try it" calls
+// each operation. Descriptions are Markdown (CommonMark, as OpenAPI allows): rendered by Debian's
+// marked (docs/marked.js) with raw HTML shown as text, then cut down to plain markup (below), so
+// no text of the document can become markup that runs. No Debian package
+// ships Swagger UI, Redoc or Scalar, so the page itself is written here; it reads everything from
+// the document. The token lives in a variable of this page only: never in storage, never sent
+// anywhere but this API.
 "use strict";
 
 const pageUrl = new URL(window.location.href);
 // The page is {base}/docs: the API's paths are under {base}.
 const apiBase = pageUrl.origin + pageUrl.pathname.replace(/\/docs\/?$/, "");
+const methods = ["get", "post", "put", "patch", "delete", "head", "options"];
 let documentRoot = null;
 
 function element(tag, attributes = {}, ...children) {
@@ -21,6 +26,51 @@ function element(tag, attributes = {}, ...children) {
   for (const child of children) {
     if (child !== null && child !== undefined) node.append(child);
   }
+  return node;
+}
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// Markdown to sanitized DOM. Raw HTML in the text is shown as text (marked's html renderer is
+// replaced), and what marked makes is then kept only where it is plain markup: the elements and
+// attributes below, links to http(s) or this page. Written here because Debian 12's DOMPurify
+// (node-dompurify 2.4.1+dfsg-2+deb12u1) throws "shadowNode is not defined" from every
+// sanitize() of markup (its security patch reads a variable out of scope).
+marked.use({ renderer: { html: (html) => escapeHtml(html) }, headerIds: false, mangle: false });
+const allowedMarkup = {
+  P: [], BR: [], HR: [], EM: [], STRONG: [], DEL: [], CODE: [], PRE: [], BLOCKQUOTE: [], UL: [],
+  OL: ["start"], LI: [], A: ["href", "title"], H1: [], H2: [], H3: [], H4: [], H5: [], H6: [],
+  TABLE: [], THEAD: [], TBODY: [], TR: [], TH: ["align"], TD: ["align"],
+};
+function keepPlainMarkup(parent) {
+  for (const child of [...parent.childNodes]) {
+    if (child.nodeType === Node.TEXT_NODE) continue;
+    const allowed = child.nodeType === Node.ELEMENT_NODE ? allowedMarkup[child.tagName] : undefined;
+    if (!allowed) { child.remove(); continue; }
+    for (const attribute of [...child.attributes]) {
+      const safe = allowed.includes(attribute.name) &&
+                   (attribute.name !== "href" || /^(?:https?:|#)/i.test(attribute.value.trim()));
+      if (!safe) child.removeAttribute(attribute.name);
+    }
+    keepPlainMarkup(child);
+  }
+}
+function markdown(text, className = "prose") {
+  const node = element("div", { class: className });
+  // (A template's content is inert: nothing in it loads or runs while it is checked.)
+  const inert = document.createElement("template");
+  inert.innerHTML = marked.parse(String(text || ""));
+  keepPlainMarkup(inert.content);
+  node.append(inert.content);
+  return node;
+}
+// Markdown that is one line (a summary): its paragraph's content only.
+function inlineMarkdown(text) {
+  const node = markdown(text, "inline");
+  const only = node.firstElementChild;
+  if (node.childElementCount === 1 && only.tagName === "P") node.replaceChildren(...only.childNodes);
   return node;
 }
 
@@ -73,8 +123,7 @@ function mediaExample(media) {
   if (!media) return null;
   if (media.example !== undefined) return media.example;
   if (media.examples) {
-    const first = Object.values(media.examples)[0];
-    const value = resolve(first);
+    const value = resolve(Object.values(media.examples)[0]);
     if (value && value.value !== undefined) return value.value;
   }
   return exampleOf(media.schema);
@@ -85,7 +134,6 @@ function pretty(value) {
 }
 
 function operationsOf(paths) {
-  const methods = ["get", "post", "put", "patch", "delete", "options", "head"];
   const list = [];
   for (const [path, item] of Object.entries(paths || {})) {
     for (const method of methods) {
@@ -99,40 +147,100 @@ function anchorOf(entry) {
   return "op-" + (entry.operation.operationId || (entry.method + entry.path).replace(/[^A-Za-z0-9]/g, "-"));
 }
 
+function parametersOf(entry) {
+  return [...(entry.item.parameters || []), ...(entry.operation.parameters || [])].map(resolve);
+}
+
+function secured(operation) {
+  return (operation.security ?? documentRoot.security ?? []).length > 0;
+}
+
+// The scope an operation needs, as its description states it ("Needs the scope `plants:write`");
+// a HEAD needs what the GET of its path needs.
+function scopeOf(entry) {
+  const operation = entry.method === "head" && entry.item.get ? entry.item.get : entry.operation;
+  const found = /Needs the scope `([^`]+)`/.exec(operation.description || "");
+  if (found) return found[1];
+  return secured(operation) ? "a token" : "no token";
+}
+
+// Headers that nearly every response carries (Date, the RateLimit fields...): listed once at
+// the top instead of under each response.
+function commonHeaders(entries) {
+  const counts = new Map();
+  let responses = 0;
+  for (const entry of entries) {
+    for (const raw of Object.values(entry.operation.responses || {})) {
+      responses++;
+      for (const [name, header] of Object.entries(resolve(raw)?.headers || {})) {
+        const known = counts.get(name) || { count: 0, header: resolve(header) };
+        known.count++;
+        counts.set(name, known);
+      }
+    }
+  }
+  return new Map([...counts].filter(([, known]) => known.count * 2 > responses));
+}
+
 function renderParameters(parameters) {
   if (!parameters.length) return null;
-  const table = element("table", {},
-    element("caption", { class: "hint", text: "Parameters" }),
-    element("thead", {}, element("tr", {}, element("th", { text: "Name" }), element("th", { text: "In" }),
-                                 element("th", { text: "Schema" }), element("th", { text: "Description" }))));
   const body = element("tbody");
   for (const parameter of parameters) {
     body.append(element("tr", {},
-      element("td", { text: parameter.name + (parameter.required ? " (required)" : "") }),
+      element("td", {}, element("code", { text: parameter.name }),
+              parameter.required ? element("span", { class: "required", text: " required" }) : null),
       element("td", { text: parameter.in }),
-      element("td", {}, element("code", { text: JSON.stringify(expand(parameter.schema)) })),
-      element("td", { text: parameter.description || "" })));
+      element("td", {}, element("code", { class: "schema", text: schemaLine(parameter.schema) })),
+      element("td", {}, markdown(parameter.description || ""))));
   }
-  table.append(body);
-  return table;
+  return element("table", {},
+    element("caption", { text: "Parameters" }),
+    element("thead", {}, element("tr", {}, element("th", { text: "Name" }), element("th", { text: "In" }),
+                                 element("th", { text: "Schema" }), element("th", { text: "Description" }))),
+    body);
 }
 
-function renderResponses(responses) {
-  const wrapper = element("div", {}, element("h3", { text: "Responses" }));
+// A short form of a simple schema ("integer int64, 1 to 1000, default 100").
+function schemaLine(schema) {
+  const s = expand(schema) || {};
+  const parts = [[].concat(s.type || "any").join(" | ") + (s.format ? " " + s.format : "")];
+  if (s.enum) parts.push("one of " + s.enum.join(", "));
+  if (s.minimum !== undefined || s.maximum !== undefined) parts.push((s.minimum ?? "…") + " to " + (s.maximum ?? "…"));
+  if (s.maxLength !== undefined) parts.push("at most " + s.maxLength + " characters");
+  if (s.pattern) parts.push("pattern " + s.pattern);
+  if (s.default !== undefined) parts.push("default " + JSON.stringify(s.default));
+  return parts.join(", ");
+}
+
+function renderHeaders(headers, common) {
+  const own = Object.entries(headers || {}).filter(([name]) => !common.has(name));
+  if (!own.length) return null;
+  const list = element("dl", { class: "headers" });
+  for (const [name, raw] of own) {
+    const header = resolve(raw) || {};
+    list.append(element("dt", {}, element("code", { text: name }),
+                        header.required ? element("span", { class: "required", text: " required" }) : null),
+                element("dd", {}, markdown(header.description || "")));
+  }
+  return list;
+}
+
+function renderResponses(responses, common) {
+  const wrapper = element("div", { class: "responses" }, element("h4", { text: "Responses" }));
   for (const [status, raw] of Object.entries(responses || {})) {
     const response = resolve(raw) || {};
     const block = element("details", { class: "response" },
-      element("summary", { text: status + " " + (response.description || "") }));
-    const headers = Object.entries(response.headers || {});
-    if (headers.length) {
-      block.append(element("p", { text: "Headers: " + headers.map(([name, header]) =>
-        name + (resolve(header)?.required ? " (always)" : "")).join(", ") }));
-    }
+      element("summary", {}, element("span", { class: "status-code s" + status[0], text: status }), " ",
+              inlineMarkdown(response.description || "")));
+    block.append(renderHeaders(response.headers, common));
     for (const [type, media] of Object.entries(response.content || {})) {
-      block.append(element("p", { text: "Content: " + type }));
-      if (media.schema) block.append(element("pre", { text: "Schema: " + pretty(expand(media.schema)) }));
+      block.append(element("p", { class: "media", text: type }));
       const example = mediaExample(media);
-      if (example !== null && example !== undefined) block.append(element("pre", { text: "Example: " + pretty(example) }));
+      if (example !== null && example !== undefined) block.append(element("pre", { class: "example", text: pretty(example) }));
+      if (media.schema) {
+        block.append(element("details", { class: "schema" }, element("summary", { text: "Schema" }),
+                             element("pre", { text: pretty(expand(media.schema)) })));
+      }
     }
     wrapper.append(block);
   }
@@ -140,7 +248,7 @@ function renderResponses(responses) {
 }
 
 function urlFor(entry, values) {
-  let path = entry.path.replace(/\{([^}]+)\}/g, (_, name) => encodeURIComponent(values.path[name] ?? ""));
+  const path = entry.path.replace(/\{([^}]+)\}/g, (_, name) => encodeURIComponent(values.path[name] ?? ""));
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(values.query)) if (value !== "") query.append(name, value);
   const servers = entry.item.servers || entry.operation.servers;
@@ -152,50 +260,77 @@ function shellQuote(text) {
   return "'" + String(text).replace(/'/g, "'\\''") + "'";
 }
 
+// The curl command for a request; the token pasted on the page, or $TOKEN.
+function curlFor(method, url, headers, body, token) {
+  const lines = ["curl -i -X " + method + " " + shellQuote(url)];
+  for (const [name, value] of Object.entries(headers)) {
+    lines.push("-H " + (name === "Authorization" && !token ? "\"Authorization: Bearer $TOKEN\""
+                                                              : shellQuote(name + ": " + value)));
+  }
+  if (body !== null && body !== undefined) lines.push("--data " + shellQuote(body));
+  return lines.join(" \\\n  ");
+}
+
+// What an operation's form holds: path, query and header parameters, and the JSON body.
+function requestOf(entry, fields, bodyInput, token) {
+  const values = { path: {}, query: {} };
+  const headers = {};
+  for (const input of fields) {
+    if (input.dataset.in === "header") {
+      if (input.value !== "") headers[input.name] = input.value;
+    } else {
+      values[input.dataset.in][input.name] = input.value;
+    }
+  }
+  if (secured(entry.operation)) headers.Authorization = "Bearer " + (token.value || "$TOKEN");
+  let body = null;
+  if (bodyInput) {
+    headers["Content-Type"] = bodyInput.dataset.type;
+    body = bodyInput.value;
+  }
+  return { method: entry.method.toUpperCase(), url: urlFor(entry, values), headers, body };
+}
+
 function renderTry(entry, parameters, token) {
   const id = anchorOf(entry);
   const form = element("form", { class: "try", "aria-label": "Try " + entry.method.toUpperCase() + " " + entry.path });
-  form.append(element("h3", { text: "Try it" }));
-  const inputs = [];
-  for (const parameter of parameters.filter((p) => p.in === "path" || p.in === "query")) {
+  form.append(element("h4", { text: "Try it" }));
+  const fields = [];
+  for (const parameter of parameters.filter((p) => ["path", "query", "header"].includes(p.in))) {
     const inputId = id + "-" + parameter.in + "-" + parameter.name;
     const example = parameter.example ?? exampleOf(parameter.schema);
-    const input = element("input", { id: inputId, name: parameter.name,
+    const input = element("input", { id: inputId, name: parameter.name, autocomplete: "off",
       value: parameter.in === "path" && example !== null ? example : "", "data-in": parameter.in });
     form.append(element("label", { for: inputId, text: parameter.name + " (" + parameter.in + ")" }), input);
-    inputs.push(input);
+    fields.push(input);
   }
   let bodyInput = null;
-  const requestBody = resolve(entry.operation.requestBody);
-  if (requestBody && requestBody.content && requestBody.content["application/json"]) {
+  const content = resolve(entry.operation.requestBody)?.content || {};
+  const type = Object.keys(content).find((t) => t.includes("json"));
+  if (type) {
     const bodyId = id + "-body";
-    bodyInput = element("textarea", { id: bodyId, spellcheck: "false" });
-    bodyInput.value = pretty(mediaExample(requestBody.content["application/json"]));
-    form.append(element("label", { for: bodyId, text: "Body (application/json)" }), bodyInput);
+    bodyInput = element("textarea", { id: bodyId, spellcheck: "false", "data-type": type });
+    bodyInput.value = pretty(mediaExample(content[type]));
+    form.append(element("label", { for: bodyId, text: "Body (" + type + ")" }), bodyInput);
   }
-  form.append(element("button", { type: "submit", text: "Send" }));
+  const curl = element("pre", { class: "curl-example" });
+  const showCurl = () => {
+    const request = requestOf(entry, fields, bodyInput, token);
+    curl.textContent = curlFor(request.method, request.url, request.headers, request.body, token.value);
+  };
+  for (const input of [...fields, bodyInput, token]) input?.addEventListener("input", showCurl);
+  showCurl();
+  form.append(element("button", { type: "submit", text: "Send" }), element("p", { class: "hint", text: "With curl:" }), curl);
   const result = element("div", { class: "result", "aria-live": "polite" });
   form.append(result);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const values = { path: {}, query: {} };
-    for (const input of inputs) values[input.dataset.in][input.name] = input.value;
-    const url = urlFor(entry, values);
-    const headers = {};
-    const secured = entry.operation.security === undefined ? (documentRoot.security || []).length > 0
-                                                           : entry.operation.security.length > 0;
-    if (secured && token.value) headers.Authorization = "Bearer " + token.value;
-    const init = { method: entry.method.toUpperCase(), headers };
-    if (bodyInput) {
-      headers["Content-Type"] = "application/json";
-      init.body = bodyInput.value;
-    }
-    const curl = ["curl -i -X " + init.method, shellQuote(url)];
-    if (headers.Authorization) curl.push("-H 'Authorization: Bearer $TOKEN'");
-    if (bodyInput) curl.push("-H 'Content-Type: application/json'", "--data " + shellQuote(init.body));
+    const request = requestOf(entry, fields, bodyInput, token);
+    const headers = { ...request.headers };
+    if (!token.value) delete headers.Authorization;
     result.replaceChildren(element("p", { text: "Sending…" }));
     try {
-      const response = await fetch(url, init);
+      const response = await fetch(request.url, { method: request.method, headers, body: request.body ?? undefined });
       const text = await response.text();
       const headerLines = [...response.headers.entries()].map(([name, value]) => name + ": " + value).join("\n");
       let shown = text;
@@ -205,7 +340,7 @@ function renderTry(entry, parameters, token) {
         element("pre", { class: "response-headers", text: headerLines }),
         element("pre", { class: "response-body", text: shown }),
         element("p", { text: "The same request with curl:" }),
-        element("pre", { class: "curl", text: curl.join(" \\\n  ") }));
+        element("pre", { class: "curl", text: curlFor(request.method, request.url, request.headers, request.body, "") }));
     } catch (error) {
       result.replaceChildren(element("p", { role: "alert", text: "The request failed: " + error.message }));
     }
@@ -213,78 +348,151 @@ function renderTry(entry, parameters, token) {
   return form;
 }
 
+function renderOperation(entry, common, token) {
+  const id = anchorOf(entry);
+  const op = entry.operation;
+  const parameters = parametersOf(entry);
+  const section = element("details", { class: "operation", id, "data-method": entry.method, "data-path": entry.path },
+    element("summary", {},
+      element("span", { class: "method " + entry.method, text: entry.method.toUpperCase() }),
+      element("span", { class: "path", text: entry.path }),
+      element("span", { class: "scope", text: scopeOf(entry) }),
+      element("span", { class: "one-line" }, inlineMarkdown(op.summary || ""))));
+  const body = element("div", { class: "operation-body" });
+  if (op.description) body.append(markdown(op.description));
+  body.append(renderParameters(parameters));
+  const requestBody = resolve(op.requestBody);
+  for (const [type, media] of Object.entries(requestBody?.content || {})) {
+    body.append(element("h4", { text: "Request body, " + type + (requestBody.required ? " (required)" : "") }));
+    if (requestBody.description) body.append(markdown(requestBody.description));
+    body.append(element("pre", { class: "example", text: pretty(mediaExample(media)) }),
+                element("details", { class: "schema" }, element("summary", { text: "Schema" }),
+                        element("pre", { text: pretty(expand(media.schema)) })));
+  }
+  body.append(renderResponses(op.responses, common), renderTry(entry, parameters, token));
+  section.append(body);
+  return section;
+}
+
+// The events: each webhook with its example body and what a receiver checks, and the change
+// feed's two representations.
+function renderEvents(doc, entries, common) {
+  const list = document.getElementById("event-list");
+  for (const [name, item] of Object.entries(doc.webhooks || {})) {
+    for (const [method, operation] of Object.entries(item)) {
+      const block = element("details", { class: "webhook", id: "event-" + name.replace(/[^A-Za-z0-9]/g, "-") },
+        element("summary", {}, element("span", { class: "method " + method, text: method.toUpperCase() }),
+                element("span", { class: "path", text: name }), element("span", { class: "one-line" }, inlineMarkdown(operation.summary || ""))));
+      if (operation.description) block.append(markdown(operation.description));
+      block.append(renderParameters((operation.parameters || []).map(resolve)));
+      for (const [type, media] of Object.entries(resolve(operation.requestBody)?.content || {})) {
+        block.append(element("h4", { text: "Example body, " + type }),
+                     element("pre", { class: "example", text: pretty(mediaExample(media)) }),
+                     element("details", { class: "schema" }, element("summary", { text: "Schema" }),
+                             element("pre", { text: pretty(expand(media.schema)) })));
+      }
+      block.append(renderResponses(operation.responses, common));
+      list.append(block);
+    }
+  }
+  const feed = entries.find((entry) => entry.method === "get" && /\/events$/.test(entry.path));
+  const representations = document.getElementById("feed-representations");
+  for (const [type, media] of Object.entries(resolve(feed?.operation.responses?.["200"])?.content || {})) {
+    representations.append(element("h4", {}, element("code", { text: type })),
+                           element("pre", { class: "example", text: pretty(mediaExample(media)) }));
+  }
+  if (feed) representations.prepend(element("p", {}, "From ", element("a", { href: "#" + anchorOf(feed), text: "GET " + feed.path }),
+                                            ", as the request's Accept header chooses:"));
+}
+
+// The table of contents: a section per tag, its operations under it.
+function renderToc(groups) {
+  const list = element("ul");
+  list.append(element("li", {}, element("a", { href: "#intro", text: "Introduction" })));
+  for (const group of groups) {
+    const operations = element("ul");
+    for (const entry of group.entries) {
+      operations.append(element("li", {}, element("a", { href: "#" + anchorOf(entry) },
+        element("span", { class: "method-text " + entry.method, text: entry.method.toUpperCase() }), " " + entry.path)));
+    }
+    list.append(element("li", {}, element("a", { href: "#tag-" + group.name, class: "tag-link", text: group.title }), operations));
+  }
+  list.append(element("li", {}, element("a", { href: "#events", text: "Events and webhooks" })),
+              element("li", {}, element("a", { href: "#security", text: "Security schemes" })));
+  return list;
+}
+
 function render(doc) {
   documentRoot = doc;
   const info = doc.info || {};
   document.title = (info.title || "API") + " " + (info.version || "");
   document.getElementById("title").textContent = info.title || "API";
-  document.getElementById("summary").textContent = (info.version ? "Version " + info.version + ". " : "") + (info.description || "");
+  document.getElementById("version").textContent = info.version ? "Version " + info.version : "";
+  // The introduction: its first paragraph, the rest folded.
+  const intro = markdown(info.description || "");
+  const first = intro.firstElementChild;
+  const rest = element("details", { class: "more" }, element("summary", { text: "More about this API" }));
+  while (first && first.nextSibling) rest.append(first.nextSibling);
+  document.getElementById("summary").replaceChildren(intro, rest.childElementCount > 1 ? rest : "");
   const token = document.getElementById("token");
   document.getElementById("auth").addEventListener("submit", (event) => event.preventDefault());
+
   const entries = operationsOf(doc.paths);
-  const toc = element("ul");
-  const main = document.getElementById("operations");
-  main.replaceChildren(element("h2", { text: "Operations (" + entries.length + ")" }));
+  const common = commonHeaders(entries);
+  const commonList = element("dl", { class: "headers" });
+  for (const [name, known] of common) {
+    commonList.append(element("dt", {}, element("code", { text: name }),
+                              known.header?.required ? element("span", { class: "required", text: " required" }) : null),
+                      element("dd", {}, markdown(known.header?.description || "")));
+  }
+  document.getElementById("common-headers").replaceChildren(commonList);
+
+  // Groups in the document's tag order; an untagged operation goes to a last group.
+  const tags = [...(doc.tags || [])];
+  const groups = tags.map((tag) => ({ name: tag.name, title: tag.name[0].toUpperCase() + tag.name.slice(1),
+                                      description: tag.description, entries: [], preflights: [] }));
+  const other = { name: "other", title: "Other", description: "", entries: [], preflights: [] };
   for (const entry of entries) {
-    const id = anchorOf(entry);
-    const op = entry.operation;
-    toc.append(element("li", {}, element("a", { href: "#" + id, text: entry.method.toUpperCase() + " " + entry.path })));
-    const parameters = [...(entry.item.parameters || []), ...(op.parameters || [])].map(resolve);
-    const section = element("details", { class: "operation", id, "data-method": entry.method, "data-path": entry.path },
-      element("summary", {},
-        element("span", { class: "method " + entry.method, text: entry.method.toUpperCase() }),
-        element("span", { class: "path", text: entry.path }),
-        element("span", { text: op.summary || "" })));
-    const body = element("div", { class: "operation-body" });
-    if (op.description) body.append(element("p", { text: op.description }));
-    const security = op.security ?? doc.security ?? [];
-    body.append(element("p", { class: "hint", text: security.length
-      ? "Needs: " + security.map((s) => Object.keys(s).join(" + ")).join(" or ")
-      : "No credentials needed." }));
-    body.append(renderParameters(parameters));
-    const requestBody = resolve(op.requestBody);
-    if (requestBody && requestBody.content) {
-      body.append(element("h3", { text: "Request body" + (requestBody.required ? " (required)" : "") }));
-      for (const [type, media] of Object.entries(requestBody.content)) {
-        body.append(element("p", { text: type }), element("pre", { text: "Schema: " + pretty(expand(media.schema)) }));
-        body.append(element("pre", { text: "Example: " + pretty(mediaExample(media)) }));
+    const group = groups.find((g) => g.name === (entry.operation.tags || [])[0]) || other;
+    (entry.method === "options" ? group.preflights : group.entries).push(entry);
+  }
+  if (other.entries.length || other.preflights.length) groups.push(other);
+  const main = document.getElementById("operations");
+  main.replaceChildren();
+  for (const group of groups) {
+    const section = element("section", { class: "tag", id: "tag-" + group.name, "aria-labelledby": "tag-" + group.name + "-title" },
+      element("h2", { id: "tag-" + group.name + "-title", text: group.title }));
+    if (group.description) section.append(markdown(group.description));
+    for (const entry of group.entries) section.append(renderOperation(entry, common, token));
+    if (group.preflights.length) {
+      const preflights = element("ul", { class: "preflights" });
+      for (const entry of group.preflights) {
+        preflights.append(element("li", {}, element("span", { class: "method-text options", text: "OPTIONS" }), " ",
+          element("code", { text: entry.path }), ": answers a CORS preflight with --cors-origin"));
       }
+      section.append(preflights);
     }
-    body.append(renderResponses(op.responses));
-    body.append(renderTry(entry, parameters, token));
-    section.append(body);
     main.append(section);
   }
-  document.getElementById("toc").replaceChildren(toc);
+  document.getElementById("toc-list").replaceChildren(renderToc(groups));
+  renderEvents(doc, entries, common);
 
-  const webhooks = Object.entries(doc.webhooks || {});
-  if (webhooks.length) {
-    const list = document.getElementById("webhook-list");
-    for (const [name, item] of webhooks) {
-      for (const [method, operation] of Object.entries(item)) {
-        const requestBody = resolve(operation.requestBody);
-        const block = element("details", { class: "webhook" },
-          element("summary", {}, element("span", { class: "method " + method, text: method.toUpperCase() }),
-                  element("span", { class: "path", text: name }), element("span", { text: operation.summary || "" })));
-        if (operation.description) block.append(element("p", { text: operation.description }));
-        for (const [type, media] of Object.entries(requestBody?.content || {})) {
-          block.append(element("p", { text: "Body: " + type }), element("pre", { text: pretty(expand(media.schema)) }));
-        }
-        block.append(renderResponses(operation.responses));
-        list.append(block);
-      }
-    }
-    document.getElementById("webhooks").hidden = false;
-  }
   const schemes = Object.entries(doc.components?.securitySchemes || {});
-  if (schemes.length) {
-    const list = document.getElementById("security-list");
-    for (const [name, scheme] of schemes) {
-      list.append(element("h3", { text: name + " (" + [scheme.type, scheme.scheme].filter(Boolean).join(", ") + ")" }),
-                  element("p", { text: scheme.description || "" }));
-    }
-    document.getElementById("security").hidden = false;
+  const list = document.getElementById("security-list");
+  for (const [name, scheme] of schemes) {
+    list.append(element("h3", { text: name + " (" + [scheme.type, scheme.scheme].filter(Boolean).join(", ") + ")" }),
+                markdown(scheme.description || ""));
   }
+  for (const id of ["events", "security"]) document.getElementById(id).hidden = false;
+  // On a phone the contents fold away; opening an entry folds them again.
+  const fold = document.getElementById("toc");
+  if (window.matchMedia("(max-width: 60rem)").matches) fold.open = false;
+  fold.addEventListener("click", (event) => {
+    const link = event.target.closest("a");
+    if (!link) return;
+    document.getElementById(link.getAttribute("href").slice(1))?.setAttribute("open", "");
+    if (window.matchMedia("(max-width: 60rem)").matches) fold.open = false;
+  });
   if (pageUrl.hash) document.getElementById(pageUrl.hash.slice(1))?.setAttribute("open", "");
 }
 

@@ -1,6 +1,7 @@
 // API layer (see api.hpp): the API page for people, docs/page/ (HTML, CSS and JavaScript written
-// for this project: no Debian package ships Swagger UI, Redoc or Scalar), built into the binary.
-// It renders the served OpenAPI document in the browser, so it needs no change when that does.
+// for this project: no Debian package ships Swagger UI, Redoc or Scalar) with Debian's marked (for
+// the document's Markdown), built into the binary. It renders the served OpenAPI
+// document in the browser, so it needs no change when that does.
 #pragma once
 
 #include <optional>
@@ -13,7 +14,8 @@ struct DocsAsset {
     std::string_view content_type;
 };
 
-/// The page ("") or one of its files ("docs.css", "docs.js"); nullopt for any other name.
+/// The page ("") or one of its files ("docs.css", "docs.js", "marked.js"); nullopt for any other
+/// name.
 std::optional<DocsAsset> docs_asset(std::string_view name);
 
 /// The Content-Security-Policy of the page and its files: only this origin's script, style and

@@ -1,10 +1,15 @@
 #!/usr/bin/python3
 """The API page ({base}/docs) in Debian's headless Chromium, driven by Debian's python3-selenium,
-against the real binary: it loads with no console errors and no failed requests, lists every
-operation of the served document, creates, lists, reads and deletes a plant through its "Try it"
-panels, shows a wrong token's 401 Error body, carries a strict Content-Security-Policy that
-nothing violates, stays within 100 KB and fits a phone-sized screen. Writes docs-page.png (and
-docs-page-phone.png) to WORK_DIR. Usage: docs_page_test.py PLANTSTORE WORK_DIR"""
+against the real binary: it loads with no console errors and no failed requests; it renders the
+document's Markdown (no backticks or ** left as typed) and shows a hostile description's HTML as
+text without running it; it has a section per tag holding each of that tag's operations once
+(CORS preflights folded into one line per path) and a sidebar whose links land on their
+sections; it creates, lists, reads, PATCHes with If-Match (and a stale one's 412), long-polls
+the change feed and deletes through its "Try it" panels, with curl examples carrying the pasted
+token; it shows a wrong token's 401 Error body, carries a strict Content-Security-Policy that
+nothing violates, stays within 150 KB and fits a phone-sized screen with its contents folded.
+Writes docs-page.png and docs-page-phone.png to WORK_DIR. Usage: docs_page_test.py PLANTSTORE
+WORK_DIR"""
 import json
 import os
 import re
@@ -64,12 +69,14 @@ try:
           "GET /docs is an HTML page without a token")
     check("script-src 'self'" in csp and "default-src 'none'" in csp and "unsafe" not in csp,
           "the page carries a strict Content-Security-Policy: " + csp)
-    total = len(page) + len(fetch(base + "/docs/docs.js")[2]) + len(fetch(base + "/docs/docs.css")[2])
-    check(total < 100 * 1024, f"the page and its files weigh {total:,} bytes (under 100 KB)")
+    total = len(page) + sum(len(fetch(base + "/docs/" + name)[2])
+                            for name in ("docs.js", "docs.css", "marked.js"))
+    check(total < 150 * 1024, f"the page and its files weigh {total:,} bytes (under 150 KB)")
     document = json.loads(fetch(base + "/openapi.json")[2])
-    methods = {"get", "post", "put", "patch", "delete", "options", "head"}
+    methods = {"get", "post", "put", "patch", "delete", "head"}
     expected = sorted(f"{m.upper()} {p}" for p, item in document["paths"].items() for m in item
                       if m in methods)
+    preflights = sorted(p for p, item in document["paths"].items() if "options" in item)
 
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
@@ -82,14 +89,88 @@ try:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     driver.set_page_load_timeout(30)
-    driver.get(base + "/docs")
     wait = WebDriverWait(driver, 20)
+
+    # A hostile description: the page is handed a document whose texts hold HTML and a
+    # javascript: link (a script the browser runs before the page's own changes what fetch
+    # returns). All of it must show as text or vanish, and nothing may run.
+    hostile = ('Hostile <script>window.__ran = 1</script> <img src=x onerror="window.__ran = 2"> '
+               '[a link](javascript:window.__ran=3) and **bold**')
+    injected = driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+      const original = window.fetch;
+      window.fetch = async (...args) => {
+        const response = await original(...args);
+        if (!String(args[0]).endsWith("/openapi.json")) return response;
+        const doc = await response.json();
+        doc.info.description = %s + "\\n\\n" + doc.info.description;
+        doc.paths["/plants"].post.description = %s;
+        return new Response(JSON.stringify(doc), {status: 200, headers: {"Content-Type": "application/json"}});
+      };""" % (json.dumps(hostile), json.dumps(hostile))})
+    driver.get(base + "/docs")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "details.operation"))
+    summary = driver.find_element(By.ID, "summary")
+    check('<script>window.__ran = 1</script>' in summary.text and 'onerror="window.__ran = 2"' in summary.text,
+          "HTML in a description is shown as text")
+    check(driver.execute_script("return window.__ran === undefined"), "nothing in a description ran")
+    check(not driver.find_elements(By.CSS_SELECTOR, "#content img, #content script, a[href^='javascript']"),
+          "no image, script or javascript: link came from a description")
+    check([e.text for e in summary.find_elements(By.TAG_NAME, "strong")] == ["bold"],
+          "Markdown emphasis is rendered")
+    violations = [e for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
+    check(not violations, f"the hostile text violated no Content-Security-Policy {violations}")
+    driver.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", injected)
+
+    driver.get(base + "/docs")
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "details.operation"))
     listed = sorted(f"{e.get_attribute('data-method').upper()} {e.get_attribute('data-path')}"
                     for e in driver.find_elements(By.CSS_SELECTOR, "details.operation"))
-    check(listed == expected, f"every operation of the document is listed ({len(listed)})")
-    check(bool(driver.find_elements(By.CSS_SELECTOR, "#webhooks:not([hidden]) details.webhook")),
-          "the document's webhook is shown")
+    check(listed == expected, f"every operation but the preflights is listed once ({len(listed)})")
+    folded = sorted(e.text.split(" ")[1].rstrip(":")
+                    for e in driver.find_elements(By.CSS_SELECTOR, ".preflights li"))
+    check(folded == preflights, f"each CORS preflight is one line ({len(folded)} paths)")
+    misplaced = driver.execute_script("""
+      return [...document.querySelectorAll("details.operation")].filter((op) => {
+        const section = op.closest("section.tag");
+        return !section;
+      }).length""")
+    for tag in document["tags"]:
+        section = driver.find_elements(By.ID, "tag-" + tag["name"])
+        tagged = sorted(f"{m.upper()} {p}" for p, item in document["paths"].items()
+                        for m, o in item.items() if m in methods and o.get("tags", [None])[0] == tag["name"])
+        inside = sorted(f"{e.get_attribute('data-method').upper()} {e.get_attribute('data-path')}"
+                        for e in (section[0].find_elements(By.CSS_SELECTOR, "details.operation") if section else []))
+        check(bool(section) and inside == tagged, f"the tag {tag['name']} has a section with its {len(tagged)} operations")
+    check(misplaced == 0, "every operation sits in its tag's section")
+    text = driver.execute_script("""
+      const copy = document.getElementById("content").cloneNode(true);
+      copy.querySelectorAll("pre, textarea, input, script").forEach((node) => node.remove());
+      return copy.textContent""")
+    check("`" not in text and "**" not in text, "no Markdown syntax is left as typed (` or **)")
+    check(bool(driver.find_elements(By.CSS_SELECTOR, "#summary code")) and
+          bool(driver.find_elements(By.CSS_SELECTOR, "details.operation .prose code")),
+          "code spans in descriptions are rendered as code")
+    for link in driver.find_elements(By.CSS_SELECTOR, "#toc-list a.tag-link"):
+        target = link.get_attribute("href").split("#")[1]
+        link.click()
+        top, at_end = driver.execute_script(f"""
+          const box = document.getElementById('{target}').getBoundingClientRect();
+          const end = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 1;
+          return [box.top, end && box.top < window.innerHeight]""")
+        check(-2 <= top <= 40 or at_end,
+              f"the sidebar's link to {target} lands on it ({top:.0f} px from the top)")
+    sidebar = driver.execute_script("return document.getElementById('toc').getBoundingClientRect().top")
+    check(-2 <= sidebar <= 40, f"the sidebar follows the scroll ({sidebar:.0f} px from the top)")
+    driver.execute_script("window.scrollTo(0, 0)")
+    check(bool(driver.find_elements(By.CSS_SELECTOR, "#events:not([hidden]) details.webhook")),
+          "the document's webhooks are shown")
+    for event in ("plant.created", "plant.updated", "plant.deleted"):
+        block = driver.find_elements(By.ID, "event-" + event.replace(".", "-"))
+        example = block[0].find_element(By.CSS_SELECTOR, "pre.example").get_attribute("textContent") if block else ""
+        check(f'"type": "{event}"' in example, f"the event {event} has an example envelope")
+    events_text = driver.find_element(By.ID, "events").get_attribute("textContent")
+    check("openssl dgst -sha256 -mac HMAC" in events_text, "how to verify a signature is shown")
+    check("application/json" in events_text and "text/event-stream" in events_text,
+          "the change feed's two representations are shown")
     check("bearerAuth" in driver.find_element(By.ID, "security").text,
           "the security scheme is shown")
     errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
@@ -123,6 +204,8 @@ try:
           "the token field has a label")
     token_field.send_keys(token)
     create = operation("post", "/plants")
+    check(token in create.find_element(By.CSS_SELECTOR, "pre.curl-example").text,
+          "the curl example carries the pasted token")
     prefilled = create.find_element(By.CSS_SELECTOR, "form.try textarea").get_attribute("value")
     check('"name"' in prefilled and '"id"' in prefilled, "the create body is pre-filled from the schema")
     status, body = send(create, body='{"id": 7, "name": "Fern", "tag": "green"}')
@@ -132,12 +215,25 @@ try:
           "the equivalent curl command is shown")
     status, body = send(operation("get", "/plants"), {"limit": "10"})
     check(status.startswith("Status 200") and '"Fern"' in body, "listing shows the plant")
-    status, body = send(operation("get", "/plants/{id}"), {"id": "7"})
+    read = operation("get", "/plants/{id}")
+    status, body = send(read, {"id": "7"})
     check(status.startswith("Status 200") and '"green"' in body, "reading it shows the plant")
+    etag = re.search(r"^etag: (.+)$", read.find_element(By.CSS_SELECTOR, ".result .response-headers").text,
+                     re.MULTILINE)
+    check(etag is not None, "the read shows its ETag")
+    patch = operation("patch", "/plants/{id}")
+    status, body = send(patch, {"id": "7", "If-Match": etag.group(1) if etag else ""}, '{"tag": "blue"}')
+    check(status.startswith("Status 200") and '"blue"' in body, f"a PATCH with If-Match shows 200 ({status})")
+    status, body = send(patch, {"id": "7", "If-Match": etag.group(1) if etag else ""}, '{"tag": "red"}')
+    check(status.startswith("Status 412"), f"the same If-Match again shows 412 ({status})")
+    status, body = send(operation("get", "/events"), {"after": "0", "wait": "2"})
+    check(status.startswith("Status 200") and '"plant.updated"' in body,
+          f"a long poll of the change feed shows the events ({status})")
     status, body = send(operation("delete", "/plants/{id}"), {"id": "7"})
     check(status.startswith("Status 204"), f"deleting it shows 204 ({status})")
-    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    check(not errors, f"no console errors while using the panels {errors}")
+    errors = [entry for entry in driver.get_log("browser")
+              if entry["level"] == "SEVERE" and "412" not in entry["message"]]
+    check(not errors, f"no console errors while using the panels but the deliberate 412 {errors}")
 
     token_field.clear()
     token_field.send_keys("ps_wrong")
@@ -147,8 +243,9 @@ try:
     entries = driver.get_log("browser")
     violations = [e for e in entries if "Content Security Policy" in e["message"]]
     check(not violations, f"nothing violated the Content-Security-Policy {violations}")
-    unexpected = [e for e in entries if e["level"] == "SEVERE" and "401" not in e["message"]]
-    check(not unexpected, f"the only console error is the deliberate 401 {unexpected}")
+    unexpected = [e for e in entries if e["level"] == "SEVERE" and "401" not in e["message"]
+                  and "412" not in e["message"]]
+    check(not unexpected, f"the only console errors are the deliberate 401 and 412 {unexpected}")
     stored = driver.execute_script(
         "return JSON.stringify([Object.keys(localStorage), Object.keys(sessionStorage), document.cookie])")
     check(stored == '[[],[],""]', "the token is in no storage and no cookie " + stored)
@@ -159,6 +256,13 @@ try:
     overflow = driver.execute_script(
         "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
     check(overflow <= 0, f"nothing is wider than a phone-sized screen ({overflow} px over)")
+    driver.get(base + "/docs")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "details.operation"))
+    check(driver.find_element(By.ID, "toc").get_attribute("open") is None,
+          "on a phone the contents are folded away")
+    overflow = driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    check(overflow <= 0, f"the freshly loaded page fits a phone-sized screen ({overflow} px over)")
     driver.save_screenshot(os.path.join(work, "docs-page-phone.png"))
 finally:
     if driver is not None:
