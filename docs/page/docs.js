@@ -155,13 +155,13 @@ function secured(operation) {
   return (operation.security ?? documentRoot.security ?? []).length > 0;
 }
 
-// The scope an operation needs, as its description states it ("Needs the scope `plants:write`");
-// a HEAD needs what the GET of its path needs.
+// The scope an operation needs: the role its security requirement names (OpenAPI 3.1 lets a
+// bearer scheme's requirement list them), "a token" when none is named.
 function scopeOf(entry) {
-  const operation = entry.method === "head" && entry.item.get ? entry.item.get : entry.operation;
-  const found = /Needs the scope `([^`]+)`/.exec(operation.description || "");
-  if (found) return found[1];
-  return secured(operation) ? "a token" : "no token";
+  const requirements = entry.operation.security ?? documentRoot.security ?? [];
+  const roles = requirements.flatMap((requirement) => Object.values(requirement).flat());
+  if (roles.length) return roles.join(" or ");
+  return requirements.length ? "a token" : "no token";
 }
 
 // Headers that nearly every response carries (Date, the RateLimit fields...): listed once at

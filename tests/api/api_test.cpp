@@ -499,8 +499,9 @@ TEST(ApiOperations, OperationsPathsGoToTheOperationsHandler) {
 }
 
 // Every endpoint the route tables serve is the operation of the served OpenAPI document with the
-// same path, method and operationId, and every operation of the document (CORS preflights aside)
-// is served: a new route row without its documentation, or the reverse, fails here.
+// same path, method, operationId and scope (the role its bearerAuth requirement names; none for a
+// public one), and every operation of the document (CORS preflights aside) is served: a new route
+// row without its documentation, or the reverse, fails here.
 TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
     testing_support::TempDir dir;
     store::StoreConfig config;
@@ -513,18 +514,20 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
     feed::FeedService feed(store, {});
     Api api({"/v1", {}}, tokens, store, &operations, nullptr, &subscriptions, &feed);
 
-    using Operation = std::tuple<std::string, std::string, std::string>;  // path, method, id
+    // path, method, operationId, scope ("" for a public one)
+    using Operation = std::tuple<std::string, std::string, std::string, std::string>;
     std::set<Operation> served;
     for (const RouteTable* table : {&api.routes(), &operations.routes()}) {
         for (const Route& route : table->routes()) {
             for (const Endpoint& endpoint : route.endpoints) {
                 std::string method(endpoint.method);
                 for (char& c : method) c = static_cast<char>(std::tolower(c));
-                served.emplace(route.label, method, endpoint.operation_id);
+                const std::string scope(endpoint.scope ? auth::scope_name(*endpoint.scope) : "");
+                served.emplace(route.label, method, endpoint.operation_id, scope);
                 // HEAD is answered wherever GET is, and documented as an operation of its own.
                 if (method == "get") {
-                    served.emplace(route.label, "head",
-                                   std::string(endpoint.operation_id) + "Head");
+                    served.emplace(route.label, "head", std::string(endpoint.operation_id) + "Head",
+                                   scope);
                 }
             }
         }
@@ -534,7 +537,15 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
     for (const auto& [path, item] : document.at("paths").as_object()) {
         for (const auto& [method, operation] : item.as_object()) {
             if (method == "parameters" || method == "servers" || method == "options") continue;
-            documented.emplace(path, method, operation.at("operationId").as_string());
+            // Each operation states its requirement: [] (public) or one bearerAuth role.
+            const auto& security = operation.at("security").as_array();
+            std::string scope;
+            if (!security.empty()) {
+                const auto& roles = security.at(0).at("bearerAuth").as_array();
+                EXPECT_EQ(roles.size(), 1U) << method << " " << path;
+                if (!roles.empty()) scope = roles.at(0).as_string();
+            }
+            documented.emplace(path, method, operation.at("operationId").as_string(), scope);
         }
     }
     EXPECT_EQ(served, documented);
