@@ -19,6 +19,8 @@
 #include <atomic>
 #include <fstream>
 #include <mutex>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -56,10 +58,26 @@ class Listener {
     unsigned short port_ = 0;
 };
 
-// A port on 127.0.0.1 that was free a moment ago.
+// A port on 127.0.0.1 that was free a moment ago, below the kernel's range of ephemeral ports
+// (32768 and up on Linux): a restarted instance binds its port again, and an outgoing connection
+// of any test (a client, HAProxy's checks) could otherwise take that port as its own meanwhile.
 unsigned short free_port() {
-    Listener listener;
-    return listener.port();
+    static std::mt19937 random(std::random_device{}());
+    static std::set<unsigned short> given;  // never the same port twice in one run
+    std::uniform_int_distribution<int> ports(20'000, 32'000);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        const auto port = static_cast<unsigned short>(ports(random));
+        if (!given.insert(port).second) continue;
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(port);
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+        ::close(fd);
+        if (free) return port;
+    }
+    throw std::runtime_error("no free port on 127.0.0.1 between 20000 and 32000");
 }
 
 // What the clients saw, merged.
