@@ -179,7 +179,9 @@ function commonHeaders(entries) {
       }
     }
   }
-  return new Map([...counts].filter(([, known]) => known.count * 2 > responses));
+  const common = new Map();
+  for (const [name, known] of counts) if (known.count * 2 > responses) common.set(name, known.header);
+  return common;
 }
 
 function renderParameters(parameters) {
@@ -212,8 +214,10 @@ function schemaLine(schema) {
   return parts.join(", ");
 }
 
-function renderHeaders(headers, common) {
-  const own = Object.entries(headers || {}).filter(([name]) => !common.has(name));
+// A list of headers with their descriptions, those the document marks required marked; none of
+// the names in `except` (the common headers, listed once).
+function renderHeaders(headers, except = new Map()) {
+  const own = Object.entries(headers || {}).filter(([name]) => !except.has(name));
   if (!own.length) return null;
   const list = element("dl", { class: "headers" });
   for (const [name, raw] of own) {
@@ -439,13 +443,7 @@ function render(doc) {
 
   const entries = operationsOf(doc.paths);
   const common = commonHeaders(entries);
-  const commonList = element("dl", { class: "headers" });
-  for (const [name, known] of common) {
-    commonList.append(element("dt", {}, element("code", { text: name }),
-                              known.header?.required ? element("span", { class: "required", text: " required" }) : null),
-                      element("dd", {}, markdown(known.header?.description || "")));
-  }
-  document.getElementById("common-headers").replaceChildren(commonList);
+  document.getElementById("common-headers").replaceChildren(renderHeaders(Object.fromEntries(common)) ?? "");
 
   // Groups in the document's tag order; an untagged operation goes to a last group.
   const tags = [...(doc.tags || [])];

@@ -60,35 +60,39 @@ sigset_t service_signals() {
     return signals;
 }
 
-// The next of `signals`. sigwait fails only for an invalid set; then the service stops (drains)
-// rather than spin.
-int wait_for_signal(const sigset_t& signals) {
-    int received = 0;
-    if (const int error = sigwait(&signals, &received); error != 0) {
+// The next of `signals`, or 0 once `deadline` (if any) has passed. A failed wait (only an
+// invalid set makes sigwait fail) is logged and taken as SIGTERM, so that the service stops
+// (drains) rather than spin.
+int wait_for_signal(const sigset_t& signals,
+                    std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
+    for (;;) {
+        int received = 0;
+        int error = 0;
+        if (!deadline) {
+            error = sigwait(&signals, &received);
+        } else {
+            const auto left = *deadline - std::chrono::steady_clock::now();
+            if (left.count() <= 0) return 0;
+            const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
+            const timespec timeout{
+                seconds.count(),
+                std::chrono::duration_cast<std::chrono::nanoseconds>(left - seconds).count()};
+            received = sigtimedwait(&signals, nullptr, &timeout);
+            error = received > 0 ? 0 : errno;
+            if (error == EAGAIN || error == EINTR) continue;  // the time is up, or interrupted
+        }
+        if (error == 0) return received;
         ops::log_event(ops::LogLevel::error, "signal_wait_failed",
                        {{"reason", std::error_code(error, std::generic_category()).message()}});
         return SIGTERM;
     }
-    return received;
 }
 
-// The next of `signals` before `deadline`; 0 once it has passed.
-int wait_for_signal_until(const sigset_t& signals, std::chrono::steady_clock::time_point deadline) {
-    for (auto left = deadline - std::chrono::steady_clock::now(); left.count() > 0;
-         left = deadline - std::chrono::steady_clock::now()) {
-        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
-        const timespec timeout{
-            seconds.count(),
-            std::chrono::duration_cast<std::chrono::nanoseconds>(left - seconds).count()};
-        const int received = sigtimedwait(&signals, nullptr, &timeout);
-        if (received > 0) return received;
-        if (errno != EAGAIN && errno != EINTR) {
-            ops::log_event(ops::LogLevel::error, "signal_wait_failed",
-                           {{"reason", std::error_code(errno, std::generic_category()).message()}});
-            return 0;
-        }
-    }
-    return 0;
+// Serves until SIGTERM or SIGINT, or until `deadline` if one is given: SIGHUP rereads the TLS
+// certificate and key meanwhile.
+void serve_until_stopped(Service& service, const sigset_t& signals,
+                         std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
+    while (wait_for_signal(signals, deadline) == SIGHUP) service.reload();
 }
 
 // The store's observer during `serve`: metrics and logs, a wake-up for the webhook dispatcher
@@ -364,20 +368,12 @@ int serve(const ServeConfig& config) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     Service service(config, passed_listeners());
     service.start();
-    // Until SIGTERM or SIGINT: SIGHUP rereads the TLS certificate and key.
-    for (int signal = wait_for_signal(signals); signal == SIGHUP;
-         signal = wait_for_signal(signals)) {
-        service.reload();
-    }
+    serve_until_stopped(service, signals);
     // /readyz says 503 for the shutdown delay while serving goes on; a second SIGTERM or SIGINT
     // ends the delay.
     service.begin_stopping();
-    const auto delay_over =
-        std::chrono::steady_clock::now() + milliseconds(config.shutdown_delay_ms);
-    for (auto signal = wait_for_signal_until(signals, delay_over); signal == SIGHUP;
-         signal = wait_for_signal_until(signals, delay_over)) {
-        service.reload();
-    }
+    serve_until_stopped(service, signals,
+                        std::chrono::steady_clock::now() + milliseconds(config.shutdown_delay_ms));
     service.drain_and_stop();
     return 0;
 }

@@ -257,9 +257,7 @@ class Connection final : public ConnectionBase,
     }
 
     void drain() override {
-        if (phase_ == Phase::reading && !request_has_begun()) {
-            deadline_ = std::min(deadline_, idle_since_ + limits_.drain_idle);
-        }
+        if (phase_ == Phase::reading && !request_has_begun()) shorten_idle_for_drain();
         // A stream waiting for its next piece ends now, cleanly (see send_stream).
         if (streaming_ && awaiting_handler_) handler_timer_.cancel();
     }
@@ -300,8 +298,13 @@ class Connection final : public ConnectionBase,
 
     void enter(Phase phase, Clock::duration timeout) {
         phase_ = phase;
-        idle_since_ = Clock::now();
-        deadline_ = idle_since_ + timeout;
+        phase_since_ = Clock::now();
+        deadline_ = phase_since_ + timeout;
+    }
+
+    // While the server drains, a connection waiting for a request stays open only drain_idle.
+    void shorten_idle_for_drain() {
+        deadline_ = std::min(deadline_, phase_since_ + limits_.drain_idle);
     }
 
     // What the handler and the observer see of the current request's head, from owned copies
@@ -324,12 +327,9 @@ class Connection final : public ConnectionBase,
         parser.body_limit(limits_.max_body_bytes);
         // Until a first byte arrives the connection is idle; check_deadline then switches to
         // the request time-out. A pipelined request is already under way.
-        // While the server drains, an idle one waits only drain_idle (see drain()).
         request_started_ = buffer_.size() > 0;
-        enter(Phase::reading,
-              request_started_ ? limits_.request_timeout
-              : draining_      ? std::min<Clock::duration>(limits_.idle_timeout, limits_.drain_idle)
-                               : limits_.idle_timeout);
+        enter(Phase::reading, request_started_ ? limits_.request_timeout : limits_.idle_timeout);
+        if (draining_ && !request_started_) shorten_idle_for_drain();
         error_code ec = co_await read_header(parser);
         if (ec) co_return co_await answer_read_failure(ec);
 
@@ -783,7 +783,7 @@ class Connection final : public ConnectionBase,
     } exchange_;
     Phase phase_ = Phase::reading;
     Clock::time_point deadline_{};
-    Clock::time_point idle_since_{};  // when the current phase began
+    Clock::time_point phase_since_{};  // when the current phase began
     bool request_started_ = false;
     bool expired_ = false;
     std::string_view framing_problem_;  // overrides the parser's message for a 400

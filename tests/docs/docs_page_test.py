@@ -149,6 +149,16 @@ try:
     check(bool(driver.find_elements(By.CSS_SELECTOR, "#summary code")) and
           bool(driver.find_elements(By.CSS_SELECTOR, "details.operation .prose code")),
           "code spans in descriptions are rendered as code")
+    marks = driver.execute_script("""
+      const marks = {};
+      const list = document.querySelector('details.operation[data-method="get"][data-path="/plants"]');
+      for (const term of list.querySelectorAll("dl.headers dt")) {
+        const name = term.querySelector("code").textContent;
+        marks[name] = term.querySelector(".required") !== null;
+      }
+      return marks""")
+    check(marks.get("WWW-Authenticate") is True and marks.get("Link") is False,
+          f"a header the document marks required is marked, and one it does not is not ({marks})")
     for link in driver.find_elements(By.CSS_SELECTOR, "#toc-list a.tag-link"):
         target = link.get_attribute("href").split("#")[1]
         link.click()

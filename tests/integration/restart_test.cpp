@@ -66,16 +66,14 @@ unsigned short free_port() {
     static std::set<unsigned short> given;  // never the same port twice in one run
     std::uniform_int_distribution<int> ports(20'000, 32'000);
     for (int attempt = 0; attempt < 200; ++attempt) {
-        const auto port = static_cast<unsigned short>(ports(random));
+        auto port = static_cast<unsigned short>(ports(random));
         if (!given.insert(port).second) continue;
-        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_port = htons(port);
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-        ::close(fd);
-        if (free) return port;
+        try {
+            ::close(listen_on_loopback(port));
+            return port;
+        } catch (const std::runtime_error&) {
+            // taken: try another
+        }
     }
     throw std::runtime_error("no free port on 127.0.0.1 between 20000 and 32000");
 }
@@ -335,25 +333,14 @@ class Haproxy {
 
 // One request from 127.0.0.7 (a client address of its own) to `port`; the answer's status.
 int status_from_another_address(unsigned short port, const std::string& request) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in source{};
-    source.sin_family = AF_INET;
-    source.sin_addr.s_addr = htonl(0x7f000007);
-    sockaddr_in target{};
-    target.sin_family = AF_INET;
-    target.sin_port = htons(port);
-    target.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval timeout{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    const int fd = connect_to_loopback(port, 10s, 0x7f000007);
     int status = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source) == 0 &&
-        ::connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof target) == 0 &&
-        ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(request.size())) {
+    if (fd >= 0 && ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+                       static_cast<ssize_t>(request.size())) {
         char head[64] = {};
         if (::recv(fd, head, sizeof head - 1, 0) > 12) status = std::atoi(head + 9);
     }
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
     return status;
 }
 

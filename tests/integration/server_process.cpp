@@ -157,17 +157,46 @@ std::filesystem::path unique_log_path(const std::filesystem::path& data_dir) {
 
 }  // namespace
 
-int listen_on_loopback(unsigned short& port, int backlog) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+namespace {
+
+sockaddr_in ipv4_address(std::uint32_t host, unsigned short port) {
     sockaddr_in address{};
     address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(host);
+    return address;
+}
+
+}  // namespace
+
+int connect_to_loopback(unsigned short port, std::chrono::milliseconds timeout,
+                        std::uint32_t source) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    timeval wait{};
+    wait.tv_sec = static_cast<long>(timeout.count() / 1000);
+    wait.tv_usec = static_cast<long>((timeout.count() % 1000) * 1000);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
+    const sockaddr_in from = ipv4_address(source, 0);
+    const sockaddr_in to = ipv4_address(INADDR_LOOPBACK, port);
+    if ((source != 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&from), sizeof from) != 0) ||
+        ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int listen_on_loopback(unsigned short& port, int backlog) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = ipv4_address(INADDR_LOOPBACK, port);
     socklen_t length = sizeof address;
     if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
         ::listen(fd, backlog) != 0 ||
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
         if (fd >= 0) ::close(fd);
-        throw std::runtime_error("cannot listen on 127.0.0.1");
+        throw std::runtime_error("cannot listen on 127.0.0.1:" + std::to_string(port));
     }
     port = ntohs(address.sin_port);
     return fd;
@@ -342,20 +371,8 @@ std::string HttpResponse::header(const std::string& lower_name) const {
 
 HttpConnection::HttpConnection(unsigned short port, std::chrono::milliseconds read_timeout,
                                bool tls, int max_tls_version) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-        ::close(fd_);
-        throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
-    }
-    timeval timeout{};
-    timeout.tv_sec = static_cast<long>(read_timeout.count() / 1000);
-    timeout.tv_usec = static_cast<long>((read_timeout.count() % 1000) * 1000);
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    fd_ = connect_to_loopback(port, read_timeout);
+    if (fd_ < 0) throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
     const int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (!tls) return;

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -31,9 +32,16 @@ std::string create_token(const std::filesystem::path& data_dir, const std::strin
                          const std::string& tenant = "default",
                          const std::vector<std::string>& scopes = {});
 
-/// A listening TCP socket on 127.0.0.1 with a port the kernel picks (stored in `port`), closed
-/// on exec, with room for `backlog` connections. @throws std::runtime_error
+/// A listening TCP socket on 127.0.0.1, closed on exec, with room for `backlog` connections: on
+/// `port`, or when it is 0 on one the kernel picks (stored in `port`).
+/// @throws std::runtime_error when that port cannot be had
 int listen_on_loopback(unsigned short& port, int backlog = 64);
+
+/// A TCP connection to 127.0.0.1:`port`, closed on exec, each read and write waiting at most
+/// `timeout`, from `source` (an IPv4 address in host order such as 0x7f000007; 0: the kernel's
+/// choice); -1 when it cannot be made.
+int connect_to_loopback(unsigned short port, std::chrono::milliseconds timeout,
+                        std::uint32_t source = 0);
 
 /// How a ServerProcess starts, beyond its arguments and environment.
 struct Launch {

@@ -53,17 +53,8 @@ struct Handshake {
 Handshake handshake(unsigned short port, int version, const std::string& ciphers,
                     const std::string& alpn = std::string("\x08http/1.1", 9)) {
     Handshake result;
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval timeout{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-        ::close(fd);
-        return result;
-    }
+    const int fd = connect_to_loopback(port, std::chrono::seconds(5));
+    if (fd < 0) return result;
     SSL_CTX* context = SSL_CTX_new(TLS_client_method());
     SSL_CTX_set_security_level(context, 0);  // let the test offer what a server must refuse
     SSL_CTX_set_min_proto_version(context, version);
