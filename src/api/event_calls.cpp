@@ -79,11 +79,11 @@ class EventStream final : public http::BodyStream,
         if (!page_ || page_->outcome != feed::FeedPage::Outcome::events) return std::nullopt;
         const feed::FeedPage page = std::move(*page_);
         page_.reset();
-        if (page.events().empty()) return std::string(": keep-alive\n\n");
+        if (page.empty()) return std::string(": keep-alive\n\n");
         std::string text;
-        for (const feed::FeedEvent& event : page.events()) text += event.sse;
+        page.for_each([&text](const feed::FeedEvent& event) { text += event.sse; });
         after_ = page.next();
-        sent_ += page.events().size();
+        sent_ += page.size();
         return text;
     }
 
@@ -114,10 +114,10 @@ struct ListEvents {
         if (result.outcome == Result::Outcome::unavailable) return unavailable_response();
         if (result.outcome == Result::Outcome::gone) return gone_response(result);
         std::string body = "[";
-        for (const feed::FeedEvent& event : result.events()) {
+        result.for_each([&body](const feed::FeedEvent& event) {
             if (body.size() > 1) body += ',';
             body += event.json;
-        }
+        });
         body += ']';
         http::Response response = json_response(200, std::move(body));
         std::string link = "<" + events_path + "?after=" + std::to_string(result.next()) +
@@ -149,10 +149,10 @@ struct StreamEvents {
         if (result.outcome == Result::Outcome::gone) return gone_response(result);
         http::Response response;
         response.content_type = kEventStream;
-        for (const feed::FeedEvent& event : result.events()) response.body += event.sse;
+        result.for_each([&response](const feed::FeedEvent& event) { response.body += event.sse; });
         response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
         response.stream = std::make_shared<EventStream>(feed, query.tenant, result.next(),
-                                                        result.events().size());
+                                                        result.size());
         return response;
     }
 };

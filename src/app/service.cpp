@@ -124,9 +124,11 @@ class WakingObserver final : public store::StoreObserver {
     std::atomic<feed::FeedService*> feed_{nullptr};
 };
 
-feed::FeedService::Options feed_options(const ServeConfig& config) {
+feed::FeedService::Options feed_options(const ServeConfig& config,
+                                        const store::PlantStore& store) {
     feed::FeedService::Options options;
     options.retention = event_retention(config);
+    options.hints_complete = store.reports_every_commit();
     options.on_failure = [](std::string_view what) {
         ops::log_event(ops::LogLevel::error, "event_log_maintenance_failed",
                        {{"reason", std::string(what)}});
@@ -149,7 +151,7 @@ struct Service::Parts {
                                   std::string("plantstore/") + PLANTSTORE_VERSION, observability)),
           store_observer(observability, webhooks.dispatcher.get()),
           store(open_store(store_config, store_observer)),
-          feed(*store, feed_options(config)),
+          feed(*store, feed_options(config, *store)),
           refresher([this] { return store::open_token_repository(store_config); }, tokens,
                     kTokenPollInterval) {
         observability.watch_store(*store);

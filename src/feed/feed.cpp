@@ -7,6 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -29,14 +30,11 @@ namespace {
 // kMaxPruneSteps of them: a backlog is worked off over the next rounds.
 constexpr std::size_t kPruneStep = 10'000;
 constexpr int kMaxPruneSteps = 100;
-
-// The recent events kept encoded, per tenant and in all: readers that follow a tenant closely
-// (the usual case) are served from them without reading the store or encoding again. An event
-// takes about 350 bytes here, so at most about 45 MiB in all.
-constexpr std::size_t kCachedPerTenant = 32768;
-constexpr std::size_t kCachedInAll = 131072;
 // A tenant nobody reads is forgotten (with its cached events) after this many checks.
 constexpr int kIdleChecks = 3;
+// One read of the store for a tenant's readers takes at most this many events; readers further
+// apart are served by the reads that follow.
+constexpr std::int64_t kMaxRead = 4096;
 
 using Batch = std::shared_ptr<const std::vector<FeedEvent>>;
 
@@ -70,15 +68,42 @@ FeedPage unavailable(std::string reason) {
     return page;
 }
 
+// Adds to `page` the events of `batch` from index `begin` on (consecutive seqs) that follow the
+// page's last one, until it holds `limit`; nothing when the batch does not hold the next seq.
+void extend(FeedPage& page, const Batch& batch, std::size_t begin, int limit) {
+    const std::size_t room = static_cast<std::size_t>(limit) - page.size();
+    if (room == 0 || begin >= batch->size()) return;
+    const std::int64_t want = page.next() + 1;
+    const std::int64_t first = (*batch)[begin].seq;
+    if (want < first || want > batch->back().seq) return;
+    const std::size_t from = begin + static_cast<std::size_t>(want - first);
+    page.parts.push_back({batch, from, std::min(batch->size(), from + room)});
+}
+
+// `later` - `earlier` for `later` >= `earlier`, at most kMaxRead (seqs span all of int64).
+std::int64_t distance(std::int64_t earlier, std::int64_t later) {
+    const auto gap = static_cast<std::uint64_t>(later) - static_cast<std::uint64_t>(earlier);
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(gap, kMaxRead));
+}
+
 }  // namespace
 
 // Everything below runs on the feed's one thread (its event loop), except committed(), poll(),
-// drain() and the store's callbacks, which only post to it through the gate.
+// drain(), sync() and the store's callbacks, which only post to it through the gate.
+//
+// Every poll that the cached events cannot answer completely becomes a reader of its tenant,
+// and the tenant's readers share its reads of the store, one at a time: each read starts after
+// the earliest reader and takes enough for every reader it can reach. A reader is answered from
+// a read when its page is full, or when the read was started after the reader came (its
+// snapshot is then a moment of the request) and the page reaches that snapshot's last seq. A
+// reader that found nothing after its start, and may wait, waits for news (`settled`): a hint
+// of a commit past its start, or the periodic check, reads again.
 class FeedService::Impl {
   public:
     Impl(store::PlantStore& store, Options options)
         : store_(store),
           options_(std::move(options)),
+          clock_(options_.clock ? options_.clock : common::unix_ms_now),
           work_(io_.get_executor()),
           check_timer_(io_),
           gate_(std::make_shared<Gate>(io_)) {
@@ -107,9 +132,7 @@ class FeedService::Impl {
             if (found == tenants_.end()) return;  // nobody reads it now
             Tenant& state = found->second;
             state.last = std::max(state.last, last);
-            const bool news = std::any_of(state.waiters.begin(), state.waiters.end(),
-                                          [last](const auto& w) { return w.second.after < last; });
-            if (news) wake(found->first, state);
+            if (needs_read(state)) read(found->first, state);
         });
     }
 
@@ -117,11 +140,27 @@ class FeedService::Impl {
         gate_->post([this] {
             draining_ = true;
             for (auto& [name, state] : tenants_) {
-                for (auto& [id, waiter] : state.waiters) answer_empty(state, waiter);
-                state.waiters.clear();
+                std::vector<Waiter> answered;
+                for (auto waiter = state.waiters.begin(); waiter != state.waiters.end();) {
+                    waiter->second.waits = false;
+                    if (waiter->second.settled && waiter->second.after >= state.last) {
+                        answered.push_back(std::move(waiter->second));
+                        waiter = state.waiters.erase(waiter);
+                    } else {
+                        ++waiter;  // its read answers it
+                    }
+                }
+                if (needs_read(state)) read(name, state);
+                for (Waiter& waiter : answered) answer_empty(state, waiter);
             }
             forget_idle();
         });
+    }
+
+    void sync() {
+        std::promise<void> ran;
+        std::future<void> done = ran.get_future();
+        if (gate_->post([&ran] { ran.set_value(); })) done.wait();
     }
 
     void stop() {
@@ -147,9 +186,11 @@ class FeedService::Impl {
       public:
         explicit Gate(asio::io_context& io) : io_(&io) {}
         template <class Work>
-        void post(Work work) {
+        bool post(Work work) {
             std::lock_guard lock(mutex_);
-            if (io_ != nullptr) asio::post(*io_, std::move(work));
+            if (io_ == nullptr) return false;
+            asio::post(*io_, std::move(work));
+            return true;
         }
         void close() {
             std::lock_guard lock(mutex_);
@@ -161,26 +202,35 @@ class FeedService::Impl {
         asio::io_context* io_;
     };
 
+    // A poll waiting for a read of the store, or for news.
     struct Waiter {
+        /// oldest or now until a read fresh for it resolves `after`; then after.
+        FeedQuery::Start start = FeedQuery::Start::after;
         std::int64_t after = 0;
         int limit = 0;
+        /// The tenant's reads started before it came: only later ones are fresh for it.
+        std::uint64_t arrived = 0;
+        /// Nothing followed `after` at a moment since it came: it waits for news.
+        bool settled = false;
+        /// It may wait for news (its wait has not run out; the server is not draining).
+        bool waits = false;
         Done done;
         std::unique_ptr<asio::steady_timer> timer;
     };
 
-    // A tenant that someone reads: its waiting readers and what is known of its log. The entry
-    // lives while a read of it is in flight or a reader waits, and while it has cached events
-    // until kIdleChecks checks found it idle (forget_if_idle); from its first read's answer on
-    // (`known`), `last` is a lower bound of the log's last seq that every later commit raises
-    // (through committed(), or the periodic check): a reader whose start is at or past it can wait
-    // without reading, since anything after it will wake it.
+    // A tenant that someone reads: its readers and what is known of its log. The entry lives
+    // while a reader waits or a read is in flight, and while it has cached events until
+    // kIdleChecks checks found it idle. From its first read's answer on (`known`), `last` is a
+    // lower bound of the log's last seq that every later commit raises (committed(), or a read);
+    // with hints_complete it is the log's last seq, since a commit's hint arrives before its
+    // writes are acknowledged.
     struct Tenant {
         std::int64_t last = 0;
         bool known = false;
-        int reads = 0;             // first reads of polls in flight
-        bool shared_read = false;  // the read for the waiters is in flight
-        bool read_again = false;   // a commit arrived during it
-        int idle_checks = 0;       // periodic checks since it was last read
+        bool reading = false;          // a read for the readers is in flight
+        bool read_again = false;       // a reader or a commit came during it
+        std::uint64_t reads_started = 0;
+        int idle_checks = 0;           // periodic checks since it was last read
         std::map<std::uint64_t, Waiter> waiters;
         // Recent events, encoded: consecutive pieces of read batches, each piece's events
         // [begin, end of batch) with consecutive seqs, and each piece following the one before.
@@ -194,6 +244,7 @@ class FeedService::Impl {
         std::deque<Piece> cache;
         std::size_t cached = 0;
     };
+    using TenantIt = std::unordered_map<std::string, Tenant>::iterator;
 
     // Keeps the events of `batch` (a read's: consecutive seqs) that come after the tenant's
     // cached ones; a batch that does not follow them replaces them.
@@ -212,13 +263,15 @@ class FeedService::Impl {
         state.cache.push_back({batch, begin});
         state.cached += batch->size() - begin;
         cached_in_all_ += batch->size() - begin;
-        while (state.cache.size() > 1 &&
-               (state.cached > kCachedPerTenant || cached_in_all_ > kCachedInAll)) {
+        while (state.cache.size() > 1 && (state.cached > options_.cached_per_tenant ||
+                                          cached_in_all_ > options_.cached_in_all)) {
             state.cached -= state.cache.front().size();
             cached_in_all_ -= state.cache.front().size();
             state.cache.pop_front();
         }
-        if (cached_in_all_ > kCachedInAll) drop_cache(state);
+        if (state.cached > options_.cached_per_tenant || cached_in_all_ > options_.cached_in_all) {
+            drop_cache(state);
+        }
     }
 
     void drop_cache(Tenant& state) {
@@ -227,31 +280,28 @@ class FeedService::Impl {
         state.cache.clear();
     }
 
-    // The page after `after` from the cached events, when they hold the event that follows it
-    // and pruning cannot have removed it from the store yet (it is younger than the retention):
-    // otherwise the store says whether it is still there, or gone.
+    // The whole page after `after` from the cached events, if they hold it: `limit` events, or,
+    // when the feed knows the log's last seq (hints_complete), every event up to it. Never an
+    // event old enough that pruning may have removed it from the store since (the store then
+    // says whether it is still there, or gone).
     std::optional<FeedPage> cached_page(const Tenant& state, std::int64_t after, int limit) const {
-        if (state.cache.empty() || after < state.cache.front().first() - 1 ||
-            after >= state.cache.back().last()) {
+        FeedPage page;
+        page.outcome = FeedPage::Outcome::events;
+        page.after = after;
+        page.last = state.last;
+        for (const auto& piece : state.cache) extend(page, piece.batch, piece.begin, limit);
+        const bool exact = options_.hints_complete && state.known;
+        if (page.size() < static_cast<std::size_t>(limit) &&
+            !(exact && page.next() >= state.last)) {
             return std::nullopt;
         }
-        for (const auto& piece : state.cache) {
-            if (after + 1 > piece.last()) continue;
-            const std::size_t next =
-                piece.begin + static_cast<std::size_t>(after + 1 - piece.first());
-            if ((*piece.batch)[next].at_ms < common::unix_ms_now() - options_.retention.count()) {
+        if (!page.empty()) {
+            const FeedPage::Part& part = page.parts.front();
+            if ((*part.batch)[part.begin].at_ms < clock_() - options_.retention.count()) {
                 return std::nullopt;
             }
-            FeedPage page;
-            page.outcome = FeedPage::Outcome::events;
-            page.after = after;
-            page.last = state.last;
-            page.batch = piece.batch;
-            page.begin = next;
-            page.end = std::min(piece.batch->size(), page.begin + static_cast<std::size_t>(limit));
-            return page;
         }
-        return std::nullopt;
+        return page;
     }
 
     void start(FeedQuery query, Done done) {
@@ -259,103 +309,163 @@ class FeedService::Impl {
         auto [found, inserted] = tenants_.try_emplace(query.tenant);
         Tenant& state = found->second;
         state.idle_checks = 0;
+        if (query.start == FeedQuery::Start::now && options_.hints_complete && state.known) {
+            query.start = FeedQuery::Start::after;
+            query.after = state.last;
+        }
+        bool settled = false;
         if (query.start == FeedQuery::Start::after) {
             if (auto page = cached_page(state, query.after, query.limit)) {
-                done(std::move(*page));
-                return;
+                if (!page->empty() || query.wait.count() <= 0) {
+                    done(std::move(*page));
+                    forget_if_idle(found);
+                    return;
+                }
+                settled = true;  // nothing after it, and a commit's hint will say otherwise
             }
         }
-        if (state.known && query.wait.count() > 0 && query.start != FeedQuery::Start::oldest) {
-            const std::int64_t after =
-                query.start == FeedQuery::Start::now ? state.last : query.after;
-            if (after >= state.last) {  // nothing after it yet, or a wake-up is on its way
-                add_waiter(found->first, state, after, query.limit, query.wait, std::move(done));
-                return;
-            }
+        const std::uint64_t id = ++next_waiter_;
+        Waiter waiter{query.start, query.after, query.limit, state.reads_started, settled,
+                      query.wait.count() > 0, std::move(done), nullptr};
+        if (waiter.waits) {
+            waiter.timer = std::make_unique<asio::steady_timer>(io_, query.wait);
+            waiter.timer->async_wait(
+                [this, tenant = found->first, id](const boost::system::error_code& error) {
+                    if (!error) expire(tenant, id);
+                });
         }
-        ++state.reads;
-        const bool from_now = query.start == FeedQuery::Start::now;
-        const std::int64_t read_after = query.start == FeedQuery::Start::after ? query.after
-                                        : from_now ? std::numeric_limits<std::int64_t>::max()
-                                                   : 0;
-        const int limit = from_now ? 1 : query.limit;
-        std::string tenant = query.tenant;
-        store_.read_events(std::move(tenant), read_after, limit,
-                           [gate = gate_, this, query = std::move(query),
-                            done = std::move(done)](store::EventRead read) mutable {
-                               gate->post([this, query = std::move(query), done = std::move(done),
-                                           read = std::move(read)]() mutable {
-                                   first_read_done(query, std::move(read), std::move(done));
-                               });
-                           });
+        state.waiters.emplace(id, std::move(waiter));
+        if (needs_read(state)) read(found->first, state);
     }
 
-    void first_read_done(const FeedQuery& query, store::EventRead read, Done done) {
-        const auto found = tenants_.find(query.tenant);
-        Tenant& state = found->second;
-        --state.reads;
-        if (read.outcome != store::EventRead::Outcome::found) {
-            done(unavailable(std::move(read.reason)));
-            forget_if_idle(found);
+    // Whether a reader waits for a read: one not settled, or one that a commit has passed.
+    static bool needs_read(const Tenant& state) {
+        return std::any_of(state.waiters.begin(), state.waiters.end(), [&state](const auto& w) {
+            return !w.second.settled || w.second.after < state.last;
+        });
+    }
+
+    // Reads for the tenant's readers: from the earliest start among them, as many events as
+    // reach the end of every page that starts within kMaxRead of it; a read already in flight is
+    // followed by another.
+    void read(const std::string& tenant, Tenant& state) {
+        if (state.waiters.empty()) return;
+        if (state.reading) {
+            state.read_again = true;
             return;
         }
-        state.last = std::max(state.last, read.last);
-        state.known = true;
+        std::int64_t from = std::numeric_limits<std::int64_t>::max();
+        for (const auto& [id, waiter] : state.waiters) {
+            if (waiter.start == FeedQuery::Start::oldest) from = 0;
+            if (waiter.start == FeedQuery::Start::after) from = std::min(from, waiter.after);
+        }
+        std::int64_t count = 1;
+        for (const auto& [id, waiter] : state.waiters) {
+            if (waiter.start == FeedQuery::Start::now) continue;
+            const std::int64_t start = waiter.start == FeedQuery::Start::after ? waiter.after : 0;
+            count = std::max(count, distance(from, start) + waiter.limit);
+        }
+        count = std::min(count, kMaxRead);
+        state.reading = true;
+        state.read_again = false;
+        const std::uint64_t number = ++state.reads_started;
+        store_.read_events(
+            tenant, from, static_cast<int>(count),
+            [gate = gate_, this, tenant, number](store::EventRead result) mutable {
+                gate->post([this, tenant = std::move(tenant), number,
+                            result = std::move(result)]() mutable {
+                    read_done(tenant, number, result);
+                });
+            });
+    }
+
+    void read_done(const std::string& tenant, std::uint64_t number,
+                   const store::EventRead& result) {
+        const auto found = tenants_.find(tenant);
+        Tenant& state = found->second;
+        state.reading = false;
+        std::vector<std::pair<Waiter, FeedPage>> answers;
+        if (result.outcome != store::EventRead::Outcome::found) {
+            // Settled readers keep waiting (the next commit or check reads again); the others
+            // are told.
+            for (auto waiter = state.waiters.begin(); waiter != state.waiters.end();) {
+                if (waiter->second.settled) {
+                    ++waiter;
+                    continue;
+                }
+                answers.emplace_back(std::move(waiter->second), unavailable(result.reason));
+                waiter = state.waiters.erase(waiter);
+            }
+        } else {
+            state.last = std::max(state.last, result.last);
+            state.known = true;
+            const auto batch = encode(result.events);
+            remember(state, batch);
+            for (auto waiter = state.waiters.begin(); waiter != state.waiters.end();) {
+                if (auto page = answer(state, waiter->second, number, result, batch)) {
+                    answers.emplace_back(std::move(waiter->second), std::move(*page));
+                    waiter = state.waiters.erase(waiter);
+                } else {
+                    ++waiter;
+                }
+            }
+            if (state.read_again || needs_read(state)) read(tenant, state);
+        }
+        for (auto& [waiter, page] : answers) {
+            if (waiter.timer) waiter.timer->cancel();
+            waiter.done(std::move(page));
+        }
+        forget_if_idle(found);
+    }
+
+    // The page that the read `number` (`result`, encoded as `batch`) answers `waiter` with, if
+    // it can; otherwise the waiter stays, perhaps now settled.
+    std::optional<FeedPage> answer(const Tenant& state, Waiter& waiter, std::uint64_t number,
+                                   const store::EventRead& result, const Batch& batch) const {
+        const bool fresh = number > waiter.arrived;
+        if (waiter.start != FeedQuery::Start::after) {
+            if (!fresh) return std::nullopt;  // where it starts is known only from a later read
+            waiter.after = waiter.start == FeedQuery::Start::oldest ? result.first - 1 : result.last;
+            waiter.start = FeedQuery::Start::after;
+        }
         FeedPage page;
         page.outcome = FeedPage::Outcome::events;
+        page.after = waiter.after;
         page.last = state.last;
-        page.first = read.first;
-        switch (query.start) {
-            case FeedQuery::Start::oldest:
-                page.after = read.first - 1;
-                break;
-            case FeedQuery::Start::now:
-                page.after = read.last;
-                read.events.clear();
-                break;
-            case FeedQuery::Start::after:
-                page.after = query.after;
-                if (query.after < read.first - 1) page.outcome = FeedPage::Outcome::gone;
-                break;
+        page.first = result.first;
+        if (waiter.after < result.first - 1) {  // pruned (before the read, so also now)
+            page.outcome = FeedPage::Outcome::gone;
+            return page;
         }
-        if (page.outcome == FeedPage::Outcome::gone || !read.events.empty() ||
-            query.wait.count() <= 0 || draining_) {
-            page.batch = encode(read.events);
-            page.end = page.batch->size();
-            remember(state, page.batch);
-            done(std::move(page));
-            forget_if_idle(found);
-            return;
+        extend(page, batch, 0, waiter.limit);
+        const bool complete = page.size() == static_cast<std::size_t>(waiter.limit) ||
+                              (fresh && page.next() >= result.last);
+        if (!complete) return std::nullopt;  // a later read completes it
+        if (page.empty()) {
+            waiter.settled = true;
+            if (waiter.waits) return std::nullopt;
         }
-        add_waiter(found->first, state, page.after, query.limit, query.wait, std::move(done));
+        return page;
     }
 
-    void add_waiter(const std::string& tenant, Tenant& state, std::int64_t after, int limit,
-                    std::chrono::milliseconds wait, Done done) {
-        const std::uint64_t id = ++next_waiter_;
-        Waiter waiter{after, limit, std::move(done), std::make_unique<asio::steady_timer>(io_)};
-        waiter.timer->expires_after(wait);
-        waiter.timer->async_wait([this, tenant, id](const boost::system::error_code& error) {
-            if (!error) expire(tenant, id);
-        });
-        state.waiters.emplace(id, std::move(waiter));
-        if (state.last > after) wake(tenant, state);
-    }
-
-    // The waiter's time is up: it gets an empty page.
+    // The waiter's time is up: a settled one gets an empty page, another one its read's answer.
     void expire(const std::string& tenant, std::uint64_t id) {
         const auto found = tenants_.find(tenant);
         if (found == tenants_.end()) return;
         const auto waiter = found->second.waiters.find(id);
         if (waiter == found->second.waiters.end()) return;
+        if (!waiter->second.settled) {
+            waiter->second.waits = false;
+            return;
+        }
         Waiter gone = std::move(waiter->second);
         found->second.waiters.erase(waiter);
         answer_empty(found->second, gone);
         forget_if_idle(found);
     }
 
-    void answer_empty(const Tenant& state, Waiter& waiter) {
-        waiter.timer->cancel();
+    static void answer_empty(const Tenant& state, Waiter& waiter) {
+        if (waiter.timer) waiter.timer->cancel();
         FeedPage page;
         page.outcome = FeedPage::Outcome::events;
         page.after = waiter.after;
@@ -363,92 +473,16 @@ class FeedService::Impl {
         waiter.done(std::move(page));
     }
 
-    // Reads what the tenant's waiters wait for: one read from the earliest of them, as many as
-    // the most any of them takes; a read already in flight is followed by another.
-    void wake(const std::string& tenant, Tenant& state) {
-        if (state.waiters.empty()) return;
-        if (state.shared_read) {
-            state.read_again = true;
-            return;
-        }
-        std::int64_t after = std::numeric_limits<std::int64_t>::max();
-        int limit = 1;
-        for (const auto& [id, waiter] : state.waiters) {
-            after = std::min(after, waiter.after);
-            limit = std::max(limit, waiter.limit);
-        }
-        state.shared_read = true;
-        state.read_again = false;
-        store_.read_events(tenant, after, limit,
-                           [gate = gate_, this, tenant = std::string(tenant),
-                            limit](store::EventRead read) mutable {
-                               gate->post([this, tenant = std::move(tenant), limit,
-                                           read = std::move(read)]() mutable {
-                                   shared_read_done(tenant, limit, read);
-                               });
-                           });
-    }
-
-    void shared_read_done(const std::string& tenant, int limit, const store::EventRead& read) {
-        const auto found = tenants_.find(tenant);
-        Tenant& state = found->second;
-        state.shared_read = false;
-        if (read.outcome != store::EventRead::Outcome::found) {
-            // The waiters keep waiting; the next commit or check reads again.
-            forget_if_idle(found);
-            return;
-        }
-        state.last = std::max(state.last, read.last);
-        state.known = true;
-        const auto batch = encode(read.events);
-        remember(state, batch);
-        std::vector<std::pair<Waiter, FeedPage>> answers;
-        for (auto waiter = state.waiters.begin(); waiter != state.waiters.end();) {
-            FeedPage page;
-            page.outcome = FeedPage::Outcome::events;
-            page.after = waiter->second.after;
-            page.last = state.last;
-            page.first = read.first;
-            if (waiter->second.after < read.first - 1) {
-                page.outcome = FeedPage::Outcome::gone;  // pruned while it waited
-            } else {
-                const auto next = std::upper_bound(
-                    batch->begin(), batch->end(), waiter->second.after,
-                    [](std::int64_t after, const FeedEvent& event) { return after < event.seq; });
-                if (next == batch->end()) {
-                    ++waiter;
-                    continue;
-                }
-                page.batch = batch;
-                page.begin = static_cast<std::size_t>(next - batch->begin());
-                page.end = std::min(batch->size(),
-                                    page.begin + static_cast<std::size_t>(waiter->second.limit));
-            }
-            answers.emplace_back(std::move(waiter->second), std::move(page));
-            waiter = state.waiters.erase(waiter);
-        }
-        // More may follow a full page; a commit during the read may have added some.
-        const bool full = read.events.size() == static_cast<std::size_t>(limit);
-        if (state.read_again || (full && !state.waiters.empty())) wake(tenant, state);
-        for (auto& [waiter, page] : answers) {
-            waiter.timer->cancel();
-            waiter.done(std::move(page));
-        }
-        forget_if_idle(found);
-    }
-
-    static bool idle(const Tenant& state) {
-        return state.waiters.empty() && state.reads == 0 && !state.shared_read;
-    }
+    static bool idle(const Tenant& state) { return state.waiters.empty() && !state.reading; }
 
     // A tenant nobody reads now is forgotten at once unless it has cached events, which are
     // kept for readers that come back (a stream asks again as soon as it wrote a page) until
     // kIdleChecks checks found it idle.
-    void forget_if_idle(std::unordered_map<std::string, Tenant>::iterator found) {
+    void forget_if_idle(TenantIt found) {
         if (idle(found->second) && found->second.cache.empty()) tenants_.erase(found);
     }
 
-    void forget(std::unordered_map<std::string, Tenant>::iterator found) {
+    void forget(TenantIt found) {
         drop_cache(found->second);
         tenants_.erase(found);
     }
@@ -467,7 +501,7 @@ class FeedService::Impl {
             if (error) return;
             for (auto it = tenants_.begin(); it != tenants_.end();) {
                 const auto here = it++;
-                wake(here->first, here->second);
+                read(here->first, here->second);
                 if (idle(here->second) && ++here->second.idle_checks >= kIdleChecks) forget(here);
             }
             schedule_check();
@@ -480,7 +514,7 @@ class FeedService::Impl {
         std::unique_lock lock(prune_mutex_);
         while (!prune_wake_.wait_for(lock, interval, [this] { return stopping_; })) {
             lock.unlock();
-            prune(common::unix_ms_now() - options_.retention.count());
+            prune(clock_() - options_.retention.count());
             lock.lock();
         }
     }
@@ -501,6 +535,7 @@ class FeedService::Impl {
 
     store::PlantStore& store_;
     const Options options_;
+    const std::function<std::int64_t()> clock_;
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     asio::steady_timer check_timer_;
@@ -531,6 +566,8 @@ void FeedService::committed(std::string_view tenant, std::int64_t last) {
 }
 
 void FeedService::drain() { impl_->drain(); }
+
+void FeedService::sync() { impl_->sync(); }
 
 void FeedService::stop() { impl_->stop(); }
 

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,22 +54,35 @@ struct FeedPage {
         gone,         ///< events after `after` were pruned: the reader must list again
         unavailable,  ///< the store could not answer; `reason` says why
     };
+    /// Consecutive events [begin, end) of a batch shared with other readers (the cache's or a
+    /// read's).
+    struct Part {
+        std::shared_ptr<const std::vector<FeedEvent>> batch;
+        std::size_t begin = 0;
+        std::size_t end = 0;
+    };
     Outcome outcome = Outcome::unavailable;
     std::int64_t after = 0;  ///< where the page starts: the query's start, resolved to a seq
     std::int64_t last = 0;   ///< the tenant's latest seq, as far as the feed knows
     std::int64_t first = 0;  ///< gone: the lowest seq still retained
     std::string reason;
-    /// The events, in seq order: [begin, end) of a batch shared with other readers.
-    std::shared_ptr<const std::vector<FeedEvent>> batch;
-    std::size_t begin = 0;
-    std::size_t end = 0;
+    /// The events, in seq order, each part following the one before: seq after + 1, after + 2 ...
+    std::vector<Part> parts;
 
-    std::span<const FeedEvent> events() const {
-        if (!batch) return {};
-        return std::span<const FeedEvent>(*batch).subspan(begin, end - begin);
+    std::size_t size() const {
+        std::size_t events = 0;
+        for (const Part& part : parts) events += part.end - part.begin;
+        return events;
+    }
+    bool empty() const { return size() == 0; }
+    template <class Visit>
+    void for_each(Visit&& visit) const {
+        for (const Part& part : parts) {
+            for (std::size_t i = part.begin; i < part.end; ++i) visit((*part.batch)[i]);
+        }
     }
     /// The seq to continue after: the page's last event's, or `after` for an empty page.
-    std::int64_t next() const { return end > begin ? (*batch)[end - 1].seq : after; }
+    std::int64_t next() const { return after + static_cast<std::int64_t>(size()); }
 };
 
 class FeedService {
@@ -80,6 +92,15 @@ class FeedService {
         std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};
         /// How often every waiting tenant's log is looked at, whatever the hints say.
         std::chrono::milliseconds check_interval{1000};
+        /// Whether committed() hears of every commit before any of its writes is acknowledged
+        /// (store::PlantStore::reports_every_commit): then what the feed knows of a tenant's
+        /// last seq is exact, and a page that ends there needs no read of the store.
+        bool hints_complete = false;
+        /// The recent events kept encoded, per tenant and in all (about 350 bytes each).
+        std::size_t cached_per_tenant = 32768;
+        std::size_t cached_in_all = 131072;
+        /// Milliseconds since the Unix epoch (tests move it to age events).
+        std::function<std::int64_t()> clock;
         /// Told when pruning fails (it is tried again at the next interval); may be empty.
         std::function<void(std::string_view what)> on_failure;
     };
@@ -94,13 +115,19 @@ class FeedService {
     /// Answers `query` through `done`, exactly once, from the feed's thread (like a store's
     /// callback: it must own only values and weak references). A page never repeats or skips an
     /// event: its events are those right after its start, and a start whose successors were
-    /// pruned is `gone`.
+    /// pruned is `gone`. A page is complete: it holds `limit` events, or every event up to the
+    /// tenant's last seq as of a moment after poll() was called (so every event whose write was
+    /// acknowledged before it), and `last` is at least its last event's seq. A page that waited
+    /// is answered by that rule when news came, or empty when the wait ran out.
     void poll(FeedQuery query, std::function<void(FeedPage)> done);
     /// `tenant`'s log now reaches `last`: wakes its waiting readers. Cheap; any thread.
     void committed(std::string_view tenant, std::int64_t last);
     /// The server drains: every waiting read is answered now (with what there is), and later
     /// ones do not wait.
     void drain();
+    /// Returns once everything handed to the feed before this call has run on its thread (tests:
+    /// then the answers that need no read of the store have been given).
+    void sync();
     /// Stops the thread and the pruning; waiting reads are answered first (as by drain()).
     /// Idempotent.
     void stop();

@@ -263,6 +263,11 @@ class PlantStore {
     /// short transactions; safe beside serving and on several instances at once.
     virtual std::size_t prune_events(std::int64_t before, std::size_t limit) = 0;
 
+    /// Whether every commit that appends to a tenant's log is reported through
+    /// StoreObserver::on_events before any of its writes is acknowledged, and none is missed:
+    /// true when this process is the only writer (SQLite). PostgreSQL hears of other instances'
+    /// commits through notifications, which arrive late or, across a lost connection, never.
+    virtual bool reports_every_commit() const { return false; }
     /// Whether new writes would be accepted now (not while overloaded or closing), and why not.
     virtual Health health() const = 0;
     /// Stops accepting work and completes everything already accepted (each callback runs with

@@ -48,6 +48,7 @@ class SqlitePlantStore final : public PlantStore {
     void write(WriteRequest request) override;
     void read(std::string tenant, domain::PlantId id, ReadCallback done) override;
     void list(std::string tenant, ListQuery query, ReadCallback done) override;
+    bool reports_every_commit() const override { return true; }
     void read_events(std::string tenant, std::int64_t after, int limit,
                      EventReadCallback done) override;
     void usage(std::string tenant, UsageCallback done) override;
