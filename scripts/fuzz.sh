@@ -9,15 +9,15 @@ seconds="${1:-20}"
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target new_plant_decoder_fuzzer bearer_credentials_fuzzer \
-    request_path_fuzzer jwt_fuzzer
+    request_path_fuzzer jwt_fuzzer feed_fuzzer
 rm -f build/fuzz/crash-* build/fuzz/leak-* build/fuzz/timeout-* build/fuzz/oom-*
 for target in new_plant_decoder:new_plant:json bearer_credentials:bearer:bearer \
-    request_path:request_path:request_path jwt:jwt:jwt; do
+    request_path:request_path:request_path jwt:jwt:jwt feed:feed:; do
     IFS=: read -r name corpus dict <<<"$target"
     scratch=$(mktemp -d)
     echo "== fuzz: ${name} for ${seconds} s" >&2
     (cd build/fuzz && "./${name}_fuzzer" -max_total_time="$seconds" -max_len=4096 \
-        -artifact_prefix=./ -dict="../../fuzz/${dict}.dict" -print_final_stats=1 \
+        -artifact_prefix=./ ${dict:+-dict="../../fuzz/${dict}.dict"} -print_final_stats=1 \
         "$scratch" "../../fuzz/corpus/${corpus}" 2>&1 |
         grep -E '^Done|ERROR|SUMMARY' || true)
     rm -rf "$scratch"

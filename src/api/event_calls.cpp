@@ -151,8 +151,8 @@ struct StreamEvents {
         response.content_type = kEventStream;
         result.for_each([&response](const feed::FeedEvent& event) { response.body += event.sse; });
         response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
-        response.stream = std::make_shared<EventStream>(feed, query.tenant, result.next(),
-                                                        result.size());
+        response.stream =
+            std::make_shared<EventStream>(feed, query.tenant, result.next(), result.size());
         return response;
     }
 };

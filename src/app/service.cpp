@@ -124,8 +124,7 @@ class WakingObserver final : public store::StoreObserver {
     std::atomic<feed::FeedService*> feed_{nullptr};
 };
 
-feed::FeedService::Options feed_options(const ServeConfig& config,
-                                        const store::PlantStore& store) {
+feed::FeedService::Options feed_options(const ServeConfig& config, const store::PlantStore& store) {
     feed::FeedService::Options options;
     options.retention = event_retention(config);
     options.hints_complete = store.reports_every_commit();

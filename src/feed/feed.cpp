@@ -227,10 +227,10 @@ class FeedService::Impl {
     struct Tenant {
         std::int64_t last = 0;
         bool known = false;
-        bool reading = false;          // a read for the readers is in flight
-        bool read_again = false;       // a reader or a commit came during it
+        bool reading = false;     // a read for the readers is in flight
+        bool read_again = false;  // a reader or a commit came during it
         std::uint64_t reads_started = 0;
-        int idle_checks = 0;           // periodic checks since it was last read
+        int idle_checks = 0;  // periodic checks since it was last read
         std::map<std::uint64_t, Waiter> waiters;
         // Recent events, encoded: consecutive pieces of read batches, each piece's events
         // [begin, end of batch) with consecutive seqs, and each piece following the one before.
@@ -325,8 +325,9 @@ class FeedService::Impl {
             }
         }
         const std::uint64_t id = ++next_waiter_;
-        Waiter waiter{query.start, query.after, query.limit, state.reads_started, settled,
-                      query.wait.count() > 0, std::move(done), nullptr};
+        Waiter waiter{query.start,         query.after, query.limit,
+                      state.reads_started, settled,     query.wait.count() > 0,
+                      std::move(done),     nullptr};
         if (waiter.waits) {
             waiter.timer = std::make_unique<asio::steady_timer>(io_, query.wait);
             waiter.timer->async_wait(
@@ -369,14 +370,14 @@ class FeedService::Impl {
         state.reading = true;
         state.read_again = false;
         const std::uint64_t number = ++state.reads_started;
-        store_.read_events(
-            tenant, from, static_cast<int>(count),
-            [gate = gate_, this, tenant, number](store::EventRead result) mutable {
-                gate->post([this, tenant = std::move(tenant), number,
-                            result = std::move(result)]() mutable {
-                    read_done(tenant, number, result);
-                });
-            });
+        store_.read_events(tenant, from, static_cast<int>(count),
+                           [gate = gate_, this, tenant = std::string(tenant),
+                            number](store::EventRead result) mutable {
+                               gate->post([this, tenant = std::move(tenant), number,
+                                           result = std::move(result)]() mutable {
+                                   read_done(tenant, number, result);
+                               });
+                           });
     }
 
     void read_done(const std::string& tenant, std::uint64_t number,
@@ -425,7 +426,8 @@ class FeedService::Impl {
         const bool fresh = number > waiter.arrived;
         if (waiter.start != FeedQuery::Start::after) {
             if (!fresh) return std::nullopt;  // where it starts is known only from a later read
-            waiter.after = waiter.start == FeedQuery::Start::oldest ? result.first - 1 : result.last;
+            waiter.after =
+                waiter.start == FeedQuery::Start::oldest ? result.first - 1 : result.last;
             waiter.start = FeedQuery::Start::after;
         }
         FeedPage page;

@@ -56,9 +56,8 @@ struct Commit final : Command {
 struct Poll final : Command {
     explicit Poll(const Model& model)
         : tenant(*rc::gen::inRange(0, Harness::kTenants)),
-          start(*rc::gen::weightedElement<Harness::Start>({{1, Harness::Start::oldest},
-                                                           {6, Harness::Start::after},
-                                                           {1, Harness::Start::now}})),
+          start(*rc::gen::weightedElement<Harness::Start>(
+              {{1, Harness::Start::oldest}, {6, Harness::Start::after}, {1, Harness::Start::now}})),
           after(*rc::gen::weightedOneOf<std::int64_t>(
               {{12, rc::gen::inRange<std::int64_t>(
                         0, model.last[static_cast<std::size_t>(tenant)] + 3)},
@@ -114,10 +113,10 @@ RC_GTEST_PROP(FeedModel, EveryPageHoldsTheEventsRightAfterItsStartAndIsComplete,
     setup.cached_in_all = *rc::gen::inRange<std::size_t>(1, 17);
     RC_TAG(setup.hints_complete ? "every commit reported" : "hints may be lost");
     Harness harness(setup);
-    rc::state::check(Model{}, harness,
-                     rc::state::gen::execOneOfWithArgs<Commit, Commit, Poll, Poll, Poll,
-                                                       CompleteRead, CompleteRead, CompleteRead,
-                                                       Age, Prune>());
+    rc::state::check(
+        Model{}, harness,
+        rc::state::gen::execOneOfWithArgs<Commit, Commit, Poll, Poll, Poll, CompleteRead,
+                                          CompleteRead, CompleteRead, Age, Prune>());
     harness.finish();
     require_no_violation(harness);
 }

@@ -81,6 +81,127 @@ TEST_F(Feed, PagesFollowTheirLinksInOrderAndEachEventIsTheWebhookEnvelope) {
     EXPECT_EQ(parse_events(get(next_link(now)).body).front().seq, 8u);
 }
 
+// A page is complete (issue 41): a read behind pages that were read before is not cut short
+// where an earlier page ended.
+TEST_F(Feed, APageBehindEarlierReadsHoldsEveryEventUpToTheLast) {
+    start();
+    auto seqs_of = [](const HttpResponse& response) {
+        std::vector<std::uint64_t> seqs;
+        for (const FeedEvent& event : parse_events(response.body)) seqs.push_back(event.seq);
+        return seqs;
+    };
+    using Seqs = std::vector<std::uint64_t>;
+    for (int id = 1; id <= 3; ++id) create(id, "p" + std::to_string(id));
+    EXPECT_EQ(seqs_of(get("/events?after=0&limit=1000")), (Seqs{1, 2, 3}));
+    for (int id = 4; id <= 5; ++id) create(id, "p" + std::to_string(id));
+    EXPECT_EQ(seqs_of(get("/events?after=3&limit=1000")), (Seqs{4, 5}));
+    const auto behind = get("/events?after=1&limit=1000");
+    EXPECT_EQ(seqs_of(behind), (Seqs{2, 3, 4, 5}));
+    EXPECT_EQ(behind.header("feed-last-seq"), "5");
+
+    // Pages of several sizes read first, then one that spans them and what came after.
+    for (int id = 6; id <= 101; ++id) create(id, "p" + std::to_string(id));
+    ASSERT_EQ(seqs_of(get("/events")).size(), 100u);
+    ASSERT_EQ(seqs_of(get("/events?limit=1000")).size(), 101u);
+    ASSERT_EQ(seqs_of(get("/events?limit=1")).size(), 1u);
+    create(102, "p102");
+    EXPECT_EQ(seqs_of(get("/events?after=95")), (Seqs{96, 97, 98, 99, 100, 101, 102}));
+    // A long poll behind the head answers at once, with everything up to it.
+    EXPECT_EQ(seqs_of(get("/events?after=99&wait=30")), (Seqs{100, 101, 102}));
+}
+
+// Read-your-writes (issue 41), with writers and readers in parallel: each client, after each of
+// its acknowledged writes (a create, a PATCH or a DELETE), reads the feed from the last seq it
+// read, following full pages, and must find that write's event (a short page means "caught up").
+TEST_F(Feed, EachClientFindsItsOwnAcknowledgedWriteInThePagesThatFollow) {
+    start();
+    constexpr int kClients = 6;
+    constexpr int kWritesEach = 60;
+    std::vector<std::future<std::string>> clients;
+    for (int client = 0; client < kClients; ++client) {
+        clients.push_back(std::async(std::launch::async, [this, client]() -> std::string {
+            HttpConnection connection(port(), 70s);
+            const std::string auth = "Authorization: Bearer " + token;
+            std::uint64_t after = 0;
+            for (int write = 0; write < kWritesEach; ++write) {
+                // Its own plants: created, renamed, deleted in turn, each change unique.
+                const int id = client * 1000 + write / 3;
+                const std::string name = "c" + std::to_string(client) + "w" + std::to_string(write);
+                std::optional<HttpResponse> written;
+                std::string type;
+                switch (write % 3) {
+                    case 0:
+                        written = connection.request(
+                            "POST", "/plants",
+                            R"({"id":)" + std::to_string(id) + R"(,"name":")" + name + R"("})",
+                            {auth, "Content-Type: application/json"});
+                        type = "plant.created";
+                        break;
+                    case 1:
+                        written = connection.request(
+                            "PATCH", "/plants/" + std::to_string(id),
+                            R"({"name":")" + name + R"("})",
+                            {auth, "Content-Type: application/merge-patch+json"});
+                        type = "plant.updated";
+                        break;
+                    default:
+                        written = connection.request("DELETE", "/plants/" + std::to_string(id), "",
+                                                     {auth});
+                        type = "plant.deleted";
+                        break;
+                }
+                if (!written || written->status / 100 != 2) {
+                    return "write " + std::to_string(write) +
+                           " failed: " + (written ? written->body : "no answer");
+                }
+                const std::string expected =
+                    R"({"id":)" + std::to_string(id) + R"(,"name":")" +
+                    (write % 3 == 2 ? "c" + std::to_string(client) + "w" + std::to_string(write - 1)
+                                    : name) +
+                    R"("})";
+                bool found = false;
+                for (int page = 0; page < 100 && !found; ++page) {
+                    // Every other read is a long poll: it must not wait, its event is there.
+                    const std::string target = "/events?after=" + std::to_string(after) +
+                                               "&limit=50" + (write % 2 == 0 ? "&wait=20" : "");
+                    const auto response = connection.request("GET", target, "", {auth});
+                    if (!response || response->status != 200) {
+                        return "GET " + target + " failed: " + (response ? response->body : "");
+                    }
+                    const auto events = parse_events(response->body);
+                    for (const FeedEvent& event : events) {
+                        if (event.seq != after + 1) {
+                            return "GET " + target + ": seq " + std::to_string(event.seq) +
+                                   " after " + std::to_string(after);
+                        }
+                        after = event.seq;
+                        found = found || (event.type == type && event.data == expected);
+                    }
+                    // Feed-Last-Seq may be past a page's end (a commit since its read), never
+                    // short of it.
+                    const std::uint64_t last = std::stoull(response->header("feed-last-seq"));
+                    if (last < after) {
+                        return "GET " + target + ": Feed-Last-Seq " + std::to_string(last) +
+                               " before its last event " + std::to_string(after);
+                    }
+                    if (events.size() < 50) break;  // caught up, as a client decides it
+                }
+                if (!found) {
+                    return "its " + type + " of plant " + std::to_string(id) + " (write " +
+                           std::to_string(write) +
+                           ") was not in the pages read after it was "
+                           "acknowledged, up to seq " +
+                           std::to_string(after);
+                }
+            }
+            return {};
+        }));
+    }
+    for (auto& client : clients) EXPECT_EQ(client.get(), "");
+    const auto all = parse_events(get("/events?limit=1000").body);
+    EXPECT_EQ(all.size(), static_cast<std::size_t>(kClients * kWritesEach));
+}
+
 TEST_F(Feed, ALongPollIsHeldUntilACommitAndAnsweredEmptyWhenItsWaitRunsOut) {
     start({"--request-timeout-ms", "500", "--idle-timeout-ms", "500"});
     create(1, "a");

@@ -158,7 +158,8 @@ struct FeedHarness::State {
         const std::int64_t after = page.after;
         switch (asked.start) {
             case Start::after:
-                if (after != asked.after) return fail(what + ": page after " + std::to_string(after));
+                if (after != asked.after)
+                    return fail(what + ": page after " + std::to_string(after));
                 break;
             case Start::oldest:
                 if (after < asked.first_at_send - 1 || after > log.first - 1) {
@@ -176,8 +177,8 @@ struct FeedHarness::State {
         if (page.outcome == feed::FeedPage::Outcome::gone) {
             if (after >= log.first - 1) {
                 return fail(what + ": gone after " + std::to_string(after) +
-                            ", but the log still holds " + std::to_string(after + 1) +
-                            " (first " + std::to_string(log.first) + ")");
+                            ", but the log still holds " + std::to_string(after + 1) + " (first " +
+                            std::to_string(log.first) + ")");
             }
             return;
         }
@@ -190,7 +191,8 @@ struct FeedHarness::State {
             if (event.seq != seq || seq > last_now) {
                 mismatch = "event " + std::to_string(event.seq) + " where " + std::to_string(seq) +
                            " was due";
-            } else if (event.json != domain::encode_event(log.events[static_cast<std::size_t>(seq - 1)])) {
+            } else if (event.json !=
+                       domain::encode_event(log.events[static_cast<std::size_t>(seq - 1)])) {
                 mismatch = "event " + std::to_string(seq) + " is not the one committed";
             }
         });
