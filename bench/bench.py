@@ -679,28 +679,38 @@ def tails_result(process, seconds):
 
 def feed_rows(args, binary, workdir, ids):
     """Creates at 64 connections with no reader, then while 100 SSE clients tail the same tenant
-    (what they received, and how long after each event's timestamp); then 1,000 idle streams and
-    1,000 waiting long polls: memory, CPU while idle, and reads of plants meanwhile."""
+    (what they received, and how long after each event's timestamp); with --baseline, the same
+    rows on the baseline build, interleaved round by round; then 1,000 idle streams and 1,000
+    waiting long polls: memory, CPU while idle, and reads of plants meanwhile."""
     rows, extra = [], {}
     tail = build_feed_tail(workdir)
-    data_dir = os.path.join(workdir, "feed")
-    token = mint_token(binary, data_dir)
-    server = start_plantstore(binary, data_dir, ["--access-log", "off"], "plantstore")
+    builds = [(binary, "plantstore")]
+    if args.baseline:
+        builds.append((args.baseline, f"plantstore ({args.baseline_name})"))
+    servers, tokens = [], {}
+    for index, (build, name) in enumerate(builds):
+        data_dir = os.path.join(workdir, f"feed{index}")
+        tokens[name] = mint_token(build, data_dir)
+        servers.append(start_plantstore(build, data_dir, ["--access-log", "off"], name))
+    server, token = servers[0], tokens[servers[0].name]
     try:
-        for tails in (0, 100, 0, 100):  # interleaved: neither always gets the warmer machine
-            process = None
-            if tails:
-                process = start_tails(tail, server, token, tails, 0, args.duration + 3)
-                time.sleep(1)
-            row = run_wrk(server, 64, args.duration, token, ids.take())
-            row["workload"] = f"POST /plants, {tails} SSE clients tailing"
-            if process:
-                seen = tails_result(process, args.duration + 3)
-                row["feed"] = seen
-                print(f"  {tails} tails: {seen}", file=sys.stderr)
-            rows.append(row)
-            print(f"{row['workload']:>40} {row['requests_per_s']:>9,.0f} req/s "
-                  f"{row['cpu_us_per_request']:.1f} µs/req", file=sys.stderr)
+        for round_, tails in enumerate((0, 100, 0, 100)):
+            # Interleaved: neither the tailing rows nor either build always gets the warmer machine.
+            for tailed in (servers if round_ % 2 == 0 else list(reversed(servers))):
+                process = None
+                if tails:
+                    process = start_tails(tail, tailed, tokens[tailed.name], tails, 0,
+                                          args.duration + 3)
+                    time.sleep(1)
+                row = run_wrk(tailed, 64, args.duration, tokens[tailed.name], ids.take())
+                row["workload"] = f"POST /plants, {tails} SSE clients tailing"
+                if process:
+                    seen = tails_result(process, args.duration + 3)
+                    row["feed"] = seen
+                    print(f"  {tailed.name} {tails} tails: {seen}", file=sys.stderr)
+                rows.append(row)
+                print(f"{tailed.name:>24} {row['workload']:>40} {row['requests_per_s']:>9,.0f} "
+                      f"req/s {row['cpu_us_per_request']:.1f} µs/req", file=sys.stderr)
         # Idle readers: memory and CPU with 1,000 streams and 1,000 long polls open.
         rss_before = memory_kib(server.pids(), "VmRSS") / 1024
         reads_alone = run_wrk(server, 16, 5, token, rows[0]["first_id"], "GET /plants/{id}",
@@ -725,7 +735,8 @@ def feed_rows(args, binary, workdir, ids):
             "idle_clients_closed": held["closed"]})
         print(f"idle: {extra}", file=sys.stderr)
     finally:
-        server.stop()
+        for started in servers:
+            started.stop()
     return rows, extra
 
 
@@ -904,11 +915,12 @@ def main():
               f"{extra['webhook_fast_deliveries_per_s']:,.0f} deliveries/s; the 1 s receiver got "
               f"{extra['webhook_slow_delivered']:,.0f} of {extra['webhook_slow_created']:,} "
               f"during the run (4 at a time).")
-    tailed = [r for r in rows if "feed" in r]
-    if tailed:
-        alone = [r for r in rows if r["workload"].startswith("POST /plants, 0 SSE")]
+    for name in dict.fromkeys(r["server"] for r in rows if "feed" in r):
+        tailed = [r for r in rows if "feed" in r and r["server"] == name]
+        alone = [r for r in rows if r["workload"].startswith("POST /plants, 0 SSE")
+                 and r["server"] == name]
         mean = lambda rs: sum(r["requests_per_s"] for r in rs) / len(rs)
-        print(f"\nChange feed: creates at 64 connections {mean(alone):,.0f}/s alone, "
+        print(f"\nChange feed ({name}): creates at 64 connections {mean(alone):,.0f}/s alone, "
               f"{mean(tailed):,.0f}/s while 100 SSE clients tail the tenant "
               f"({mean(tailed) / mean(alone):.0%}); event timestamp to client p50 "
               + ", ".join(f"{r['feed']['p50_ms']:.1f}" for r in tailed) + " ms, p99 "

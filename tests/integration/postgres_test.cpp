@@ -209,6 +209,37 @@ TEST(PostgresScaleOut, TwoInstancesShareATenantsQuotaExactly) {
     EXPECT_EQ(post_plant(a.port(), token, R"({"id":5000001,"name":"later"})").status, 403);
 }
 
+// Read-your-writes across instances (issue 41): a change acknowledged by one instance is in the
+// next page the other gives, at once, whether or not its notification has arrived yet; a long
+// poll on the other instance answers with it at once too. Each instance reads in turn, so each
+// keeps recent events that the other's next write makes stale.
+TEST(PostgresScaleOut, AWriteAcknowledgedByOneInstanceIsInTheNextPageOfTheOther) {
+    TwoInstances instances;
+    auto& [dir, database, environment, token, a, b] = instances;
+    HttpConnection on_a(a.port(), 70s);
+    HttpConnection on_b(b.port(), 70s);
+    const std::string auth = "Authorization: Bearer " + token;
+    std::uint64_t after = 0;
+    for (int id = 1; id <= 200; ++id) {
+        HttpConnection& writer = id % 2 == 0 ? on_a : on_b;
+        HttpConnection& reader = id % 2 == 0 ? on_b : on_a;
+        const auto created =
+            writer.request("POST", "/plants", R"({"id":)" + std::to_string(id) + R"(,"name":"p"})",
+                           {auth, "Content-Type: application/json"});
+        ASSERT_TRUE(created && created->status == 200);
+        const std::string target = "/events?after=" + std::to_string(after) + "&limit=1000" +
+                                   (id % 3 == 0 ? "&wait=30" : "");
+        const auto page = reader.request("GET", target, "", {auth});
+        ASSERT_TRUE(page && page->status == 200);
+        const auto events = parse_events(page->body);
+        ASSERT_FALSE(events.empty()) << "GET " << target << " after plant " << id
+                                     << " was acknowledged by the other instance: " << page->body;
+        EXPECT_EQ(events.back().seq, static_cast<std::uint64_t>(id)) << target;
+        EXPECT_EQ(events.back().data, R"({"id":)" + std::to_string(id) + R"(,"name":"p"})");
+        after = events.back().seq;
+    }
+}
+
 // The change feed across instances: writers on both instances change one tenant's plants while
 // a reader on each follows the feed by long polls; each reader sees seq 1..N, every acknowledged
 // change exactly once, in order. A long poll held by one instance wakes for a commit through the
