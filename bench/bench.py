@@ -680,7 +680,8 @@ def tails_result(process, seconds):
 def feed_rows(args, binary, workdir, ids):
     """Creates at 64 connections with no reader, then while 100 SSE clients tail the same tenant
     (what they received, and how long after each event's timestamp); with --baseline, the same
-    rows on the baseline build, interleaved round by round; then 1,000 idle streams and 1,000
+    rows on the baseline build, and with --postgres on PostgreSQL too, interleaved round by round
+    (the CPU per create is the instance's own: PostgreSQL's is not counted here); then 1,000 idle streams and 1,000
     waiting long polls: memory, CPU while idle, and reads of plants meanwhile."""
     rows, extra = [], {}
     tail = build_feed_tail(workdir)
@@ -688,10 +689,25 @@ def feed_rows(args, binary, workdir, ids):
     if args.baseline:
         builds.append((args.baseline, f"plantstore ({args.baseline_name})"))
     servers, tokens = [], {}
-    for index, (build, name) in enumerate(builds):
-        data_dir = os.path.join(workdir, f"feed{index}")
-        tokens[name] = mint_token(build, data_dir)
-        servers.append(start_plantstore(build, data_dir, ["--access-log", "off"], name))
+    postgres = Postgres(workdir) if args.postgres else None
+    try:
+        for index, (build, name) in enumerate(builds):
+            data_dir = os.path.join(workdir, f"feed{index}")
+            tokens[name] = mint_token(build, data_dir)
+            servers.append(start_plantstore(build, data_dir, ["--access-log", "off"], name))
+            if postgres:  # the same on PostgreSQL, a database per build
+                url = postgres.database(f"feed{index}")
+                pg_name = name.replace("plantstore", "plantstore-pg")
+                tokens[pg_name] = mint_token(build, url=url)
+                servers.append(start_plantstore(
+                    build, data_dir + "-pg", ["--access-log", "off", "--database-url", url],
+                    pg_name))
+    except BaseException:
+        for started in servers:
+            started.stop()
+        if postgres:
+            postgres.stop()
+        raise
     server, token = servers[0], tokens[servers[0].name]
     try:
         for round_, tails in enumerate((0, 100, 0, 100)):
@@ -737,6 +753,8 @@ def feed_rows(args, binary, workdir, ids):
     finally:
         for started in servers:
             started.stop()
+        if postgres:
+            postgres.stop()
     return rows, extra
 
 

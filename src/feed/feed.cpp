@@ -335,8 +335,11 @@ class FeedService::Impl {
                     if (!error) expire(tenant, id);
                 });
         }
+        // Only the new reader can need a read that is not already under way (after each step,
+        // a tenant whose readers need one has it in flight or asked for).
+        const bool needs = !settled || query.after < state.last;
         state.waiters.emplace(id, std::move(waiter));
-        if (needs_read(state)) read(found->first, state);
+        if (needs) read(found->first, state);
     }
 
     // Whether a reader waits for a read: one not settled, or one that a commit has passed.
