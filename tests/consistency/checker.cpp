@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_set>
 
+#include "domain/etag.hpp"
+
 namespace plantstore::consistency {
 
 namespace {
@@ -13,38 +15,9 @@ namespace {
 using State = std::optional<Value>;
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
-// ETags are opaque to the checker: it learns which content each one names from the answers that
-// carry both, and requires that to be a function both ways (the docs: a digest of name and tag).
-class Etags {
-  public:
-    // Returns what is wrong, if anything.
-    std::optional<std::string> learn(const std::string& etag, const Value& value) {
-        auto [named, new_etag] = content_.emplace(etag, value);
-        if (!new_etag && !(named->second == value)) {
-            return "ETag " + etag + " names two contents";
-        }
-        auto [tagged, new_value] = etag_of_.emplace(key(value), etag);
-        if (!new_value && tagged->second != etag) return "one content has two ETags";
-        return std::nullopt;
-    }
-    // The content `etag` names, if an answer showed it.
-    const Value* content(const std::string& etag) const {
-        const auto found = content_.find(etag);
-        return found == content_.end() ? nullptr : &found->second;
-    }
-    const std::string* etag(const Value& value) const {
-        const auto found = etag_of_.find(key(value));
-        return found == etag_of_.end() ? nullptr : &found->second;
-    }
-
-  private:
-    static std::string key(const Value& value) {
-        return std::to_string(value.name.size()) + ":" + value.name +
-               (value.tag ? "+" + *value.tag : "-");
-    }
-    std::map<std::string, Value> content_;
-    std::map<std::string, std::string> etag_of_;
-};
+// The ETag the docs define for a plant's content (a digest of its name and tag: the domain's
+// definition, so that every ETag a client sees, also on a 304 or a 412, names a content).
+std::string etag_of(const Value& value) { return domain::plant_etag({value.name, value.tag}); }
 
 // One way an operation may apply to a state: the state after it, and the event it appends.
 struct Step {
@@ -55,8 +28,7 @@ struct Step {
 
 Step unchanged(const State& state) { return {state, nullptr, {}}; }
 
-bool condition_holds(const std::optional<std::string>& condition, const Value& current,
-                     const Etags& etags, bool weak) {
+bool condition_holds(const std::optional<std::string>& condition, const Value& current, bool weak) {
     if (!condition) return true;
     if (*condition == "*") return true;
     std::string tag = *condition;
@@ -64,21 +36,19 @@ bool condition_holds(const std::optional<std::string>& condition, const Value& c
         if (!weak) return false;  // a weak tag never matches If-Match
         tag = tag.substr(2);
     }
-    const Value* named = etags.content(tag);
-    return named != nullptr && *named == current;
+    return tag == etag_of(current);
 }
 
 // What a correct service answers to `op` on `state`, as a check of the answer it gave, and the
 // state after it. nullopt: the answer cannot come from this state.
-std::optional<Step> known_step(const Op& op, const State& state, const Etags& etags) {
-    const auto answered = [&op, &etags](int status, const State& body) {
+std::optional<Step> known_step(const Op& op, const State& state) {
+    // The status, the plant it carries (if any) and its ETag: the one of the plant it carries,
+    // or (a 304, a 412) of the plant as it is.
+    const auto answered = [&op, &state](int status, const State& body) {
         if (op.status != status) return false;
         if (body && op.body && !(*op.body == *body)) return false;
-        if (body && !op.etag.empty()) {
-            const std::string* etag = etags.etag(*body);
-            if (etag != nullptr && *etag != op.etag) return false;
-        }
-        return true;
+        const State& tagged = body ? body : state;
+        return op.etag.empty() || (tagged && op.etag == etag_of(*tagged));
     };
     switch (op.kind) {
         case Op::Kind::create:
@@ -97,7 +67,7 @@ std::optional<Step> known_step(const Op& op, const State& state, const Etags& et
                 if (!answered(404, std::nullopt)) return std::nullopt;
                 return unchanged(state);
             }
-            if (op.if_none_match && condition_holds(op.if_none_match, *state, etags, true)) {
+            if (op.if_none_match && condition_holds(op.if_none_match, *state, true)) {
                 if (!answered(304, std::nullopt)) return std::nullopt;
                 return unchanged(state);
             }
@@ -110,7 +80,7 @@ std::optional<Step> known_step(const Op& op, const State& state, const Etags& et
                 if (!answered(404, std::nullopt)) return std::nullopt;
                 return unchanged(state);
             }
-            if (!condition_holds(op.if_match, *state, etags, false)) {
+            if (!condition_holds(op.if_match, *state, false)) {
                 if (!answered(412, std::nullopt)) return std::nullopt;
                 return unchanged(state);
             }
@@ -133,9 +103,9 @@ std::optional<Step> known_step(const Op& op, const State& state, const Etags& et
 }
 
 // Every way `op` may apply to `state`.
-std::vector<Step> steps(const Op& op, const State& state, const Etags& etags) {
+std::vector<Step> steps(const Op& op, const State& state) {
     if (!op.unknown) {
-        if (auto step = known_step(op, state, etags)) return {*step};
+        if (auto step = known_step(op, state)) return {*step};
         return {};
     }
     // Its answer is lost: it took effect as a success would have, or not at all.
@@ -146,7 +116,7 @@ std::vector<Step> steps(const Op& op, const State& state, const Etags& etags) {
     success.etag.clear();
     for (const int status : {200, 204}) {
         success.status = status;
-        if (auto step = known_step(success, state, etags); step && step->event != nullptr) {
+        if (auto step = known_step(success, state); step && step->event != nullptr) {
             ways.push_back(*step);
         }
     }
@@ -163,36 +133,49 @@ struct PlantHistory {
 // Wing and Gong's search with Lowe's memoization over (linearized set, state, events matched).
 class Search {
   public:
-    Search(const PlantHistory& history, const Etags& etags)
-        : history_(history), etags_(etags), done_((history.ops.size() + 63) / 64, 0) {}
+    explicit Search(const PlantHistory& history)
+        : history_(history), done_((history.ops.size() + 63) / 64, 0) {}
 
-    bool run() { return extend(State{}, 0, 0); }
+    bool run() { return extend(State{}, 0, 0, 0); }
     std::size_t deepest() const { return deepest_; }
+    /// Where the deepest attempt stopped: the first operation it could not place, and how many
+    /// of the plant's events it had matched.
+    std::size_t stuck_at() const { return stuck_at_; }
+    std::size_t stuck_matched() const { return stuck_matched_; }
 
   private:
-    bool extend(const State& state, std::size_t linearized, std::size_t matched) {
+    // `first`: no operation before it is left (the parent's, which only grows down the search).
+    bool extend(const State& state, std::size_t linearized, std::size_t matched,
+                std::size_t first) {
         const std::size_t n = history_.ops.size();
-        deepest_ = std::max(deepest_, linearized);
+        while (first < n && is_done(first)) ++first;
+        if (linearized > deepest_ || (linearized == deepest_ && matched > stuck_matched_)) {
+            deepest_ = linearized;
+            stuck_at_ = first;
+            stuck_matched_ = matched;
+        }
         if (linearized == n) return matched == history_.events.size();
         std::string key(reinterpret_cast<const char*>(done_.data()), done_.size() * 8);
         key += '|' + std::to_string(matched) + '|';
-        if (state)
+        if (state) {
             key += std::to_string(state->name.size()) + ':' + state->name +
                    (state->tag ? "+" + *state->tag : "-");
+        }
         if (!seen_.insert(std::move(key)).second) return false;
         // The next one may be any not yet linearized that was invoked before every other such
-        // one completed.
+        // one completed. Sorted by invocation: none invoked after that first completion can
+        // complete before it, so the scans stop there.
         std::int64_t first_completion = kNever;
-        for (std::size_t i = 0; i < n; ++i) {
-            if (is_done(i)) continue;
+        for (std::size_t i = first; i < n; ++i) {
             const Op& op = *history_.ops[i];
-            first_completion = std::min(first_completion, op.unknown ? kNever : op.completed);
+            if (op.invoked > first_completion) break;
+            if (!is_done(i)) first_completion = std::min(first_completion, completion(op));
         }
-        for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t i = first; i < n; ++i) {
             if (is_done(i)) continue;
             const Op& op = *history_.ops[i];
-            if (op.invoked > first_completion) break;  // sorted by invocation
-            for (const Step& step : steps(op, state, etags_)) {
+            if (op.invoked > first_completion) break;
+            for (const Step& step : steps(op, state)) {
                 std::size_t next_matched = matched;
                 if (step.event != nullptr) {
                     if (matched >= history_.events.size()) continue;
@@ -201,12 +184,14 @@ class Search {
                     ++next_matched;
                 }
                 set_done(i, true);
-                if (extend(step.after, linearized + 1, next_matched)) return true;
+                if (extend(step.after, linearized + 1, next_matched, first)) return true;
                 set_done(i, false);
             }
         }
         return false;
     }
+
+    static std::int64_t completion(const Op& op) { return op.unknown ? kNever : op.completed; }
 
     bool is_done(std::size_t i) const { return ((done_[i / 64] >> (i % 64)) & 1U) != 0; }
     void set_done(std::size_t i, bool on) {
@@ -218,15 +203,16 @@ class Search {
     }
 
     const PlantHistory& history_;
-    const Etags& etags_;
     std::vector<std::uint64_t> done_;
     std::unordered_set<std::string> seen_;
     std::size_t deepest_ = 0;
+    std::size_t stuck_at_ = 0;
+    std::size_t stuck_matched_ = 0;
 };
 
 // Removes, one at a time, every operation the violation does not need: reads and refused writes
 // (which append no event), then unknown ones; what is left still fails. Bounded in time.
-PlantHistory smallest_failing(PlantHistory history, const Etags& etags) {
+PlantHistory smallest_failing(PlantHistory history) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (int pass = 0; pass < 2; ++pass) {
         for (std::size_t i = history.ops.size(); i-- > 0;) {
@@ -237,7 +223,7 @@ PlantHistory smallest_failing(PlantHistory history, const Etags& etags) {
             if (!removable) continue;
             PlantHistory smaller = history;
             smaller.ops.erase(smaller.ops.begin() + static_cast<std::ptrdiff_t>(i));
-            if (!Search(smaller, etags).run()) history = std::move(smaller);
+            if (!Search(smaller).run()) history = std::move(smaller);
         }
     }
     return history;
@@ -269,11 +255,10 @@ Verdict check(const History& history) {
         verdict.ok = false;
     };
 
-    Etags etags;
     for (const Op& op : history.ops) {
         if (op.unknown) ++verdict.unknown;
-        if (!op.unknown && op.body && !op.etag.empty()) {
-            if (auto wrong = etags.learn(op.etag, *op.body)) fail(*wrong + ": " + describe(op));
+        if (!op.unknown && op.body && !op.etag.empty() && op.etag != etag_of(*op.body)) {
+            fail("an ETag that is not its plant's: " + describe(op));
         }
     }
 
@@ -298,15 +283,21 @@ Verdict check(const History& history) {
         plant.plant = id;
         std::stable_sort(plant.ops.begin(), plant.ops.end(),
                          [](const Op* a, const Op* b) { return a->invoked < b->invoked; });
-        Search search(plant, etags);
+        Search search(plant);
         if (search.run()) continue;
-        const PlantHistory smallest = smallest_failing(plant, etags);
+        const PlantHistory smallest = smallest_failing(plant);
         fail("plant " + std::to_string(id) + ": no linearization of its " +
              std::to_string(plant.ops.size()) + " operations explains their answers and its " +
              std::to_string(plant.events.size()) + " events (at most " +
-             std::to_string(search.deepest()) +
-             " could be placed in order); the smallest part that shows it:\n" +
-             show(smallest, origin));
+             std::to_string(search.deepest()) + " could be placed in order: none could follow " +
+             (search.stuck_at() < plant.ops.size() ? describe(*plant.ops[search.stuck_at()])
+                                                   : std::string("the last operation")) +
+             " once " + std::to_string(search.stuck_matched()) +
+             " events were matched, the next being " +
+             (search.stuck_matched() < plant.events.size()
+                  ? describe(*plant.events[search.stuck_matched()])
+                  : std::string("none")) +
+             "); the smallest part that shows it:\n" + show(smallest, origin));
     }
 
     // Read-your-writes: a client's read of the feed reaches each write it had acknowledged.

@@ -7,11 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include "domain/etag.hpp"
+
 namespace plantstore::consistency {
 namespace {
 
 // Times in microseconds, as nanoseconds.
 constexpr std::int64_t us(std::int64_t micros) { return micros * 1000; }
+
+std::string etag(const std::string& name) { return domain::plant_etag({name, std::nullopt}); }
 
 Op op(int client, Op::Kind kind, std::int64_t from, std::int64_t to, int status) {
     Op made;
@@ -29,7 +33,7 @@ Op create(int client, const std::string& name, std::int64_t from, std::int64_t t
     made.value = {name, std::nullopt};
     if (status == 200) {
         made.body = made.value;
-        made.etag = "\"" + name + "\"";
+        made.etag = etag(name);
     }
     return made;
 }
@@ -38,7 +42,7 @@ Op read(int client, std::optional<std::string> name, std::int64_t from, std::int
     Op made = op(client, Op::Kind::read, from, to, name ? 200 : 404);
     if (name) {
         made.body = Value{*name, std::nullopt};
-        made.etag = "\"" + *name + "\"";
+        made.etag = etag(*name);
     }
     return made;
 }
@@ -48,7 +52,7 @@ Op put(int client, const std::string& name, std::int64_t from, std::int64_t to, 
     made.value = {name, std::nullopt};
     if (status == 200) {
         made.body = made.value;
-        made.etag = "\"" + name + "\"";
+        made.etag = etag(name);
     }
     return made;
 }
@@ -79,7 +83,7 @@ TEST(Checker, AcceptsACorrectConcurrentHistoryWithLostAnswers) {
         unknown(put(3, "d", 70, 0, 0)),  // did not (no read or event shows it)
     };
     Op removed = op(1, Op::Kind::remove, 80, 90, 204);
-    removed.if_match = "\"c\"";
+    removed.if_match = etag("c");
     history.ops.push_back(removed);
     history.ops.push_back(read(2, std::nullopt, 95, 96));
     history.events = {event(1, "plant.created", "a"), event(2, "plant.updated", "b"),
@@ -160,10 +164,19 @@ TEST(Checker, FlagsAPageCutShort) {
     expect_flagged(history, "a page cut short");
 }
 
-TEST(Checker, FlagsAnETagThatNamesTwoContents) {
+TEST(Checker, FlagsAnETagThatIsNotItsPlants) {
     History history = base();
-    history.ops[2].etag = "\"a\"";
-    expect_flagged(history, "names two contents");
+    history.ops[2].etag = etag("a");
+    expect_flagged(history, "not its plant's");
+}
+
+TEST(Checker, FlagsAPreconditionAnsweredAgainstTheWrongVersion) {
+    History history = base();
+    Op removed = op(2, Op::Kind::remove, 60, 70, 204);
+    removed.if_match = etag("a");  // the plant is "b" by then: must be a 412
+    history.ops.push_back(removed);
+    history.events.push_back(event(3, "plant.deleted", "b"));
+    expect_flagged(history, "no linearization");
 }
 
 TEST(Checker, NamesTheSmallestPartOfTheHistoryThatShowsAViolation) {

@@ -50,8 +50,11 @@ std::string body_of(const Value& value, const char* extra = "") {
 // One client: its connection (opened again after a failure), its random choices, what it saw.
 class Client {
   public:
-    Client(const Workload& workload, int id)
-        : workload_(workload), id_(id), random_(workload.seed * 1000 + static_cast<unsigned>(id)) {}
+    Client(const Workload& workload, int id, Clock::time_point started)
+        : workload_(workload),
+          id_(id),
+          started_(started),
+          random_(workload.seed * 1000 + static_cast<unsigned>(id)) {}
 
     void run(Clock::time_point until, History& history) {
         while (Clock::now() < until) {
@@ -93,7 +96,8 @@ class Client {
     void operate(int roll, History& history) {
         Op op;
         op.client = id_;
-        op.plant = 1 + pick(workload_.plants);
+        const auto generation = (Clock::now() - started_) / workload_.rotate_every;
+        op.plant = generation * 1000 + 1 + pick(workload_.plants);
         const std::string path = "/plants/" + std::to_string(op.plant);
         const auto tag = [this]() -> std::optional<std::string> {
             const int which = pick(3);
@@ -203,6 +207,7 @@ class Client {
 
     const Workload& workload_;
     const int id_;
+    const Clock::time_point started_;
     std::mt19937_64 random_;
     std::unique_ptr<HttpConnection> connection_;
     std::map<std::int64_t, std::string> etags_;  // the last ETag seen per plant
@@ -213,12 +218,13 @@ class Client {
 }  // namespace
 
 History run(const Workload& workload) {
-    const auto until = Clock::now() + workload.duration;
+    const auto started = Clock::now();
+    const auto until = started + workload.duration;
     std::vector<History> parts(static_cast<std::size_t>(workload.clients));
     std::vector<std::thread> threads;
     for (int id = 0; id < workload.clients; ++id) {
-        threads.emplace_back([&workload, &parts, id, until] {
-            Client(workload, id).run(until, parts[static_cast<std::size_t>(id)]);
+        threads.emplace_back([&workload, &parts, id, started, until] {
+            Client(workload, id, started).run(until, parts[static_cast<std::size_t>(id)]);
         });
     }
     for (auto& thread : threads) thread.join();

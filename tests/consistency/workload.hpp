@@ -23,6 +23,9 @@ struct Workload {
     std::string token;
     int clients = 6;
     int plants = 48;
+    /// Every so often the clients move on to new plant ids, so that one plant's history stays
+    /// short however long the run (the search is exponential in the worst case).
+    std::chrono::milliseconds rotate_every{10'000};
     std::chrono::milliseconds duration{20'000};
     std::uint64_t seed = 1;
     /// How long a client waits for an answer before it counts the call as unknown.
