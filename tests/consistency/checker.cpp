@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <unordered_set>
+#include <utility>
 
 #include "domain/etag.hpp"
 
@@ -306,32 +307,70 @@ Verdict check(const History& history) {
         if (event.type != "plant.deleted")
             seq_of.emplace(std::pair{event.plant, event.value.name}, event.seq);
     }
-    for (const FeedRead& read : history.feed_reads) {
-        if (read.failed) continue;
-        for (std::size_t i = 0; i < read.seqs.size(); ++i) {
-            if (read.seqs[i] != read.after + static_cast<std::int64_t>(i) + 1) {
-                fail("client " + std::to_string(read.client) + "'s read of the feed after " +
-                     std::to_string(read.after) + " skipped to seq " +
-                     std::to_string(read.seqs[i]));
-                break;
+    // Each client's operations and reads of the feed in order (a client waits for each answer),
+    // so each read is checked against the writes since the client's read before it.
+    std::map<int, std::vector<const Op*>> by_client;
+    for (const Op& op : history.ops) by_client[op.client].push_back(&op);
+    for (auto& [client, ops] : by_client) {
+        std::sort(ops.begin(), ops.end(),
+                  [](const Op* a, const Op* b) { return a->invoked < b->invoked; });
+    }
+    std::map<int, std::vector<const FeedRead*>> reads_by_client;
+    for (const FeedRead& read : history.feed_reads) reads_by_client[read.client].push_back(&read);
+    for (auto& [client, reads] : reads_by_client) {
+        std::sort(reads.begin(), reads.end(),
+                  [](const FeedRead* a, const FeedRead* b) { return a->invoked < b->invoked; });
+        const std::vector<const Op*>& ops = by_client[client];
+        std::size_t next_op = 0;
+        std::size_t unchecked = 0;  // the first write no successful read has answered for
+        for (const FeedRead* read : reads) {
+            while (next_op < ops.size() && ops[next_op]->completed < read->invoked) ++next_op;
+            if (read->failed) continue;  // its writes are the next read's to show
+            for (std::size_t i = 0; i < read->seqs.size(); ++i) {
+                if (read->seqs[i] != read->after + static_cast<std::int64_t>(i) + 1) {
+                    fail("client " + std::to_string(read->client) + "'s read of the feed after " +
+                         std::to_string(read->after) + " skipped to seq " +
+                         std::to_string(read->seqs[i]));
+                    break;
+                }
+            }
+            const std::size_t from = std::exchange(unchecked, next_op);
+            for (std::size_t i = from; i < next_op; ++i) {
+                const Op& op = *ops[i];
+                if (op.unknown || op.status != 200) continue;
+                std::optional<std::string> name;
+                if (op.kind == Op::Kind::create || op.kind == Op::Kind::put) name = op.value.name;
+                if (op.kind == Op::Kind::patch) name = op.patch_name;
+                if (!name) continue;
+                const auto found = seq_of.find({op.plant, *name});
+                if (found == seq_of.end() || found->second <= read->after) continue;
+                if (found->second > read->seen) {
+                    fail("client " + std::to_string(read->client) + " read the feed after seq " +
+                         std::to_string(read->after) + " up to a short page at " +
+                         std::to_string(read->seen) + ", but its acknowledged " + describe(op) +
+                         " is seq " + std::to_string(found->second) + " (a page cut short)");
+                }
             }
         }
-        for (const Op& op : history.ops) {
-            if (op.client != read.client || op.unknown || op.completed >= read.invoked ||
-                (op.status != 200)) {
-                continue;
+    }
+    // Webhooks: each event delivered at least once, with its seq; nothing else delivered.
+    if (history.deliveries_checked) {
+        std::map<std::int64_t, const Event*> delivered;
+        for (const Event& delivery : history.deliveries) {
+            const auto seq = delivery.seq;
+            if (seq < 1 || seq > static_cast<std::int64_t>(history.events.size()) ||
+                history.events[static_cast<std::size_t>(seq - 1)].type != delivery.type ||
+                history.events[static_cast<std::size_t>(seq - 1)].plant != delivery.plant ||
+                !(history.events[static_cast<std::size_t>(seq - 1)].value == delivery.value)) {
+                fail("a webhook delivery that is not the feed's event with its seq: " +
+                     describe(delivery));
             }
-            std::optional<std::string> name;
-            if (op.kind == Op::Kind::create || op.kind == Op::Kind::put) name = op.value.name;
-            if (op.kind == Op::Kind::patch) name = op.patch_name;
-            if (!name) continue;
-            const auto found = seq_of.find({op.plant, *name});
-            if (found == seq_of.end() || found->second <= read.after) continue;
-            if (found->second > read.seen) {
-                fail("client " + std::to_string(read.client) + " read the feed after seq " +
-                     std::to_string(read.after) + " up to a short page at " +
-                     std::to_string(read.seen) + ", but its acknowledged " + describe(op) +
-                     " is seq " + std::to_string(found->second) + " (a page cut short)");
+            delivered.emplace(seq, &delivery);
+        }
+        for (const Event& event : history.events) {
+            if (delivered.count(event.seq) == 0) {
+                fail("an event never delivered to the webhook receiver: " + describe(event));
+                break;
             }
         }
     }

@@ -179,6 +179,28 @@ TEST(Checker, FlagsAPreconditionAnsweredAgainstTheWrongVersion) {
     expect_flagged(history, "no linearization");
 }
 
+TEST(Checker, AcceptsWebhookDeliveriesOfEveryEventSomeTwice) {
+    History history = base();
+    history.deliveries_checked = true;
+    history.deliveries = {history.events[1], history.events[0], history.events[1]};
+    EXPECT_TRUE(check(history).ok) << check(history).violation;
+}
+
+TEST(Checker, FlagsAnEventNeverDelivered) {
+    History history = base();
+    history.deliveries_checked = true;
+    history.deliveries = {history.events[0]};
+    expect_flagged(history, "never delivered");
+}
+
+TEST(Checker, FlagsADeliveryThatIsNotTheFeedsEvent) {
+    History history = base();
+    history.deliveries_checked = true;
+    history.deliveries = history.events;
+    history.deliveries.push_back(event(2, "plant.updated", "z"));  // seq 2 is "b"
+    expect_flagged(history, "not the feed's event");
+}
+
 TEST(Checker, NamesTheSmallestPartOfTheHistoryThatShowsAViolation) {
     History history = base();
     for (int i = 0; i < 20; ++i) history.ops.push_back(read(3, std::string("b"), 100 + i, 101 + i));

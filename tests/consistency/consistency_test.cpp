@@ -8,15 +8,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/json/parse.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <future>
 #include <iostream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "checker.hpp"
 #include "fixture.hpp"
+#include "https_test_server.hpp"
 #include "support/postgres.hpp"
 #include "support/temp_dir.hpp"
 #include "workload.hpp"
@@ -39,9 +42,10 @@ std::uint64_t scenario_seed() {
     return static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) % 1'000'000;
 }
 
-// Kills and restarts, at random moments 1.5 to 4 s apart, until `until`; returns how many.
-int kill_every_few_seconds(std::uint64_t seed, Clock::time_point until,
-                           const std::function<void()>& kill_and_restart) {
+// Injects `fault` at random moments 1.5 to 4 s apart (after the last one ended) until `until`;
+// returns how many. `fault` gets a random number for what it may choose (how long it lasts).
+int every_few_seconds(std::uint64_t seed, Clock::time_point until,
+                      const std::function<void(std::uint64_t)>& fault) {
     std::mt19937_64 random(seed);
     int kills = 0;
     for (int round = 0; round < 10'000; ++round) {
@@ -50,25 +54,92 @@ int kill_every_few_seconds(std::uint64_t seed, Clock::time_point until,
             std::chrono::milliseconds(std::uniform_int_distribution<int>(1500, 4000)(random));
         if (next >= until) break;
         std::this_thread::sleep_until(next);
-        kill_and_restart();
+        fault(random());
         ++kills;
     }
     std::this_thread::sleep_until(until);
     return kills;
 }
 
-// Reads the feed, checks the history, prints the figures, keeps the history if it fails.
+// A webhook receiver subscribed to every change: the server's options for it, and what it got.
+class Receiver {
+  public:
+    explicit Receiver(const std::filesystem::path& dir) : key_file_(dir / "webhook.key") {
+        // The key that seals webhook secrets at rest: the base64 of 32 bytes.
+        std::ofstream(key_file_) << "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=\n";
+    }
+    std::vector<std::string> options() const {
+        return {"--webhook-key-file",
+                key_file_.string(),
+                "--webhook-retry-schedule",
+                "0s,500ms,1s",
+                "--webhook-timeout-ms",
+                "2000",
+                "--webhook-allow-http",
+                "on",
+                "--webhook-allow-private-addresses",
+                "on"};
+    }
+    void subscribe(unsigned short port, const std::string& token) {
+        testing_support::HttpConnection connection(port);
+        const auto response = connection.request(
+            "POST", "/webhooks",
+            R"({"url":")" + http_.url("/all") +
+                R"(","events":["plant.created","plant.updated","plant.deleted"]})",
+            {"Authorization: Bearer " + token, "Content-Type: application/json"});
+        ASSERT_TRUE(response && response->status == 201) << (response ? response->body : "");
+    }
+    // Waits (at most 2 minutes) until every event of the feed was delivered, then records what
+    // was: the outbox delivers after the commit, on its own schedule.
+    void collect(History& history) {
+        const auto deadline = Clock::now() + 120s;
+        for (;;) {
+            history.deliveries.clear();
+            std::set<std::int64_t> seqs;
+            for (const std::string& raw : http_.all_requests()) {
+                const auto body = raw.find("\r\n\r\n");
+                if (body == std::string::npos) continue;
+                const auto envelope = boost::json::parse(raw.substr(body + 4)).as_object();
+                Event event;
+                event.seq = envelope.at("seq").as_int64();
+                event.type = std::string(envelope.at("type").as_string());
+                const auto& data = envelope.at("data").as_object();
+                event.plant = data.at("id").as_int64();
+                event.value.name = std::string(data.at("name").as_string());
+                if (const auto* tag = data.if_contains("tag")) {
+                    event.value.tag = std::string(tag->as_string());
+                }
+                seqs.insert(event.seq);
+                history.deliveries.push_back(std::move(event));
+            }
+            if (seqs.size() >= history.events.size() || Clock::now() > deadline) break;
+            std::this_thread::sleep_for(200ms);
+        }
+        history.deliveries_checked = true;
+    }
+
+  private:
+    std::filesystem::path key_file_;
+    testing_support::HttpsTestServer http_;
+};
+
+// Reads the feed (and, with a receiver, waits for its deliveries), checks the history, prints
+// the figures, keeps the history if it fails.
 void judge(const std::string& scenario, std::uint64_t seed, History& history, int faults,
-           unsigned short port, const std::string& token) {
+           unsigned short port, const std::string& token, Receiver* receiver = nullptr) {
     std::string why;
     ASSERT_TRUE(read_feed(port, token, history, why)) << why;
+    if (receiver != nullptr) receiver->collect(history);
     const auto started = Clock::now();
     const Verdict verdict = check(history);
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
     std::cout << "consistency: " << scenario << " seed " << seed << ": " << verdict.ops_checked
               << " operations (" << verdict.unknown << " unknown), " << history.feed_reads.size()
-              << " feed reads, " << verdict.events << " events, " << faults
-              << " faults; checked in " << took.count() << " ms; " << (verdict.ok ? 0 : 1)
+              << " feed reads, " << verdict.events << " events, "
+              << (history.deliveries_checked
+                      ? std::to_string(history.deliveries.size()) + " webhook deliveries, "
+                      : std::string())
+              << faults << " faults; checked in " << took.count() << " ms; " << (verdict.ok ? 0 : 1)
               << " violations\n";
     if (verdict.ok) return;
     const std::string file = "consistency-" + scenario + "-" + std::to_string(seed) + ".jsonl";
@@ -83,7 +154,9 @@ TEST(Consistency, SqliteKilledEveryFewSeconds) {
     testing_support::TempDir dir;
     const auto data_dir = dir.path() / "data";
     const std::string token = testing_support::create_token(data_dir, "consistency");
-    auto server = std::make_unique<ServerProcess>(data_dir);
+    Receiver receiver(dir.path());
+    auto server = std::make_unique<ServerProcess>(data_dir, receiver.options());
+    receiver.subscribe(server->port(), token);
     std::atomic<unsigned short> port{server->port()};
     Workload workload;
     workload.port_of = [&port](int) { return port.load(); };
@@ -92,13 +165,13 @@ TEST(Consistency, SqliteKilledEveryFewSeconds) {
     workload.seed = seed;
     const auto until = Clock::now() + workload.duration;
     auto running = std::async(std::launch::async, [&workload] { return run(workload); });
-    const int kills = kill_every_few_seconds(seed, until, [&] {
+    const int kills = every_few_seconds(seed, until, [&](std::uint64_t) {
         server->kill_hard();
-        server = std::make_unique<ServerProcess>(data_dir);
+        server = std::make_unique<ServerProcess>(data_dir, receiver.options());
         port = server->port();
     });
     History history = running.get();
-    judge("sqlite-kill", seed, history, kills, port, token);
+    judge("sqlite-kill", seed, history, kills, port, token, &receiver);
 }
 
 // Two instances on one PostgreSQL database, each client on one of them; one instance at a time
@@ -109,13 +182,15 @@ TEST(Consistency, PostgresTwoInstancesOneKilledEveryFewSeconds) {
     testing_support::TestDatabase database;
     const auto environment = testing_support::database_environment(database.url());
     const std::string token = testing_support::mint(database.url(), "consistency");
+    Receiver receiver(dir.path());
     std::array<std::unique_ptr<ServerProcess>, 2> servers;
     std::array<std::atomic<unsigned short>, 2> ports;
     for (std::size_t i = 0; i < 2; ++i) {
         servers[i] = std::make_unique<ServerProcess>(dir.path() / std::to_string(i),
-                                                     std::vector<std::string>{}, environment);
+                                                     receiver.options(), environment);
         ports[i] = servers[i]->port();
     }
+    receiver.subscribe(ports[0], token);
     Workload workload;
     workload.port_of = [&ports](int client) { return ports[client % 2].load(); };
     workload.token = token;
@@ -124,15 +199,78 @@ TEST(Consistency, PostgresTwoInstancesOneKilledEveryFewSeconds) {
     const auto until = Clock::now() + workload.duration;
     auto running = std::async(std::launch::async, [&workload] { return run(workload); });
     std::size_t victim = 0;
-    const int kills = kill_every_few_seconds(seed, until, [&] {
+    const int kills = every_few_seconds(seed, until, [&](std::uint64_t) {
         servers[victim]->kill_hard();
         servers[victim] = std::make_unique<ServerProcess>(dir.path() / std::to_string(victim),
-                                                          std::vector<std::string>{}, environment);
+                                                          receiver.options(), environment);
         ports[victim] = servers[victim]->port();
         victim = 1 - victim;
     });
     History history = running.get();
-    judge("postgres-two-instances-kill", seed, history, kills, ports[0], token);
+    judge("postgres-two-instances-kill", seed, history, kills, ports[0], token, &receiver);
+}
+
+// A fault's length: 1.5 to 2.5 s, longer than the store time-out the scenarios give (1 s).
+std::chrono::milliseconds fault_length(std::uint64_t random) {
+    return std::chrono::milliseconds(1500 + static_cast<int>(random % 1000));
+}
+
+// One instance on SQLite whose fsyncs stall (the fault VFS) for longer than its store time-out:
+// the writes waiting meanwhile are answered 503 (unknown), and commit when the stall ends.
+TEST(Consistency, SqliteStoreStallsLongerThanItsTimeout) {
+    const std::uint64_t seed = scenario_seed();
+    testing_support::TempDir dir;
+    const auto data_dir = dir.path() / "data";
+    const auto faults = dir.path() / "faults";
+    std::filesystem::create_directories(faults);
+    const std::string token = testing_support::create_token(data_dir, "consistency");
+    ServerProcess server(data_dir, {"--store-timeout-ms", "1000"},
+                         testing_support::fault_injection_environment(faults));
+    Workload workload;
+    workload.port_of = [&server](int) { return server.port(); };
+    workload.token = token;
+    workload.duration = scenario_length();
+    workload.seed = seed;
+    const auto until = Clock::now() + workload.duration;
+    auto running = std::async(std::launch::async, [&workload] { return run(workload); });
+    const int stalls = every_few_seconds(seed, until, [&](std::uint64_t random) {
+        std::ofstream(faults / "stall-sync").flush();
+        std::this_thread::sleep_for(fault_length(random));
+        std::filesystem::remove(faults / "stall-sync");
+    });
+    History history = running.get();
+    judge("sqlite-stall", seed, history, stalls, server.port(), token);
+}
+
+// Two instances on a PostgreSQL cluster of the test's own, frozen (SIGSTOP of every PostgreSQL
+// process) for longer than the instances' store time-out, then thawed, every few seconds.
+TEST(Consistency, PostgresTwoInstancesDatabaseFrozenLongerThanTheStoreTimeout) {
+    const std::uint64_t seed = scenario_seed();
+    testing_support::TempDir dir;
+    testing_support::PrivateCluster cluster(dir.path() / "cluster");
+    testing_support::TestDatabase database(cluster.url());
+    const auto environment = testing_support::database_environment(database.url());
+    const std::string token = testing_support::mint(database.url(), "consistency");
+    std::array<std::unique_ptr<ServerProcess>, 2> servers;
+    for (std::size_t i = 0; i < 2; ++i) {
+        servers[i] = std::make_unique<ServerProcess>(
+            dir.path() / std::to_string(i), std::vector<std::string>{"--store-timeout-ms", "1000"},
+            environment);
+    }
+    Workload workload;
+    workload.port_of = [&servers](int client) { return servers[client % 2]->port(); };
+    workload.token = token;
+    workload.duration = scenario_length();
+    workload.seed = seed;
+    const auto until = Clock::now() + workload.duration;
+    auto running = std::async(std::launch::async, [&workload] { return run(workload); });
+    const int freezes = every_few_seconds(seed, until, [&](std::uint64_t random) {
+        cluster.freeze();
+        std::this_thread::sleep_for(fault_length(random));
+        cluster.thaw();
+    });
+    History history = running.get();
+    judge("postgres-frozen", seed, history, freezes, servers[0]->port(), token);
 }
 
 }  // namespace

@@ -63,6 +63,10 @@ struct History {
     std::vector<FeedRead> feed_reads;
     /// The whole feed, read once the workload and its faults ended.
     std::vector<Event> events;
+    /// What a webhook receiver subscribed to every change got (each delivery's envelope), when
+    /// the scenario has one; `deliveries_checked` says whether it does.
+    std::vector<Event> deliveries;
+    bool deliveries_checked = false;
 };
 
 /// One line of JSON per op, feed read and event (kept beside a failing test's output).

@@ -3,6 +3,11 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -108,6 +113,43 @@ PrivateCluster::~PrivateCluster() {
 void PrivateCluster::stop(const std::string& mode) {
     cluster_script("stop " + directory_.string() + " " + mode);
     running_ = false;
+}
+
+namespace {
+
+// The postmaster of the cluster in `directory` and its children (from /proc).
+std::vector<pid_t> cluster_processes(const std::filesystem::path& directory) {
+    std::ifstream pid_file(directory / "data" / "postmaster.pid");
+    pid_t postmaster = 0;
+    if (!(pid_file >> postmaster) || postmaster <= 0) {
+        throw std::runtime_error("no postmaster.pid in " + directory.string());
+    }
+    std::vector<pid_t> processes{postmaster};
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream stat(entry.path() / "stat");
+        std::string text;
+        std::getline(stat, text);
+        // pid (comm) state ppid ...: comm may hold spaces and parentheses, so from the last ')'.
+        const auto close = text.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(text.substr(close + 1));
+        std::string state;
+        pid_t parent = 0;
+        if (rest >> state >> parent && parent == postmaster) processes.push_back(std::stoi(name));
+    }
+    return processes;
+}
+
+}  // namespace
+
+void PrivateCluster::freeze() {
+    for (const pid_t pid : cluster_processes(directory_)) ::kill(pid, SIGSTOP);
+}
+
+void PrivateCluster::thaw() {
+    for (const pid_t pid : cluster_processes(directory_)) ::kill(pid, SIGCONT);
 }
 
 void PrivateCluster::start() {

@@ -50,6 +50,10 @@ class PrivateCluster {
     void stop(const std::string& mode);
     /// Starts it again, waiting until it accepts connections.
     void start();
+    /// SIGSTOP of every PostgreSQL process (the postmaster and its children): a database that
+    /// takes connections and statements but answers nothing; thaw() sends SIGCONT.
+    void freeze();
+    void thaw();
 
   private:
     std::filesystem::path directory_;
