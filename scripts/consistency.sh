@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each consistency scenario (tests/consistency/consistency_test.cpp: the workload against
-# the real binary while instances are killed, then the history checker) for as long as asked, one
+# the real binary while faults are injected, then the history checker) for as long as asked, one
 # after the other, in the optimized build, and prints each one's figures: operations checked,
 # those with an unknown outcome, feed reads, events, faults, the checker's time, violations.
 # Usage: scripts/consistency.sh [--minutes N (default 1)] [--seed S]
@@ -23,7 +23,9 @@ cmake --preset dev >/dev/null
 cmake --build --preset dev --target consistency_tests plantstore
 export PLANTSTORE_CONSISTENCY_SECONDS=$((minutes * 60))
 status=0
-for scenario in SqliteKilledEveryFewSeconds PostgresTwoInstancesOneKilledEveryFewSeconds; do
+for scenario in SqliteKilledEveryFewSeconds SqliteStoreStallsLongerThanItsTimeout \
+    PostgresTwoInstancesOneKilledEveryFewSeconds \
+    PostgresTwoInstancesDatabaseFrozenLongerThanTheStoreTimeout; do
     echo "== consistency: ${scenario} for ${minutes} min" >&2
     # The PostgreSQL cluster fixture comes with the scenario; the time limit fits the length.
     ctest --preset dev --tests-regex "^(Consistency\.${scenario}|PostgresCluster\..*)\$" \
