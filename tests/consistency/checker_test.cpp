@@ -28,14 +28,20 @@ Op op(int client, Op::Kind kind, std::int64_t from, std::int64_t to, int status)
     return made;
 }
 
-Op create(int client, const std::string& name, std::int64_t from, std::int64_t to, int status) {
-    Op made = op(client, Op::Kind::create, from, to, status);
+// A create or a PUT of a plant named `name`; a 200 carries it and its ETag.
+Op write(Op::Kind kind, int client, const std::string& name, std::int64_t from, std::int64_t to,
+         int status) {
+    Op made = op(client, kind, from, to, status);
     made.value = {name, std::nullopt};
     if (status == 200) {
         made.body = made.value;
         made.etag = etag(name);
     }
     return made;
+}
+
+Op create(int client, const std::string& name, std::int64_t from, std::int64_t to, int status) {
+    return write(Op::Kind::create, client, name, from, to, status);
 }
 
 Op read(int client, std::optional<std::string> name, std::int64_t from, std::int64_t to) {
@@ -48,13 +54,7 @@ Op read(int client, std::optional<std::string> name, std::int64_t from, std::int
 }
 
 Op put(int client, const std::string& name, std::int64_t from, std::int64_t to, int status) {
-    Op made = op(client, Op::Kind::put, from, to, status);
-    made.value = {name, std::nullopt};
-    if (status == 200) {
-        made.body = made.value;
-        made.etag = etag(name);
-    }
-    return made;
+    return write(Op::Kind::put, client, name, from, to, status);
 }
 
 Op unknown(Op made) {

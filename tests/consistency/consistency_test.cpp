@@ -42,6 +42,26 @@ std::uint64_t scenario_seed() {
     return static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) % 1'000'000;
 }
 
+// The workload's clients, started now on their own thread for the scenario's length.
+struct Running {
+    Workload workload;
+    Clock::time_point until;
+    std::future<History> history;
+};
+
+std::unique_ptr<Running> start_workload(std::function<unsigned short(int)> port_of,
+                                        const std::string& token, std::uint64_t seed) {
+    auto running = std::make_unique<Running>();
+    running->workload.port_of = std::move(port_of);
+    running->workload.token = token;
+    running->workload.duration = scenario_length();
+    running->workload.seed = seed;
+    running->until = Clock::now() + running->workload.duration;
+    running->history =
+        std::async(std::launch::async, [workload = &running->workload] { return run(*workload); });
+    return running;
+}
+
 // Injects `fault` at random moments 1.5 to 4 s apart (after the last one ended) until `until`;
 // returns how many. `fault` gets a random number for what it may choose (how long it lasts).
 int every_few_seconds(std::uint64_t seed, Clock::time_point until,
@@ -158,19 +178,13 @@ TEST(Consistency, SqliteKilledEveryFewSeconds) {
     auto server = std::make_unique<ServerProcess>(data_dir, receiver.options());
     receiver.subscribe(server->port(), token);
     std::atomic<unsigned short> port{server->port()};
-    Workload workload;
-    workload.port_of = [&port](int) { return port.load(); };
-    workload.token = token;
-    workload.duration = scenario_length();
-    workload.seed = seed;
-    const auto until = Clock::now() + workload.duration;
-    auto running = std::async(std::launch::async, [&workload] { return run(workload); });
-    const int kills = every_few_seconds(seed, until, [&](std::uint64_t) {
+    const auto running = start_workload([&port](int) { return port.load(); }, token, seed);
+    const int kills = every_few_seconds(seed, running->until, [&](std::uint64_t) {
         server->kill_hard();
         server = std::make_unique<ServerProcess>(data_dir, receiver.options());
         port = server->port();
     });
-    History history = running.get();
+    History history = running->history.get();
     judge("sqlite-kill", seed, history, kills, port, token, &receiver);
 }
 
@@ -191,22 +205,17 @@ TEST(Consistency, PostgresTwoInstancesOneKilledEveryFewSeconds) {
         ports[i] = servers[i]->port();
     }
     receiver.subscribe(ports[0], token);
-    Workload workload;
-    workload.port_of = [&ports](int client) { return ports[client % 2].load(); };
-    workload.token = token;
-    workload.duration = scenario_length();
-    workload.seed = seed;
-    const auto until = Clock::now() + workload.duration;
-    auto running = std::async(std::launch::async, [&workload] { return run(workload); });
+    const auto running =
+        start_workload([&ports](int client) { return ports[client % 2].load(); }, token, seed);
     std::size_t victim = 0;
-    const int kills = every_few_seconds(seed, until, [&](std::uint64_t) {
+    const int kills = every_few_seconds(seed, running->until, [&](std::uint64_t) {
         servers[victim]->kill_hard();
         servers[victim] = std::make_unique<ServerProcess>(dir.path() / std::to_string(victim),
                                                           receiver.options(), environment);
         ports[victim] = servers[victim]->port();
         victim = 1 - victim;
     });
-    History history = running.get();
+    History history = running->history.get();
     judge("postgres-two-instances-kill", seed, history, kills, ports[0], token, &receiver);
 }
 
@@ -226,19 +235,13 @@ TEST(Consistency, SqliteStoreStallsLongerThanItsTimeout) {
     const std::string token = testing_support::create_token(data_dir, "consistency");
     ServerProcess server(data_dir, {"--store-timeout-ms", "1000"},
                          testing_support::fault_injection_environment(faults));
-    Workload workload;
-    workload.port_of = [&server](int) { return server.port(); };
-    workload.token = token;
-    workload.duration = scenario_length();
-    workload.seed = seed;
-    const auto until = Clock::now() + workload.duration;
-    auto running = std::async(std::launch::async, [&workload] { return run(workload); });
-    const int stalls = every_few_seconds(seed, until, [&](std::uint64_t random) {
+    const auto running = start_workload([&server](int) { return server.port(); }, token, seed);
+    const int stalls = every_few_seconds(seed, running->until, [&](std::uint64_t random) {
         std::ofstream(faults / "stall-sync").flush();
         std::this_thread::sleep_for(fault_length(random));
         std::filesystem::remove(faults / "stall-sync");
     });
-    History history = running.get();
+    History history = running->history.get();
     judge("sqlite-stall", seed, history, stalls, server.port(), token);
 }
 
@@ -257,19 +260,14 @@ TEST(Consistency, PostgresTwoInstancesDatabaseFrozenLongerThanTheStoreTimeout) {
             dir.path() / std::to_string(i), std::vector<std::string>{"--store-timeout-ms", "1000"},
             environment);
     }
-    Workload workload;
-    workload.port_of = [&servers](int client) { return servers[client % 2]->port(); };
-    workload.token = token;
-    workload.duration = scenario_length();
-    workload.seed = seed;
-    const auto until = Clock::now() + workload.duration;
-    auto running = std::async(std::launch::async, [&workload] { return run(workload); });
-    const int freezes = every_few_seconds(seed, until, [&](std::uint64_t random) {
+    const auto running =
+        start_workload([&servers](int client) { return servers[client % 2]->port(); }, token, seed);
+    const int freezes = every_few_seconds(seed, running->until, [&](std::uint64_t random) {
         cluster.freeze();
         std::this_thread::sleep_for(fault_length(random));
         cluster.thaw();
     });
-    History history = running.get();
+    History history = running->history.get();
     judge("postgres-frozen", seed, history, freezes, servers[0]->port(), token);
 }
 
