@@ -5,9 +5,10 @@
 // because such hints can be lost (a PostgreSQL listener that reconnects), from a look of its
 // own at every waiting tenant once per check interval. One read of the store serves every reader
 // waiting on a tenant, each event is encoded once for all of them, and a tenant's recent events
-// stay encoded while it is read, so readers close behind its head need no read of the store. May
-// call the store interface and the domain; knows no HTTP (the API layer turns pages into
-// responses).
+// stay encoded while it is read: a page they hold whole (a full one, or, when the store reports
+// every commit, one that reaches the tenant's last seq) needs no read of the store. Every page is
+// complete (poll()). May call the store interface and the domain; knows no HTTP (the API layer
+// turns pages into responses).
 #pragma once
 
 #include <chrono>
