@@ -73,6 +73,7 @@ FeedPage unavailable(std::string reason) {
 void extend(FeedPage& page, const Batch& batch, std::size_t begin, int limit) {
     const std::size_t room = static_cast<std::size_t>(limit) - page.size();
     if (room == 0 || begin >= batch->size()) return;
+    if (page.next() == std::numeric_limits<std::int64_t>::max()) return;  // nothing can follow
     const std::int64_t want = page.next() + 1;
     const std::int64_t first = (*batch)[begin].seq;
     if (want < first || want > batch->back().seq) return;
