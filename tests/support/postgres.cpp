@@ -3,17 +3,16 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <filesystem>
-#include <sstream>
-#include <vector>
-
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "support/command.hpp"
 
