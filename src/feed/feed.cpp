@@ -229,7 +229,7 @@ class FeedService::Impl {
         std::int64_t last = 0;
         bool known = false;
         bool reading = false;     // a read for the readers is in flight
-        bool read_again = false;  // a reader or a commit came during it
+        bool read_again = false;  // asked for during it (a reader, a hint, the check)
         std::uint64_t reads_started = 0;
         int idle_checks = 0;  // periodic checks since it was last read
         std::map<std::uint64_t, Waiter> waiters;
