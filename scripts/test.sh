@@ -23,12 +23,13 @@ for preset in dev asan tsan; do
     if [[ $preset == dev ]]; then
         # The consistency scenarios for 20 s each here (10 s in the sanitizer builds).
         PLANTSTORE_CONSISTENCY_SECONDS=20 ctest --preset dev \
-            --exclude-regex '^(Soak|PatroniFailover)\.'
+            --exclude-regex '^(Soak\.|PatroniFailover)'
         # Failover on Patroni (three etcd members, two PostgreSQL nodes), each test with the
-        # machine to itself; its "ha:" lines report the seed, recovery times and 503 counts.
+        # machine to itself; its "ha:" lines report the seed, recovery times and 503 counts, and
+        # the history scenario's "consistency:" lines its steps and figures.
         echo "== dev: failover on a Patroni cluster" >&2
-        ctest --preset dev --tests-regex '^PatroniFailover\.' --verbose |
-            grep -E '^[0-9]+: ha:|tests passed|Failed|Failure|Skipped'
+        ctest --preset dev --tests-regex '^PatroniFailover' --verbose |
+            grep -E '^[0-9]+: (ha|consistency):|tests passed|Failed|Failure|Skipped'
         # The soak at full length in the optimized build (10 s in the sanitizer builds).
         soak_seconds="${PLANTSTORE_SOAK_SECONDS:-120}"
         echo "== dev: soak for ${soak_seconds} s" >&2
@@ -41,7 +42,7 @@ for preset in dev asan tsan; do
         # in the PostgresMultiHost and PostgresSynchronousReplication tests. Nor the generated
         # TypeScript client and the API page in Chromium, which test the document and the page,
         # not the build.
-        ctest --preset "$preset" --exclude-regex '^(PatroniFailover|GeneratedClient|DocsPage)\.'
+        ctest --preset "$preset" --exclude-regex '^(PatroniFailover|GeneratedClient\.|DocsPage\.)'
     fi
 done
 echo "== tidy: clang-tidy on recently changed sources (scripts/tidy.sh --all for every one)" >&2

@@ -22,6 +22,7 @@
 #include "outbox/subscriptions.hpp"
 #include "store/open.hpp"
 #include "store/plant_store.hpp"
+#include "support/http_response.hpp"
 #include "support/jwt_signer.hpp"
 #include "support/temp_dir.hpp"
 
@@ -30,6 +31,7 @@ namespace {
 
 using http::RequestHead;
 using http::Response;
+using testing_support::header;
 
 class ScriptedStore final : public store::PlantStore {
   public:
@@ -96,13 +98,6 @@ class ApiTest : public testing::Test {
         });
         EXPECT_TRUE(ready);  // the scripted store answers at once
         return decision.next->finish();
-    }
-
-    static std::string header(const Response& response, std::string_view name) {
-        for (const auto& [key, value] : response.headers) {
-            if (key == name) return value;
-        }
-        return "<absent>";
     }
 
     auth::TokenRegistry tokens;

@@ -3,15 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/http_response.hpp"
+
 namespace plantstore::api {
 namespace {
 
-std::string header(const http::Response& response, std::string_view name) {
-    for (const auto& [key, value] : response.headers) {
-        if (key == name) return value;
-    }
-    return "<absent>";
-}
+using testing_support::header;
 
 TEST(CorsPolicy, NamedOriginsAreEchoedAndVaryOnOrigin) {
     const CorsPolicy cors({"https://a.example"});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "store/plant_store.hpp"
+#include "support/http_response.hpp"
 
 namespace plantstore::api {
 namespace {
@@ -32,12 +33,7 @@ http::RequestHead get(std::string_view target) {
     return head;
 }
 
-std::string header(const http::Response& response, std::string_view name) {
-    for (const auto& [key, value] : response.headers) {
-        if (key == name) return value;
-    }
-    return "<absent>";
-}
+using testing_support::header;
 
 TEST(OperationsHandler, ReadinessFollowsTheStoreAndDraining) {
     HealthOnlyStore store;

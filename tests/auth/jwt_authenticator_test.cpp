@@ -11,7 +11,7 @@ namespace {
 
 using testing_support::SigningKey;
 
-constexpr std::int64_t kNow = 1'800'000'000;
+using testing_support::kNow;
 
 std::string token_for(const SigningKey& key, const std::string& kid, const std::string& sub,
                       std::int64_t exp = kNow + 300) {

@@ -14,7 +14,7 @@ using testing_support::jwt_header;
 using testing_support::signed_jwt;
 using testing_support::SigningKey;
 
-constexpr std::int64_t kNow = 1'800'000'000;
+using testing_support::kNow;
 
 std::string claims(const std::string& extra = {}, std::int64_t exp = kNow + 300) {
     std::string text =

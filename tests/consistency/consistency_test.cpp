@@ -1,172 +1,31 @@
 // Histories checked under faults (issue 42): the workload (workload.hpp) runs against the real
 // binary while a scenario breaks things, then the whole history and the feed read at the end go
-// through the checker (checker.hpp). Each scenario runs PLANTSTORE_CONSISTENCY_SECONDS (default
-// 10; the test command gives 20 in the optimized build, scripts/consistency.sh what it is asked)
-// with a seed from PLANTSTORE_CONSISTENCY_SEED (default: the time), printed with its figures
-// on a "consistency:" line; a violation keeps the whole history beside the test's working
-// directory and prints the smallest part that shows it.
+// through the checker (checker.hpp); scenario.hpp has what every scenario does around its faults.
+// Each runs PLANTSTORE_CONSISTENCY_SECONDS (default 10; the test command gives 20 in the
+// optimized build, scripts/consistency.sh what it is asked). The Patroni scenario is in
+// failover_test.cpp (the ha_tests binary: it needs the machine to itself).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <boost/json/parse.hpp>
-#include <cstdlib>
+#include <array>
+#include <csignal>
 #include <fstream>
-#include <future>
 #include <iostream>
-#include <random>
-#include <set>
 #include <thread>
 
-#include "checker.hpp"
 #include "fixture.hpp"
-#include "https_test_server.hpp"
+#include "haproxy.hpp"
+#include "scenario.hpp"
 #include "support/postgres.hpp"
+#include "support/tcp_proxy.hpp"
 #include "support/temp_dir.hpp"
-#include "workload.hpp"
 
 namespace plantstore::consistency {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 using testing_support::ServerProcess;
-
-std::chrono::seconds scenario_length() {
-    const char* text = std::getenv("PLANTSTORE_CONSISTENCY_SECONDS");
-    return std::chrono::seconds(text != nullptr ? std::max(1, std::atoi(text)) : 10);
-}
-
-std::uint64_t scenario_seed() {
-    const char* text = std::getenv("PLANTSTORE_CONSISTENCY_SEED");
-    if (text != nullptr) return std::strtoull(text, nullptr, 10);
-    return static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()) % 1'000'000;
-}
-
-// The workload's clients, started now on their own thread for the scenario's length.
-struct Running {
-    Workload workload;
-    Clock::time_point until;
-    std::future<History> history;
-};
-
-std::unique_ptr<Running> start_workload(std::function<unsigned short(int)> port_of,
-                                        const std::string& token, std::uint64_t seed) {
-    auto running = std::make_unique<Running>();
-    running->workload.port_of = std::move(port_of);
-    running->workload.token = token;
-    running->workload.duration = scenario_length();
-    running->workload.seed = seed;
-    running->until = Clock::now() + running->workload.duration;
-    running->history =
-        std::async(std::launch::async, [workload = &running->workload] { return run(*workload); });
-    return running;
-}
-
-// Injects `fault` at random moments 1.5 to 4 s apart (after the last one ended) until `until`;
-// returns how many. `fault` gets a random number for what it may choose (how long it lasts).
-int every_few_seconds(std::uint64_t seed, Clock::time_point until,
-                      const std::function<void(std::uint64_t)>& fault) {
-    std::mt19937_64 random(seed);
-    int kills = 0;
-    for (int round = 0; round < 10'000; ++round) {
-        const auto next =
-            Clock::now() +
-            std::chrono::milliseconds(std::uniform_int_distribution<int>(1500, 4000)(random));
-        if (next >= until) break;
-        std::this_thread::sleep_until(next);
-        fault(random());
-        ++kills;
-    }
-    std::this_thread::sleep_until(until);
-    return kills;
-}
-
-// A webhook receiver subscribed to every change: the server's options for it, and what it got.
-class Receiver {
-  public:
-    explicit Receiver(const std::filesystem::path& dir) : key_file_(dir / "webhook.key") {
-        // The key that seals webhook secrets at rest: the base64 of 32 bytes.
-        std::ofstream(key_file_) << "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=\n";
-    }
-    std::vector<std::string> options() const {
-        return {"--webhook-key-file",
-                key_file_.string(),
-                "--webhook-retry-schedule",
-                "0s,500ms,1s",
-                "--webhook-timeout-ms",
-                "2000",
-                "--webhook-allow-http",
-                "on",
-                "--webhook-allow-private-addresses",
-                "on"};
-    }
-    void subscribe(unsigned short port, const std::string& token) {
-        testing_support::HttpConnection connection(port);
-        const auto response = connection.request(
-            "POST", "/webhooks",
-            R"({"url":")" + http_.url("/all") +
-                R"(","events":["plant.created","plant.updated","plant.deleted"]})",
-            {"Authorization: Bearer " + token, "Content-Type: application/json"});
-        ASSERT_TRUE(response && response->status == 201) << (response ? response->body : "");
-    }
-    // Waits (at most 2 minutes) until every event of the feed was delivered, then records what
-    // was: the outbox delivers after the commit, on its own schedule.
-    void collect(History& history) {
-        const auto deadline = Clock::now() + 120s;
-        for (;;) {
-            history.deliveries.clear();
-            std::set<std::int64_t> seqs;
-            for (const std::string& raw : http_.all_requests()) {
-                const auto body = raw.find("\r\n\r\n");
-                if (body == std::string::npos) continue;
-                const auto envelope = boost::json::parse(raw.substr(body + 4)).as_object();
-                Event event;
-                event.seq = envelope.at("seq").as_int64();
-                event.type = std::string(envelope.at("type").as_string());
-                const auto& data = envelope.at("data").as_object();
-                event.plant = data.at("id").as_int64();
-                event.value.name = std::string(data.at("name").as_string());
-                if (const auto* tag = data.if_contains("tag")) {
-                    event.value.tag = std::string(tag->as_string());
-                }
-                seqs.insert(event.seq);
-                history.deliveries.push_back(std::move(event));
-            }
-            if (seqs.size() >= history.events.size() || Clock::now() > deadline) break;
-            std::this_thread::sleep_for(200ms);
-        }
-        history.deliveries_checked = true;
-    }
-
-  private:
-    std::filesystem::path key_file_;
-    testing_support::HttpsTestServer http_;
-};
-
-// Reads the feed (and, with a receiver, waits for its deliveries), checks the history, prints
-// the figures, keeps the history if it fails.
-void judge(const std::string& scenario, std::uint64_t seed, History& history, int faults,
-           unsigned short port, const std::string& token, Receiver* receiver = nullptr) {
-    std::string why;
-    ASSERT_TRUE(read_feed(port, token, history, why)) << why;
-    if (receiver != nullptr) receiver->collect(history);
-    const auto started = Clock::now();
-    const Verdict verdict = check(history);
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
-    std::cout << "consistency: " << scenario << " seed " << seed << ": " << verdict.ops_checked
-              << " operations (" << verdict.unknown << " unknown), " << history.feed_reads.size()
-              << " feed reads, " << verdict.events << " events, "
-              << (history.deliveries_checked
-                      ? std::to_string(history.deliveries.size()) + " webhook deliveries, "
-                      : std::string())
-              << faults << " faults; checked in " << took.count() << " ms; " << (verdict.ok ? 0 : 1)
-              << " violations\n";
-    if (verdict.ok) return;
-    const std::string file = "consistency-" + scenario + "-" + std::to_string(seed) + ".jsonl";
-    std::ofstream(file) << to_json_lines(history);
-    FAIL() << verdict.violation << "\nthe whole history: " << file
-           << " (PLANTSTORE_CONSISTENCY_SEED=" << seed << " to run the scenario again)";
-}
 
 // One instance on SQLite, killed with SIGKILL and started again every few seconds.
 TEST(Consistency, SqliteKilledEveryFewSeconds) {
@@ -219,11 +78,6 @@ TEST(Consistency, PostgresTwoInstancesOneKilledEveryFewSeconds) {
     judge("postgres-two-instances-kill", seed, history, kills, ports[0], token, &receiver);
 }
 
-// A fault's length: 1.5 to 2.5 s, longer than the store time-out the scenarios give (1 s).
-std::chrono::milliseconds fault_length(std::uint64_t random) {
-    return std::chrono::milliseconds(1500 + static_cast<int>(random % 1000));
-}
-
 // One instance on SQLite whose fsyncs stall (the fault VFS) for longer than its store time-out:
 // the writes waiting meanwhile are answered 503 (unknown), and commit when the stall ends.
 TEST(Consistency, SqliteStoreStallsLongerThanItsTimeout) {
@@ -269,6 +123,101 @@ TEST(Consistency, PostgresTwoInstancesDatabaseFrozenLongerThanTheStoreTimeout) {
     });
     History history = running->history.get();
     judge("postgres-frozen", seed, history, freezes, servers[0]->port(), token);
+}
+
+// Two instances on PostgreSQL behind the shipped HAProxy configuration, every client through it,
+// each instance stopped (SIGTERM, serve's default --shutdown-delay-ms) and started again in
+// turn, all through the run: besides a consistent history, no call may be left without an
+// answer or answered 503, as a rolling restart promises.
+TEST(Consistency, PostgresRollingRestartBehindHaproxy) {
+    if (::access("/usr/sbin/haproxy", X_OK) != 0) {
+        GTEST_FAIL() << "/usr/sbin/haproxy is missing: scripts/install-deps.sh --tests installs it";
+    }
+    const std::uint64_t seed = scenario_seed();
+    testing_support::TempDir dir;
+    testing_support::TestDatabase database;
+    const std::string token = testing_support::mint(database.url(), "consistency");
+    Receiver receiver(dir.path());
+    const unsigned short front = testing_support::free_port();
+    const std::array<unsigned short, 2> ports = {testing_support::free_port(),
+                                                 testing_support::free_port()};
+    const std::array<std::string, 2> names = {"a", "b"};
+    const auto start = [&](std::size_t which) {
+        std::vector<std::string> args = receiver.options();
+        for (const std::string& arg :
+             {std::string("--listen"), "127.0.0.1:" + std::to_string(ports[which]),
+              std::string("--database-url"), database.url(), std::string("--trusted-proxy"),
+              std::string("127.0.0.1")}) {
+            args.push_back(arg);
+        }
+        testing_support::Launch launch;
+        launch.default_shutdown_delay = true;
+        return std::make_unique<ServerProcess>(dir.path() / names[which], args,
+                                               std::vector<std::string>{}, launch);
+    };
+    std::array<std::unique_ptr<ServerProcess>, 2> instances = {start(0), start(1)};
+    const testing_support::Haproxy proxy(dir.path(), front, ports[0], ports[1]);
+    ASSERT_TRUE(proxy.wait_until_up("a") && proxy.wait_until_up("b")) << proxy.log();
+    receiver.subscribe(front, token);
+    const auto running = start_workload([front](int) { return front; }, token, seed);
+    std::size_t which = 0;
+    const int restarts = every_few_seconds(seed, running->until, [&](std::uint64_t) {
+        ASSERT_EQ(instances[which]->stop(SIGTERM, 60s), 0) << instances[which]->log();
+        instances[which] = start(which);
+        ASSERT_TRUE(proxy.wait_until_up(names[which])) << proxy.log();
+        which = 1 - which;
+    });
+    History history = running->history.get();
+    const auto unanswered = std::count_if(history.ops.begin(), history.ops.end(),
+                                          [](const Op& op) { return op.unknown; });
+    const auto failed_reads = std::count_if(history.feed_reads.begin(), history.feed_reads.end(),
+                                            [](const FeedRead& read) { return read.failed; });
+    EXPECT_EQ(unanswered + failed_reads, 0)
+        << "calls without an answer or answered 503 during the restarts";
+    judge("postgres-rolling-restart", seed, history, restarts, front, token, &receiver);
+}
+
+// Two instances on PostgreSQL through a TCP proxy (support/tcp_proxy.hpp), the database itself
+// untouched: every few seconds the proxy either resets every connection at once, or holds every
+// byte either way for 0.3 to 4 s, longer than the store time-out (1 s) and at times longer than
+// the database time-out (2 s), after which an instance replaces a connection whose statement may
+// still commit once the hold ends.
+TEST(Consistency, PostgresConnectionsToTheDatabaseHeldOrReset) {
+    const std::uint64_t seed = scenario_seed();
+    testing_support::TempDir dir;
+    testing_support::TestDatabase database;
+    const std::string& url = database.url();
+    const auto host = url.find("host=");
+    ASSERT_NE(host, std::string::npos) << url;
+    const auto host_end = url.find(' ', host);
+    testing_support::TcpProxy proxy(
+        std::filesystem::path(url.substr(host + 5, host_end - host - 5)) / ".s.PGSQL.5432");
+    // (libpq takes the last of a repeated keyword.)
+    const auto environment = testing_support::database_environment(
+        url + " host=127.0.0.1 port=" + std::to_string(proxy.port()));
+    const std::string token = testing_support::mint(url, "consistency");
+    std::array<std::unique_ptr<ServerProcess>, 2> servers;
+    for (std::size_t i = 0; i < 2; ++i) {
+        servers[i] = std::make_unique<ServerProcess>(
+            dir.path() / std::to_string(i),
+            std::vector<std::string>{"--store-timeout-ms", "1000", "--database-timeout-ms", "2000"},
+            environment);
+    }
+    const auto running =
+        start_workload([&servers](int client) { return servers[client % 2]->port(); }, token, seed);
+    const int faults = every_few_seconds(seed, running->until, [&](std::uint64_t random) {
+        if (random % 3 == 0) {
+            proxy.reset_all();
+            return;
+        }
+        proxy.hold(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300 + (random >> 8) % 3700));
+        proxy.hold(false);
+    });
+    History history = running->history.get();
+    std::cout << "consistency: postgres-proxy: " << proxy.accepted()
+              << " connections through the proxy\n";
+    judge("postgres-proxy", seed, history, faults, servers[0]->port(), token);
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ class Client {
           random_(workload.seed * 1000 + static_cast<unsigned>(id)) {}
 
     void run(Clock::time_point until, History& history) {
-        while (Clock::now() < until) {
+        while (Clock::now() < until && (workload_.stop == nullptr || !*workload_.stop)) {
             const int roll = pick(100);
             if (roll < 10) {
                 feed_read(history);
@@ -161,6 +161,9 @@ class Client {
         if (!sent) return;  // never reached the server
         if (!response || response->status == 503) {
             op.unknown = true;
+            // As a client should (the 503's Retry-After, shortened: the run is short), rather than
+            // spin while no primary answers.
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
         } else {
             op.status = response->status;
             if (response->headers.count("etag") != 0) op.etag = response->header("etag");

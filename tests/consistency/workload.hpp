@@ -3,8 +3,9 @@
 // (about half with If-Match, from the ETag they last saw, or *) over a small set of plant ids, so
 // that they collide, and reading the feed after their own writes (read-your-writes). Every call
 // is recorded with its invocation and completion times; a call with no answer (a reset, a
-// closed connection, a time-out) or a 503 is recorded as unknown. Faults are the scenario's
-// business: the clients only follow `port_of`, which may change while they run.
+// closed connection, a time-out) or a 503 is recorded as unknown, and the client waits 50 ms
+// before its next call, as a client should. Faults are the scenario's business: the clients only
+// follow `port_of`, which may change while they run.
 #pragma once
 
 #include <atomic>
@@ -27,6 +28,9 @@ struct Workload {
     /// short however long the run (the search is exponential in the worst case).
     std::chrono::milliseconds rotate_every{10'000};
     std::chrono::milliseconds duration{20'000};
+    /// When set, the clients stop after their current call (a scenario whose length is set by
+    /// its faults, not by the clock: `duration` then bounds it).
+    const std::atomic<bool>* stop = nullptr;
     std::uint64_t seed = 1;
     /// How long a client waits for an answer before it counts the call as unknown.
     std::chrono::milliseconds answer_within{5'000};

@@ -167,18 +167,6 @@ bool readiness_turns_503(unsigned short port, Clock::duration limit) {
     return false;
 }
 
-std::string other_node(const std::string& node) { return node == "node1" ? "node2" : "node1"; }
-
-// Waits (at most `limit`) until Patroni names `node` primary.
-bool wait_for_primary(const HaCluster& cluster, const std::string& node, Clock::duration limit) {
-    const auto until = Clock::now() + limit;
-    while (Clock::now() < until) {
-        if (cluster.primary() == node) return true;
-        std::this_thread::sleep_for(200ms);
-    }
-    return false;
-}
-
 // Every acknowledged plant, read back through `port`, with its exact name and tag.
 void expect_all_acknowledged_stored(CreateLoad& load, unsigned short port,
                                     const std::string& token) {
@@ -238,8 +226,8 @@ class PatroniFailover : public ::testing::Test {
         // (A frozen primary: once --database-timeout-ms has given up its connections.)
         EXPECT_TRUE(readiness_turns_503(a_->port(), 10s))
             << "/readyz did not say PostgreSQL is away";
-        if (!wait_for_primary(*cluster_, other_node(victim), 60s)) {
-            ADD_FAILURE() << "Patroni did not promote " << other_node(victim);
+        if (!cluster_->becomes_primary(HaCluster::other_node(victim), 60s)) {
+            ADD_FAILURE() << "Patroni did not promote " << HaCluster::other_node(victim);
             return {};
         }
         load.mark_promotion();

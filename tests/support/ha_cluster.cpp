@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "support/command.hpp"
 
@@ -45,11 +46,24 @@ HaCluster::~HaCluster() {
 
 std::string HaCluster::primary() const { return run("primary"); }
 
+bool HaCluster::becomes_primary(const std::string& node, std::chrono::seconds limit) const {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+        if (primary() == node) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+}
+
+std::string HaCluster::sync_standby() const { return run("sync-standby"); }
+
 std::string HaCluster::node_url(const std::string& node) const { return run("node-url " + node); }
 
 void HaCluster::kill(const std::string& node) { run("kill " + node); }
 
 void HaCluster::freeze(const std::string& node) { run("freeze " + node); }
+
+void HaCluster::restart(const std::string& node) { run("restart " + node); }
 
 void HaCluster::thaw(const std::string& node, const std::string& part) {
     run("thaw " + node + " " + part);

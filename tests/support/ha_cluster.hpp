@@ -3,6 +3,7 @@
 // never a system service).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -24,6 +25,14 @@ class HaCluster {
     const std::string& url() const { return url_; }
     /// The node Patroni says is primary ("node1" or "node2"), or "" while there is none.
     std::string primary() const;
+    /// Waits (at most `limit`) until Patroni names `node` primary; false if it does not.
+    bool becomes_primary(const std::string& node, std::chrono::seconds limit) const;
+    /// The other node of the two.
+    static std::string other_node(const std::string& node) {
+        return node == "node1" ? "node2" : "node1";
+    }
+    /// The node Patroni names synchronous standby, or "" while there is none.
+    std::string sync_standby() const;
     /// A superuser connection string to `node` alone.
     std::string node_url(const std::string& node) const;
     /// SIGKILL of the node's Patroni and postmaster.
@@ -32,6 +41,8 @@ class HaCluster {
     void freeze(const std::string& node);
     /// SIGCONT of one half ("postgres" or "patroni") of a frozen node.
     void thaw(const std::string& node, const std::string& part);
+    /// Starts the node's Patroni again (after kill()): it rejoins as a replica.
+    void restart(const std::string& node);
 
   private:
     std::string run(const std::string& arguments) const;

@@ -3,11 +3,15 @@
 // target's seeds and the micro-benchmarks.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
 namespace plantstore::testing_support {
+
+/// The time (seconds since the epoch, January 2027) at which the JWT tests check their tokens.
+inline constexpr std::int64_t kNow = 1'800'000'000;
 
 /// A freshly generated key pair of one kind.
 class SigningKey {
