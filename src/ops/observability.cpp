@@ -9,6 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/json_text.hpp"
 #include "common/time_text.hpp"
 #include "ops/log.hpp"
 #include "ops/prometheus_text.hpp"
@@ -17,9 +18,8 @@ namespace plantstore::ops {
 
 namespace {
 
-// Label values. Routes are the handler's route labels (Options::routes), at most kMaxRoutes;
+// Label values. Routes are the handler's route labels (Options::routes, as many as it has);
 // anything else counts as the last one, "other".
-constexpr std::size_t kMaxRoutes = 16;
 constexpr std::array<std::string_view, 8> kMethods = {"GET",   "HEAD",   "POST",    "PUT",
                                                       "PATCH", "DELETE", "OPTIONS", "other"};
 constexpr std::array<int, 22> kStatuses = {200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 408,
@@ -54,28 +54,6 @@ std::size_t bucket_of(const std::array<double, N>& bounds, double value) {
                                     bounds.begin());
 }
 
-// Appends `text` as a JSON string. By hand: it runs for every field of every access line, and
-// Boost.JSON's serialize() allocates a new string per call. Bytes outside printable ASCII
-// (possible only in a request target) are written as \u00XX, so a line is always valid JSON.
-void append_json_string(std::string& out, std::string_view text) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    out += '"';
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (byte < 0x20 || byte >= 0x7f) {
-            out += "\\u00";
-            out += kHex[byte >> 4];
-            out += kHex[byte & 0xf];
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
-}
-
 // Milliseconds with three decimals, from integer nanoseconds (no floating-point formatting).
 void append_milliseconds(std::string& out, std::chrono::nanoseconds duration) {
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(duration).count();
@@ -104,14 +82,17 @@ std::array<std::uint64_t, N> snapshot(const std::array<std::atomic<std::uint64_t
 
 }  // namespace
 
-struct Observability::Shard {
-    std::array<
-        std::array<std::array<std::atomic<std::uint64_t>, kStatuses.size()>, kMethods.size()>,
-        kMaxRoutes>
+// One route's counters in one shard.
+struct RouteCounters {
+    std::array<std::array<std::atomic<std::uint64_t>, kStatuses.size()>, kMethods.size()>
         requests{};
-    std::array<std::array<std::atomic<std::uint64_t>, kDurationBuckets.size() + 1>, kMaxRoutes>
-        duration_counts{};
-    std::array<std::atomic<std::uint64_t>, kMaxRoutes> duration_nanoseconds{};
+    std::array<std::atomic<std::uint64_t>, kDurationBuckets.size() + 1> duration_counts{};
+    std::atomic<std::uint64_t> duration_nanoseconds{0};
+};
+
+struct Observability::Shard {
+    // One per route label, sized by set_routes() before serving.
+    std::unique_ptr<RouteCounters[]> routes;
     // Only its I/O thread touches these.
     std::string log_buffer;
     std::chrono::sys_time<std::chrono::milliseconds> timestamp_ms{};
@@ -146,19 +127,20 @@ Observability::Observability(Options options)
       store_counters_(std::make_unique<StoreCounters>()),
       webhook_counters_(std::make_unique<WebhookCounters>()),
       started_(std::chrono::system_clock::now()) {
-    set_routes(std::move(options_.routes));
     for (unsigned i = 0; i < std::max(1U, options_.workers); ++i) {
         shards_.push_back(std::make_unique<Shard>());
     }
+    set_routes(std::move(options_.routes));
 }
 
 Observability::~Observability() { flush(); }
 
 void Observability::set_routes(std::vector<std::string_view> routes) {
-    if (routes.empty() || routes.size() > kMaxRoutes) {
-        throw std::invalid_argument("metrics take 1 to 16 route labels");
-    }
+    if (routes.empty()) throw std::invalid_argument("metrics need a route label");
     options_.routes = std::move(routes);
+    for (const auto& shard : shards_) {
+        shard->routes = std::make_unique<RouteCounters[]>(options_.routes.size());
+    }
 }
 
 void Observability::on_request_started(unsigned) {
@@ -172,14 +154,15 @@ void Observability::on_exchange(unsigned worker, const transport::Exchange& exch
     const std::size_t method = index_of(kMethods, exchange.method);
     const std::size_t status = index_of(kStatuses, exchange.status);
     constexpr auto relaxed = std::memory_order_relaxed;
-    shard.requests[route][method][status].fetch_add(1, relaxed);
+    RouteCounters& counters = shard.routes[route];
+    counters.requests[method][status].fetch_add(1, relaxed);
     const double seconds = std::chrono::duration<double>(exchange.duration).count();
     const auto bucket = static_cast<std::size_t>(
         std::lower_bound(kDurationBuckets.begin(), kDurationBuckets.end(), seconds) -
         kDurationBuckets.begin());
-    shard.duration_counts[route][bucket].fetch_add(1, relaxed);
-    shard.duration_nanoseconds[route].fetch_add(
-        static_cast<std::uint64_t>(exchange.duration.count()), relaxed);
+    counters.duration_counts[bucket].fetch_add(1, relaxed);
+    counters.duration_nanoseconds.fetch_add(static_cast<std::uint64_t>(exchange.duration.count()),
+                                            relaxed);
 
     if (!options_.access_log || !log_enabled(LogLevel::info)) return;
     // The timestamp only changes every millisecond: format it once per millisecond per thread.
@@ -193,11 +176,11 @@ void Observability::on_exchange(unsigned worker, const transport::Exchange& exch
     out += R"({"time":")";
     out += shard.timestamp;
     out += R"(","level":"info","event":"access","request_id":)";
-    append_json_string(out, exchange.request_id);
+    common::append_json_string(out, exchange.request_id);
     out += R"(,"method":)";
-    append_json_string(out, exchange.method);
+    common::append_json_string(out, exchange.method);
     out += R"(,"path":)";
-    append_json_string(out, exchange.target);
+    common::append_json_string(out, exchange.target);
     out += R"(,"status":)";
     out += std::to_string(exchange.status);
     out += R"(,"bytes":)";
@@ -209,11 +192,11 @@ void Observability::on_exchange(unsigned worker, const transport::Exchange& exch
         out += std::to_string(exchange.stream_items);
     }
     out += R"(,"token":)";
-    append_json_string(out, exchange.caller);
+    common::append_json_string(out, exchange.caller);
     out += R"(,"peer":)";
-    append_json_string(out, exchange.peer);
+    common::append_json_string(out, exchange.peer);
     out += R"(,"client":)";
-    append_json_string(out, exchange.client);
+    common::append_json_string(out, exchange.client);
     out += "}\n";
     if (out.size() >= kLogBufferBytes) on_tick(worker);
 }
@@ -328,7 +311,7 @@ std::string Observability::render_metrics() const {
         for (std::size_t m = 0; m < kMethods.size(); ++m) {
             for (std::size_t s = 0; s < kStatuses.size(); ++s) {
                 std::uint64_t total = 0;
-                for (const auto& shard : shards_) total += shard->requests[r][m][s].load();
+                for (const auto& shard : shards_) total += shard->routes[r].requests[m][s].load();
                 if (total == 0) continue;
                 const std::string status =
                     kStatuses[s] == 0 ? "other" : std::to_string(kStatuses[s]);
@@ -347,9 +330,9 @@ std::string Observability::render_metrics() const {
         double sum = 0;
         for (const auto& shard : shards_) {
             for (std::size_t b = 0; b < counts.size(); ++b) {
-                counts[b] += shard->duration_counts[r][b].load();
+                counts[b] += shard->routes[r].duration_counts[b].load();
             }
-            sum += static_cast<double>(shard->duration_nanoseconds[r].load()) / 1e9;
+            sum += static_cast<double>(shard->routes[r].duration_nanoseconds.load()) / 1e9;
         }
         if (std::all_of(counts.begin(), counts.end(), [](auto c) { return c == 0; })) continue;
         out.histogram("plantstore_http_request_duration_seconds",

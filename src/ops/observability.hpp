@@ -66,8 +66,9 @@ class Observability final : public transport::ExchangeObserver,
     void on_outbox(const store::OutboxStats& stats) override;
     void on_outbox_failed(std::string_view what) override;
 
-    /// The route labels exchanges can carry (at most 16, "other" last). Before serving.
-    /// @throws std::invalid_argument for an empty or too long list
+    /// The route labels exchanges can carry ("other" last), as many as the handler has. Before
+    /// serving.
+    /// @throws std::invalid_argument for an empty list
     void set_routes(std::vector<std::string_view> routes);
     /// Reads the store whose queue depth /metrics shows (set once, before serving).
     void watch_store(const store::PlantStore& store) { store_ = &store; }

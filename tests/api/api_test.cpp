@@ -22,6 +22,7 @@
 #include "outbox/subscriptions.hpp"
 #include "store/open.hpp"
 #include "store/plant_store.hpp"
+#include "support/fake_plant_store.hpp"
 #include "support/http_response.hpp"
 #include "support/jwt_signer.hpp"
 #include "support/temp_dir.hpp"
@@ -33,7 +34,8 @@ using http::RequestHead;
 using http::Response;
 using testing_support::header;
 
-class ScriptedStore final : public store::PlantStore {
+// Answers at once with the outcomes the test scripts, and records what it was asked.
+class ScriptedStore final : public testing_support::FakePlantStore {
   public:
     store::WriteResult::Outcome next = store::WriteResult::Outcome::created;
     store::ReadResult::Outcome next_read = store::ReadResult::Outcome::found;
@@ -41,28 +43,23 @@ class ScriptedStore final : public store::PlantStore {
     std::vector<store::ListQuery> queries;
     std::vector<store::WriteRequest> requests;
 
-    void write(store::WriteRequest request) override {
-        received.emplace_back(request.tenant, request.plant);
-        requests.push_back(request);
-        const domain::Plant stored = request.kind == store::WriteRequest::Kind::create
-                                         ? request.plant.plant
-                                         : request.change.applied_to({"Fern", std::nullopt});
-        request.done({next, stored, {}});
+    ScriptedStore() {
+        on_write = [this](store::WriteRequest request) {
+            received.emplace_back(request.tenant, request.plant);
+            requests.push_back(request);
+            const domain::Plant stored = request.kind == store::WriteRequest::Kind::create
+                                             ? request.plant.plant
+                                             : request.change.applied_to({"Fern", std::nullopt});
+            request.done({next, stored, {}});
+        };
+        on_read = [this](std::string, domain::PlantId id, store::ReadCallback done) {
+            done({next_read, {{id, {"Fern", std::nullopt}}}, false, {}});
+        };
+        on_list = [this](std::string, store::ListQuery query, store::ReadCallback done) {
+            queries.push_back(query);
+            done({next_read, {{1, {"a", "x"}}, {2, {"b", std::nullopt}}}, true, {}});
+        };
     }
-    void read(std::string, domain::PlantId id, store::ReadCallback done) override {
-        done({next_read, {{id, {"Fern", std::nullopt}}}, false, {}});
-    }
-    void list(std::string, store::ListQuery query, store::ReadCallback done) override {
-        queries.push_back(query);
-        done({next_read, {{1, {"a", "x"}}, {2, {"b", std::nullopt}}}, true, {}});
-    }
-    void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
-        done({});
-    }
-    void usage(std::string, store::UsageCallback done) override { done({}); }
-    std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
-    store::Health health() const override { return {}; }
-    void close() override {}
 };
 
 class ApiTest : public testing::Test {
@@ -610,25 +607,22 @@ TEST(ApiDocs, ThePageAndItsFilesNeedNoTokenAndCarryTheirPolicy) {
 
 // A store that keeps each callback until the test answers it, as the SQLite writer keeps a batch
 // until after its commit, and as a PostgreSQL batch does on the engine's thread.
-class HoldingStore final : public store::PlantStore {
+class HoldingStore final : public testing_support::FakePlantStore {
   public:
     std::vector<store::WriteCallback> writes;
     std::vector<store::ReadCallback> reads;
 
-    void write(store::WriteRequest request) override { writes.push_back(std::move(request.done)); }
-    void read(std::string, domain::PlantId, store::ReadCallback done) override {
-        reads.push_back(std::move(done));
+    HoldingStore() {
+        on_write = [this](store::WriteRequest request) {
+            writes.push_back(std::move(request.done));
+        };
+        on_read = [this](std::string, domain::PlantId, store::ReadCallback done) {
+            reads.push_back(std::move(done));
+        };
+        on_list = [this](std::string, store::ListQuery, store::ReadCallback done) {
+            reads.push_back(std::move(done));
+        };
     }
-    void list(std::string, store::ListQuery, store::ReadCallback done) override {
-        reads.push_back(std::move(done));
-    }
-    void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
-        done({});
-    }
-    void usage(std::string, store::UsageCallback done) override { done({}); }
-    std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
-    store::Health health() const override { return {}; }
-    void close() override {}
 };
 
 // What a store holds must never own the call waiting for it, nor (through the transport's Ready)

@@ -5,26 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "store/plant_store.hpp"
+#include "support/fake_plant_store.hpp"
 #include "support/http_response.hpp"
 
 namespace plantstore::api {
 namespace {
 
 // A store whose health the test sets; it is never asked for plants.
-class HealthOnlyStore final : public store::PlantStore {
-  public:
-    store::Health health_now;
-    void write(store::WriteRequest) override {}
-    void read(std::string, domain::PlantId, store::ReadCallback) override {}
-    void list(std::string, store::ListQuery, store::ReadCallback) override {}
-    void read_events(std::string, std::int64_t, int, store::EventReadCallback done) override {
-        done({});
-    }
-    void usage(std::string, store::UsageCallback done) override { done({}); }
-    std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
-    store::Health health() const override { return health_now; }
-    void close() override {}
-};
+using HealthOnlyStore = testing_support::FakePlantStore;
 
 http::RequestHead get(std::string_view target) {
     http::RequestHead head;

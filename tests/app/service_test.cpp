@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <utility>
+#include <vector>
 
 #include "auth/token.hpp"
 #include "server_process.hpp"
@@ -64,6 +66,44 @@ TEST(Service, StartServesReloadKeepsServingDrainAndStopKeepsEveryWrite) {
     ASSERT_EQ(result.plants.size(), 1U);
     EXPECT_EQ(result.plants.front().plant.name, "Fern");
     reopened->close();
+}
+
+// The service as serve builds it with the defaults (SQLite, webhooks, the API page, metrics): it
+// starts, and every route's requests are counted under its own label.
+TEST(Service, StartsWithEveryDefaultFeatureAndCountsEveryRouteUnderItsLabel) {
+    testing_support::TempDir dir;
+    ServeConfig config;
+    config.listen = "127.0.0.1:0";
+    config.data_dir = dir.path();
+    config.threads = 1;
+    config.access_log = false;
+    validate(config);
+    const std::string token = auth::mint_token();
+    ASSERT_TRUE(store::open_token_repository(store_config(config))
+                    ->add({"ci", auth::digest_token(token), "default", 0}));
+    Service service(config);
+    service.start();
+    HttpConnection connection(port_of(service.address()));
+    const std::vector<std::pair<std::string, std::string>> calls = {
+        {"/plants", "/plants"},   {"/plants/1", "/plants/{id}"},
+        {"/events", "/events"},   {"/webhooks", "/webhooks"},
+        {"/docs", "/docs"},       {"/openapi.json", "/openapi.json"},
+        {"/healthz", "/healthz"}, {"/readyz", "/readyz"}};
+    for (const auto& [target, label] : calls) {
+        const auto response =
+            connection.request("GET", target, "", {"Authorization: Bearer " + token});
+        ASSERT_TRUE(response) << target;
+    }
+    const auto metrics = connection.request("GET", "/metrics", "", {});
+    ASSERT_TRUE(metrics);
+    ASSERT_EQ(metrics->status, 200);
+    for (const auto& [target, label] : calls) {
+        EXPECT_NE(metrics->body.find("plantstore_http_requests_total{route=\"" + label +
+                                     "\",method=\"GET\""),
+                  std::string::npos)
+            << target << " is not counted under " << label;
+    }
+    service.drain_and_stop();
 }
 
 }  // namespace

@@ -178,10 +178,10 @@ TEST(Consistency, PostgresRollingRestartBehindHaproxy) {
 }
 
 // Two instances on PostgreSQL through a TCP proxy (support/tcp_proxy.hpp), the database itself
-// untouched: every few seconds the proxy either resets every connection at once, or holds every
-// byte either way for 0.3 to 4 s, longer than the store time-out (1 s) and at times longer than
-// the database time-out (2 s), after which an instance replaces a connection whose statement may
-// still commit once the hold ends.
+// untouched: every few seconds the proxy resets every connection at once, or for 0.3 to 4 s
+// holds every byte either way (longer than the store time-out, 1 s, and at times than the
+// database time-out, 2 s, after which an instance replaces a connection whose statement may still
+// commit once the hold ends) or forwards each chunk 20 to 400 ms late.
 TEST(Consistency, PostgresConnectionsToTheDatabaseHeldOrReset) {
     const std::uint64_t seed = scenario_seed();
     testing_support::TempDir dir;
@@ -206,13 +206,24 @@ TEST(Consistency, PostgresConnectionsToTheDatabaseHeldOrReset) {
     const auto running =
         start_workload([&servers](int client) { return servers[client % 2]->port(); }, token, seed);
     const int faults = every_few_seconds(seed, running->until, [&](std::uint64_t random) {
-        if (random % 3 == 0) {
-            proxy.reset_all();
-            return;
+        const auto length = std::chrono::milliseconds(300 + (random >> 8) % 3700);
+        switch (random % 3) {
+            case 0:
+                proxy.reset_all();
+                break;
+            case 1:
+                proxy.hold(true);
+                std::this_thread::sleep_for(length);
+                proxy.hold(false);
+                break;
+            default:
+                // Every chunk either way 20 to 400 ms late: slower than the store time-out for a
+                // batch's round trips, never a standstill.
+                proxy.slow(std::chrono::milliseconds(20 + (random >> 16) % 380));
+                std::this_thread::sleep_for(length);
+                proxy.slow(std::chrono::milliseconds(0));
+                break;
         }
-        proxy.hold(true);
-        std::this_thread::sleep_for(std::chrono::milliseconds(300 + (random >> 8) % 3700));
-        proxy.hold(false);
     });
     History history = running->history.get();
     std::cout << "consistency: postgres-proxy: " << proxy.accepted()

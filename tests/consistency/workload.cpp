@@ -241,14 +241,28 @@ History run(const Workload& workload) {
 }
 
 bool read_feed(unsigned short port, const std::string& token, History& history, std::string& why) {
-    HttpConnection connection(port, std::chrono::seconds(30));
+    auto connection = std::make_unique<HttpConnection>(port, std::chrono::seconds(30));
     std::int64_t after = 0;
+    int retries = 0;
     for (int page = 0; page < 100'000; ++page) {
         const std::string target = "/events?after=" + std::to_string(after) + "&limit=1000";
         const auto response =
-            connection.request("GET", target, "", {"Authorization: Bearer " + token});
-        if (!response || response->status != 200) {
-            why = "GET " + target + ": " + (response ? response->body : "no answer");
+            connection->request("GET", target, "", {"Authorization: Bearer " + token});
+        if (!response || response->status == 503) {
+            // As a client does: the last fault may have ended a moment ago (an instance still
+            // replacing its database connections). At most 60 retries, half a second apart.
+            if (++retries > 60) {
+                why = "GET " + target + ": " + (response ? response->body : "no answer");
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            if (!response)
+                connection = std::make_unique<HttpConnection>(port, std::chrono::seconds(30));
+            --page;
+            continue;
+        }
+        if (response->status != 200) {
+            why = "GET " + target + ": " + response->body;
             return false;
         }
         const boost::json::value parsed = boost::json::parse(response->body);

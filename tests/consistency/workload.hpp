@@ -40,8 +40,9 @@ struct Workload {
 /// feed not yet read: read_feed()).
 History run(const Workload& workload);
 
-/// Reads the tenant's whole feed through `port` into `history.events`; false (with why) when a
-/// page is not answered.
+/// Reads the tenant's whole feed through `port` into `history.events`, retrying a page answered
+/// 503 or not at all (at most 60 times, half a second apart); false (with why) when that is not
+/// enough or a page gets another status.
 bool read_feed(unsigned short port, const std::string& token, History& history, std::string& why);
 
 }  // namespace plantstore::consistency

@@ -25,11 +25,15 @@ void close_with_reset(int fd) {
     ::close(fd);
 }
 
-// One direction of a proxied connection: bytes read from `from` not yet written to `to`.
+using Clock = std::chrono::steady_clock;
+
+// One direction of a proxied connection: bytes read from `from` not yet written to `to`, which
+// may be written from `due` on.
 struct Direction {
     int from = -1;
     int to = -1;
     std::string pending;
+    Clock::time_point due;
 };
 
 struct Pair {
@@ -59,8 +63,8 @@ int connect_upstream(const std::filesystem::path& path) {
 }
 
 // Moves what it can one way (reads when poll said `from` is readable, then writes what is
-// pending without blocking); false when the connection is over (end of file or an error).
-bool pump(Direction& direction, short from_events) {
+// pending and due without blocking); false when the connection is over (end of file or an error).
+bool pump(Direction& direction, short from_events, std::chrono::milliseconds delay) {
     if (direction.pending.empty() && (from_events & (POLLIN | POLLHUP | POLLERR)) != 0) {
         direction.pending.resize(kBufferSize);
         const ssize_t got = ::recv(direction.from, direction.pending.data(), kBufferSize, 0);
@@ -69,8 +73,9 @@ bool pump(Direction& direction, short from_events) {
             return got < 0 && (errno == EAGAIN || errno == EINTR);
         }
         direction.pending.resize(static_cast<std::size_t>(got));
+        direction.due = Clock::now() + delay;
     }
-    if (!direction.pending.empty()) {
+    if (!direction.pending.empty() && Clock::now() >= direction.due) {
         const ssize_t sent = ::send(direction.to, direction.pending.data(),
                                     direction.pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent < 0) return errno == EAGAIN || errno == EINTR;
@@ -115,6 +120,8 @@ void TcpProxy::hold(bool on) {
     (void)!::write(wake_[1], &byte, 1);
 }
 
+void TcpProxy::slow(std::chrono::milliseconds delay) { delay_ms_ = delay.count(); }
+
 void TcpProxy::reset_all() {
     reset_ = true;
     const char byte = 'r';
@@ -130,21 +137,25 @@ void TcpProxy::run() {
         }
         std::erase_if(pairs, [](const auto& pair) { return pair->closed; });
         const bool held = held_;
+        const std::chrono::milliseconds delay(delay_ms_.load());
         fds.clear();
         fds.push_back({wake_[0], POLLIN, 0});
         fds.push_back({listener_, static_cast<short>(held ? 0 : POLLIN), 0});
+        const auto now = Clock::now();
         for (const auto& pair : pairs) {
-            // Reading a side waits until what it sent before is written on; nothing while held.
-            const auto events = [held](const Direction& read, const Direction& written) {
+            // Reading a side waits until what it sent before is written on; writing waits until
+            // it is due; nothing while held.
+            const auto events = [held, now](const Direction& read, const Direction& written) {
                 short wanted = 0;
                 if (!held && read.pending.empty()) wanted |= POLLIN;
-                if (!held && !written.pending.empty()) wanted |= POLLOUT;
+                if (!held && !written.pending.empty() && now >= written.due) wanted |= POLLOUT;
                 return wanted;
             };
             fds.push_back({pair->up.from, events(pair->up, pair->down), 0});
             fds.push_back({pair->up.to, events(pair->down, pair->up), 0});
         }
-        if (::poll(fds.data(), fds.size(), 100) < 0) continue;
+        // (While slowed, woken often enough to forward what became due.)
+        if (::poll(fds.data(), fds.size(), delay.count() > 0 ? 5 : 100) < 0) continue;
         if ((fds[0].revents & POLLIN) != 0) {
             char drain[64];
             while (::read(wake_[0], drain, sizeof drain) > 0) {
@@ -152,8 +163,8 @@ void TcpProxy::run() {
         }
         for (std::size_t i = 0; i < pairs.size() && !held; ++i) {
             Pair& pair = *pairs[i];
-            if (!pump(pair.up, fds[2 + 2 * i].revents) ||
-                !pump(pair.down, fds[3 + 2 * i].revents)) {
+            if (!pump(pair.up, fds[2 + 2 * i].revents, delay) ||
+                !pump(pair.down, fds[3 + 2 * i].revents, delay)) {
                 pair.close_both();
             }
         }
@@ -166,8 +177,8 @@ void TcpProxy::run() {
                 continue;
             }
             auto pair = std::make_unique<Pair>();
-            pair->up = {client, database, {}};
-            pair->down = {database, client, {}};
+            pair->up = {client, database, {}, {}};
+            pair->down = {database, client, {}, {}};
             pairs.push_back(std::move(pair));
             ++accepted_;
         }

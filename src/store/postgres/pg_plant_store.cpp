@@ -15,6 +15,7 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 
@@ -475,7 +476,15 @@ class PgPlantStore::Engine {
         std::vector<std::size_t> creates;
         std::vector<std::size_t> changes;
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            (batch[i].kind == WriteRequest::Kind::create ? creates : changes).push_back(i);
+            switch (batch[i].kind) {  // every kind, no default: a new one must be placed here
+                case WriteRequest::Kind::create:
+                    creates.push_back(i);
+                    break;
+                case WriteRequest::Kind::remove:
+                case WriteRequest::Kind::update:
+                    changes.push_back(i);
+                    break;
+            }
         }
         const auto by_key = [&batch](std::size_t a, std::size_t b) {
             return std::tie(batch[a].tenant, batch[a].plant.id) <
@@ -522,34 +531,49 @@ class PgPlantStore::Engine {
             });
     }
 
+    // Whether `pending` is a delete without a precondition (a statement of its own).
+    static bool unconditional_delete(const Pending& pending) {
+        switch (pending.kind) {
+            case WriteRequest::Kind::remove:
+                return !pending.precondition.if_match && !pending.precondition.required;
+            case WriteRequest::Kind::create:
+            case WriteRequest::Kind::update:
+                return false;
+        }
+        return false;
+    }
+
     // The statement of a delete or an update.
     static Statement change_statement(const Pending& pending) {
         const Precondition& precondition = pending.precondition;
         const char* required = precondition.required ? "true" : "false";
         std::vector<std::optional<std::string>> parameters = {pending.tenant,
                                                               std::to_string(pending.plant.id)};
-        if (pending.kind == WriteRequest::Kind::remove) {
-            if (!precondition.if_match && !precondition.required) {
-                return {"delete_plant", {}, std::move(parameters)};
-            }
-            parameters.push_back(if_match_array(precondition.if_match));
-            parameters.emplace_back(required);
-            return {"delete_plant_if", {}, std::move(parameters)};
+        switch (pending.kind) {
+            case WriteRequest::Kind::remove:
+                if (unconditional_delete(pending)) {
+                    return {"delete_plant", {}, std::move(parameters)};
+                }
+                parameters.push_back(if_match_array(precondition.if_match));
+                parameters.emplace_back(required);
+                return {"delete_plant_if", {}, std::move(parameters)};
+            case WriteRequest::Kind::update:
+                parameters.push_back(pending.change.name);
+                parameters.emplace_back(pending.change.sets_tag ? "true" : "false");
+                parameters.push_back(pending.change.tag);
+                parameters.push_back(if_match_array(precondition.if_match));
+                parameters.emplace_back(required);
+                return {"update_plant", {}, std::move(parameters)};
+            case WriteRequest::Kind::create:
+                break;
         }
-        const domain::PlantChange& change = pending.change;
-        parameters.push_back(change.name);
-        parameters.emplace_back(change.sets_tag ? "true" : "false");
-        parameters.push_back(change.tag);
-        parameters.push_back(if_match_array(precondition.if_match));
-        parameters.emplace_back(required);
-        return {"update_plant", {}, std::move(parameters)};
+        throw std::logic_error("a create has no change statement");
     }
 
     // The outcome of a change_statement() from its rows.
     static WriteResult change_outcome(const Pending& pending, const PGresult* rows) {
         using Outcome = WriteResult::Outcome;
-        if (pending.kind == WriteRequest::Kind::remove &&
-            pending.precondition.if_match == std::nullopt && !pending.precondition.required) {
+        if (unconditional_delete(pending)) {
             return {PQntuples(rows) == 1 ? Outcome::deleted : Outcome::not_found, {}, {}};
         }
         if (PQntuples(rows) == 0) return {Outcome::not_found, {}, {}};

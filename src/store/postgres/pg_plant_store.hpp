@@ -14,12 +14,13 @@
 namespace plantstore::store::postgres {
 
 /// A PlantStore on PostgreSQL. Its own event loop thread drives non-blocking libpq connections
-/// in pipeline mode: a few writer and reader connections, none checked out per request. Creates and
-/// deletes waiting at the same moment go to the database in one transaction of at most two
-/// statements over arrays (one round trip, one commit), and each request learns its own outcome; a
-/// 200 follows only the COMMIT's success. A lost connection answers what was in flight as
-/// unavailable (the outcome of a COMMIT in flight is unknown: an identical retry is answered
-/// created or replayed), and reconnects with backoff.
+/// in pipeline mode: a few writer and reader connections, none checked out per request. The writes
+/// waiting at the same moment (creates, updates, deletes) go to the database in one transaction,
+/// pipelined (one round trip, one commit): the creates in one statement over arrays, one
+/// statement per update or delete, then their events and the durability mark. Each request
+/// learns its own outcome; a 200 follows only the COMMIT's success. A lost connection answers what
+/// was in flight as unavailable (the outcome of a COMMIT in flight is unknown: an identical retry
+/// is answered created or replayed), and reconnects with backoff.
 class PgPlantStore final : public PlantStore {
   public:
     struct Options {

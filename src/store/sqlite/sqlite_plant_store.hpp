@@ -17,9 +17,9 @@
 namespace plantstore::store::sqlite {
 
 /// A PlantStore on one SQLite database in WAL mode with synchronous=FULL. One writer thread
-/// takes every pending create and delete, runs them all in one transaction and commits once
-/// (one fsync for the whole batch, no artificial delay), then completes each request. So durable
-/// throughput scales with concurrency instead of being capped at the disk's fsync rate.
+/// takes every pending write (create, update, delete), runs them all in one transaction and commits
+/// once (one fsync for the whole batch, no artificial delay), then completes each request. So
+/// durable throughput scales with concurrency instead of being capped at the disk's fsync rate.
 /// Reads run on the caller's thread, each on a connection of its own from a small pool: WAL
 /// readers see the last commit and never wait for the writer.
 /// Checkpoints (copying the WAL back into the database) run in a thread of their own, so a

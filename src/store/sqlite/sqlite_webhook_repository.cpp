@@ -1,5 +1,6 @@
 #include "store/sqlite/sqlite_webhook_repository.hpp"
 
+#include "common/json_text.hpp"
 #include "store/sqlite/schema.hpp"
 
 namespace plantstore::store::sqlite {
@@ -11,12 +12,7 @@ std::string json_string_array(const std::vector<std::string>& values) {
     std::string json = "[";
     for (const std::string& value : values) {
         if (json.size() > 1) json += ',';
-        json += '"';
-        for (const char c : value) {
-            if (c == '"' || c == '\\') json += '\\';
-            json += c;
-        }
-        json += '"';
+        common::append_json_string(json, value);
     }
     return json + "]";
 }
