@@ -23,18 +23,26 @@ unsigned short port_of(const std::string& address) {
     return static_cast<unsigned short>(std::stoi(address.substr(address.rfind(':') + 1)));
 }
 
-TEST(Service, StartServesReloadKeepsServingDrainAndStopKeepsEveryWrite) {
+// serve's defaults on a data directory of the test's own, one I/O thread, no access log, and a
+// token of tenant "default" in it.
+class ServiceTest : public testing::Test {
+  protected:
+    void SetUp() override {
+        config.listen = "127.0.0.1:0";
+        config.data_dir = dir.path();
+        config.threads = 1;
+        config.access_log = false;
+        validate(config);
+        ASSERT_TRUE(store::open_token_repository(store_config(config))
+                        ->add({"ci", auth::digest_token(token), "default", 0}));
+    }
+
     testing_support::TempDir dir;
     ServeConfig config;
-    config.listen = "127.0.0.1:0";
-    config.data_dir = dir.path();
-    config.threads = 1;
-    config.access_log = false;
-    validate(config);
     const std::string token = auth::mint_token();
-    ASSERT_TRUE(store::open_token_repository(store_config(config))
-                    ->add({"ci", auth::digest_token(token), "default", 0}));
+};
 
+TEST_F(ServiceTest, StartServesReloadKeepsServingDrainAndStopKeepsEveryWrite) {
     Service service(config);
     service.start();
     const unsigned short port = port_of(service.address());
@@ -70,17 +78,7 @@ TEST(Service, StartServesReloadKeepsServingDrainAndStopKeepsEveryWrite) {
 
 // The service as serve builds it with the defaults (SQLite, webhooks, the API page, metrics): it
 // starts, and every route's requests are counted under its own label.
-TEST(Service, StartsWithEveryDefaultFeatureAndCountsEveryRouteUnderItsLabel) {
-    testing_support::TempDir dir;
-    ServeConfig config;
-    config.listen = "127.0.0.1:0";
-    config.data_dir = dir.path();
-    config.threads = 1;
-    config.access_log = false;
-    validate(config);
-    const std::string token = auth::mint_token();
-    ASSERT_TRUE(store::open_token_repository(store_config(config))
-                    ->add({"ci", auth::digest_token(token), "default", 0}));
+TEST_F(ServiceTest, StartsWithEveryDefaultFeatureAndCountsEveryRouteUnderItsLabel) {
     Service service(config);
     service.start();
     HttpConnection connection(port_of(service.address()));
