@@ -4,17 +4,20 @@
 # after the other, in the optimized build, and prints each one's figures: operations checked,
 # those with an unknown outcome, feed reads, events, faults, the checker's time, violations. The
 # Patroni scenario (tests/consistency/failover_test.cpp) runs once: its failovers set its length.
-# Usage: scripts/consistency.sh [--minutes N (default 1)] [--seed S]
+# Usage: scripts/consistency.sh [--minutes N (default 1)] [--seed S] [--only REGEX]
+# --only runs the scenarios whose name matches REGEX (grep -E), e.g. --only '^Sqlite'.
 # A violation keeps the whole history in build/dev/tests/consistency-SCENARIO-SEED.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 minutes=1
+only=.
 while (($# > 0)); do
     case "$1" in
         --minutes) minutes="$2"; shift 2 ;;
         --seed) export PLANTSTORE_CONSISTENCY_SEED="$2"; shift 2 ;;
-        *) echo "usage: scripts/consistency.sh [--minutes N] [--seed S]" >&2; exit 2 ;;
+        --only) only="$2"; shift 2 ;;
+        *) echo "usage: scripts/consistency.sh [--minutes N] [--seed S] [--only REGEX]" >&2; exit 2 ;;
     esac
 done
 [[ "$minutes" =~ ^[0-9]+$ ]] && ((minutes >= 1)) || { echo "--minutes: a whole number from 1" >&2; exit 2; }
@@ -29,6 +32,7 @@ for scenario in SqliteKilledEveryFewSeconds SqliteStoreStallsLongerThanItsTimeou
     PostgresTwoInstancesDatabaseFrozenLongerThanTheStoreTimeout \
     PostgresConnectionsToTheDatabaseHeldOrReset PostgresRollingRestartBehindHaproxy \
     PatroniFailoverHistory; do
+    grep -qE -- "$only" <<<"$scenario" || continue
     if [[ $scenario == Patroni* ]]; then
         echo "== consistency: ${scenario}" >&2
         name="${scenario}\..*"
