@@ -8,7 +8,7 @@
 #include "api/responses.hpp"
 #include "common/http_text.hpp"
 #include "domain/new_plant_decoder.hpp"
-#include "feed/feed.hpp"
+#include "feed/feed_service.hpp"
 
 namespace plantstore::api {
 

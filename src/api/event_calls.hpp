@@ -2,7 +2,7 @@
 // JSON page (optionally held until one arrives: a long poll) or, with Accept: text/event-stream,
 // as server-sent events for as long as the client stays. Parses and checks the query (400),
 // answers 410 when the start was pruned and 503 when the store cannot answer; the waiting is the
-// feed layer's (feed/feed.hpp), the streaming the transport's (http::BodyStream).
+// feed layer's (feed/feed_service.hpp), the streaming the transport's (http::BodyStream).
 #pragma once
 
 #include <string>

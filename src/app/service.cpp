@@ -29,7 +29,7 @@
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
 #include "common/time_text.hpp"
-#include "feed/feed.hpp"
+#include "feed/feed_service.hpp"
 #include "ops/log.hpp"
 #include "ops/observability.hpp"
 #include "store/open.hpp"

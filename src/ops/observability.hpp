@@ -1,27 +1,25 @@
-// Ops layer (see log.hpp): metrics and access logs of the running server.
+// Ops layer (see log.hpp): what the running server reports, wired to its observers.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <chrono>
-#include <cstdint>
-#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "ops/access_log.hpp"
+#include "ops/http_metrics.hpp"
+#include "ops/store_metrics.hpp"
+#include "ops/webhook_metrics.hpp"
 #include "outbox/delivery_observer.hpp"
 #include "store/plant_store.hpp"
 #include "transport/http_server.hpp"
 
 namespace plantstore::ops {
 
-/// Observes every exchange and every store transaction: counts them in the Prometheus metrics
-/// and logs what an operator must see (failures; one JSON access-log line per exchange when
-/// enabled). Each I/O thread writes only its own shard (relaxed atomics, no locks);
-/// a scrape sums the shards. Access-log lines are buffered per thread and written at least every
-/// 100 ms (on_tick), so logging costs a write(2) per batch of lines, not per request.
-///
-/// Metrics are rendered with PrometheusText (ops/prometheus_text.hpp).
+/// Observes every exchange, every store transaction and every webhook delivery: counts them in
+/// the Prometheus metrics (http_metrics, store_metrics, webhook_metrics, process_metrics; one
+/// file per group, as h2o's status handlers are), writes the access log when enabled
+/// (access_log.hpp), and logs what an operator must see (failures).
 class Observability final : public transport::ExchangeObserver,
                             public store::StoreObserver,
                             public outbox::DeliveryObserver {
@@ -35,14 +33,7 @@ class Observability final : public transport::ExchangeObserver,
         std::vector<std::string_view> routes = {"other"};
     };
 
-    /// Totals of the store's write path since start.
-    struct StoreTotals {
-        std::uint64_t batches = 0;
-        std::uint64_t writes = 0;
-        std::uint64_t failed_batches = 0;
-        std::uint64_t largest_batch = 0;
-        std::chrono::nanoseconds commit_time{};
-    };
+    using StoreTotals = StoreMetrics::Totals;
 
     explicit Observability(Options options);
     ~Observability() override;
@@ -69,32 +60,26 @@ class Observability final : public transport::ExchangeObserver,
     /// The route labels exchanges can carry ("other" last), as many as the handler has. Before
     /// serving.
     /// @throws std::invalid_argument for an empty list
-    void set_routes(std::vector<std::string_view> routes);
+    void set_routes(std::vector<std::string_view> routes) { http_.set_routes(std::move(routes)); }
     /// Reads the store whose queue depth /metrics shows (set once, before serving).
     void watch_store(const store::PlantStore& store) { store_ = &store; }
-    StoreTotals store_totals() const;
+    StoreTotals store_totals() const { return store_metrics_.totals(); }
 
     /// Writes every buffered access-log line. Call once the I/O threads have stopped.
-    void flush();
+    void flush() { access_log_.flush_all(); }
 
     /// The metrics in the Prometheus text exposition format. Thread-safe.
     std::string render_metrics() const;
 
   private:
-    struct Shard;
-    struct StoreCounters;
-    struct WebhookCounters;
-
-    void render_webhook_metrics(class PrometheusText& out) const;
-
-    Options options_;
-    const store::PlantStore* store_;
-    std::unique_ptr<StoreCounters> store_counters_;
-    std::unique_ptr<WebhookCounters> webhook_counters_;
-    std::vector<std::unique_ptr<Shard>> shards_;
-    std::atomic<std::int64_t> open_connections_{0};
-    std::atomic<std::int64_t> in_flight_{0};
-    std::chrono::system_clock::time_point started_;
+    const bool access_log_on_;
+    const std::string version_;
+    const std::chrono::system_clock::time_point started_;
+    const store::PlantStore* store_ = nullptr;
+    HttpMetrics http_;
+    StoreMetrics store_metrics_;
+    WebhookMetrics webhooks_;
+    AccessLog access_log_;
 };
 
 }  // namespace plantstore::ops

@@ -1,7 +1,9 @@
 // Transport layer internals (see http_server.hpp): one client connection, generic over its
-// stream, and the helpers it needs. Included only by http_server.cpp and by the request-path
-// fuzzer, which drives a Connection over an in-memory stream: the same framing, checks and
-// answers as on a socket, without one. Keeps Boost.Asio and Beast out of every other unit.
+// stream. The pieces it shares with the server have files of their own beside it (worker,
+// connection_count, stream_control, date_text, request_ids). Included only by http_server.cpp and
+// by the request-path fuzzer, which drives a Connection over an in-memory stream: the same framing,
+// checks and answers as on a socket, without one. Keeps Boost.Asio and Beast out of every other
+// unit.
 #pragma once
 
 #include <algorithm>
@@ -24,25 +26,21 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/range/iterator_range.hpp>
 #include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <ctime>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_set>
 #include <vector>
 
 #include "common/http_text.hpp"
-#include "common/time_text.hpp"
 #include "http/handler.hpp"
 #include "transport/client_address.hpp"
+#include "transport/connection_count.hpp"
 #include "transport/framing.hpp"
 #include "transport/http_server.hpp"
+#include "transport/stream_control.hpp"
+#include "transport/worker.hpp"
 
 namespace plantstore::transport::internal {
 
@@ -60,153 +58,11 @@ inline auto use_ec(error_code& ec) { return net::redirect_error(net::use_awaitab
 constexpr auto kLingerTime = 1s;
 constexpr std::size_t kLingerBytes = std::size_t{1024} * 1024;
 
-// What a worker needs from each of its connections, whatever their stream (TCP or TLS).
-class ConnectionBase {
-  public:
-    virtual ~ConnectionBase() = default;
-    /// Cancels pending I/O once the current deadline has passed (the worker's sweep).
-    virtual void check_deadline(std::chrono::steady_clock::time_point now) = 0;
-    /// The server started draining: a connection with no request under way closes once it has
-    /// been idle for ServerLimits::drain_idle.
-    virtual void drain() = 0;
-};
-
-// The way other threads hand work to one worker's event loop, for as long as that loop exists
-// and no longer: a store may answer after the server has stopped (closing a store completes
-// every request it accepted), and posting to a destroyed io_context would be a use after free.
-class WorkerGate {
-  public:
-    explicit WorkerGate(net::io_context& context) : context_(&context) {}
-
-    /// Runs `work` on the worker's thread: at once when called there, otherwise posted to it.
-    /// Once the gate is closed, `work` is dropped (destroyed on the calling thread): it must own
-    /// only values and weak references.
-    template <class Work>
-    void dispatch(Work work) {
-        {
-            std::lock_guard lock(mutex_);
-            if (context_ == nullptr) return;
-            if (!context_->get_executor().running_in_this_thread()) {
-                net::post(*context_, std::move(work));
-                return;
-            }
-        }
-        work();  // on the worker's thread, whose loop cannot be destroyed while it runs this
-    }
-
-    /// From now on, dispatch drops its work. Called before the event loop is destroyed.
-    void close() {
-        std::lock_guard lock(mutex_);
-        context_ = nullptr;
-    }
-
-  private:
-    std::mutex mutex_;
-    net::io_context* context_;  // guarded by mutex_; null once closed
-};
-
-// One thread's share of the server: its event loop and the connections it owns. Only that
-// thread touches `connections`. Only that thread, or the one destroying the Worker once that
-// thread has stopped, destroys a connection: other threads reach one through the gate and
-// weak references alone.
-// The Date header's value (RFC 9110 §6.6.1), formatted at most once a second: one per worker,
-// used on its thread only.
-class DateText {
-  public:
-    std::string_view now() {
-        const std::time_t second = std::time(nullptr);
-        if (second != second_) {
-            second_ = second;
-            text_ = common::imf_fixdate(second);
-        }
-        return text_;
-    }
-
-  private:
-    std::time_t second_ = -1;
-    std::string text_;
-};
-
-struct Worker {
-    explicit Worker(unsigned worker_index) : index(worker_index) {}
-    ~Worker() { gate->close(); }
-    Worker(const Worker&) = delete;
-    Worker& operator=(const Worker&) = delete;
-
-    const unsigned index;
-    net::io_context context;
-    const std::shared_ptr<WorkerGate> gate = std::make_shared<WorkerGate>(context);
-    std::unordered_set<ConnectionBase*> connections;
-    std::uint64_t next_request_number = 0;
-    DateText date;
-};
-
-// A process-unique id: a random prefix chosen at start, the worker and a per-worker counter.
-inline std::string generate_request_id(Worker& worker) {
-    static const std::uint32_t prefix = std::random_device{}();
-    char text[48];
-    std::snprintf(text, sizeof text, "%08x-%x-%llx", prefix, worker.index,
-                  static_cast<unsigned long long>(++worker.next_request_number));
-    return text;
-}
-
 inline bool is_http_framing_error(const error_code& ec) {
     return &ec.category() == &http::make_error_code(http::error::bad_method).category();
 }
 
-// Open connections, counted so that the accept loop can enforce the cap and the application
-// can wait, without polling, until draining has closed them all.
-class ConnectionCount {
-  public:
-    std::size_t load() const { return count_.load(std::memory_order_relaxed); }
-    void add() { count_.fetch_add(1, std::memory_order_relaxed); }
-    void remove() {
-        if (count_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard lock(mutex_);
-            none_open_.notify_all();
-        }
-    }
-    /// Whether the count reached zero before `deadline`.
-    bool wait_for_zero(std::chrono::steady_clock::time_point deadline) {
-        std::unique_lock lock(mutex_);
-        return none_open_.wait_until(lock, deadline, [this] { return count_.load() == 0; });
-    }
-
-  private:
-    std::atomic<std::size_t> count_{0};
-    std::mutex mutex_;
-    std::condition_variable none_open_;
-};
-
 using Clock = std::chrono::steady_clock;
-
-using TlsStream = net::ssl::stream<tcp::socket>;
-
-/// How a Connection reaches beneath its stream. This primary template serves the streams over
-/// a tcp::socket (plain and TLS); the request-path fuzzer specializes it for an in-memory stream.
-template <class Stream>
-struct StreamControl {
-    static std::optional<tcp::endpoint> peer(Stream& stream) {
-        error_code ec;
-        auto endpoint = beast::get_lowest_layer(stream).remote_endpoint(ec);
-        if (ec) return std::nullopt;
-        return endpoint;
-    }
-    /// Makes pending operations complete with operation_aborted.
-    static void cancel(Stream& stream) {
-        error_code ignored;
-        beast::get_lowest_layer(stream).cancel(ignored);
-    }
-    static void close(Stream& stream) {
-        error_code ignored;
-        beast::get_lowest_layer(stream).close(ignored);
-    }
-    /// Sends FIN: the client sees the end of the response, and can still be read from.
-    static void shutdown_send(Stream& stream) {
-        error_code ignored;
-        beast::get_lowest_layer(stream).shutdown(tcp::socket::shutdown_send, ignored);
-    }
-};
 
 // One client connection over `Stream`: tcp::socket, or TlsStream for HTTPS.
 template <class Stream>
@@ -678,7 +534,7 @@ class Connection final : public ConnectionBase,
     net::awaitable<bool> send(plantstore::http::Response response, unsigned version,
                               bool keep_alive) {
         keep_alive = keep_alive && !draining_;
-        if (exchange_.request_id.empty()) exchange_.request_id = generate_request_id(worker_);
+        if (exchange_.request_id.empty()) exchange_.request_id = worker_.request_ids.next();
         if (exchange_.started == Clock::time_point{}) exchange_.started = Clock::now();
         if (response.stream && !exchange_.head_request) {
             co_return co_await send_stream(std::move(response), version);

@@ -1,14 +1,10 @@
 #include "store/postgres/pg_plant_store.hpp"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <cerrno>
-#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <limits>
@@ -16,10 +12,10 @@
 #include <numeric>
 #include <set>
 #include <stdexcept>
-#include <system_error>
 #include <thread>
 
 #include "common/time_text.hpp"
+#include "store/postgres/event_listener.hpp"
 #include "store/postgres/pipelined_connection.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/postgres/statements.hpp"
@@ -132,7 +128,7 @@ class PgPlantStore::Engine {
             close();
             throw PgError({}, reason);
         }
-        if (options_.observer != nullptr) listener_ = std::thread([this] { listen(); });
+        if (options_.observer != nullptr) listener_.emplace(options_.conninfo, *options_.observer);
     }
 
     // A connection (preparing every statement, so that any can serve any request) that records
@@ -341,77 +337,10 @@ class PgPlantStore::Engine {
             });
         });
         if (thread_.joinable()) thread_.join();
-        {
-            std::lock_guard lock(listener_mutex_);
-            stop_listening_ = true;
-        }
-        listener_wake_.notify_all();
-        if (listener_.joinable()) listener_.join();
+        listener_.reset();
     }
 
   private:
-    // The listener's thread: tells the observer of every commit that appended events, by any
-    // instance (kEventsChannel), on a connection of its own (LISTEN cannot share a pipelined
-    // one, and a blocking wait for notifications suits a thread that does nothing else).
-    // Notifications sent while it is reconnecting are lost: readers that wait look for
-    // themselves now and then (StoreObserver::on_events).
-    void listen() {
-        constexpr std::chrono::milliseconds kPollInterval{200};
-        std::chrono::milliseconds backoff{100};
-        for (;;) {
-            {
-                std::lock_guard lock(listener_mutex_);
-                if (stop_listening_) return;
-            }
-            try {
-                const Connection connection = connect_blocking(options_.conninfo);
-                ignore_notices(connection.get());
-                exec(connection.get(), std::string("LISTEN ") + kEventsChannel);
-                backoff = std::chrono::milliseconds(100);
-                while (!listener_stopping()) {
-                    pollfd socket{PQsocket(connection.get()), POLLIN, 0};
-                    if (::poll(&socket, 1, static_cast<int>(kPollInterval.count())) < 0 &&
-                        errno != EINTR) {
-                        throw PgError(
-                            {},
-                            "poll: " + std::error_code(errno, std::generic_category()).message());
-                    }
-                    if (PQconsumeInput(connection.get()) == 0) {
-                        throw PgError({}, PQerrorMessage(connection.get()));
-                    }
-                    while (PGnotify* notice = PQnotifies(connection.get())) {
-                        tell_notified(notice->extra);
-                        PQfreemem(notice);
-                    }
-                }
-                return;
-            } catch (const std::exception& error) {
-                options_.observer->on_maintenance_failed(
-                    std::string("listening for committed events (retrying): ") + error.what());
-            }
-            std::unique_lock lock(listener_mutex_);
-            listener_wake_.wait_for(lock, backoff, [this] { return stop_listening_; });
-            backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-        }
-    }
-
-    bool listener_stopping() {
-        std::lock_guard lock(listener_mutex_);
-        return stop_listening_;
-    }
-
-    // A notification's payload, "<last seq> <tenant>" (append_events_statement()).
-    void tell_notified(std::string_view payload) {
-        const auto space = payload.find(' ');
-        if (space == std::string_view::npos) return;
-        std::int64_t last = 0;
-        const auto digits = payload.substr(0, space);
-        if (std::from_chars(digits.data(), digits.data() + digits.size(), last).ec != std::errc{}) {
-            return;
-        }
-        options_.observer->on_events(payload.substr(space + 1), last);
-    }
-
     void run() {
         io_.run();
         // Reads posted before closing began run now, against closed connections: each is
@@ -818,10 +747,7 @@ class PgPlantStore::Engine {
     std::thread thread_;
     std::mutex prune_mutex_;
     Connection pruner_;  // guarded by prune_mutex_; connected at the first prune
-    std::mutex listener_mutex_;
-    std::condition_variable listener_wake_;
-    bool stop_listening_ = false;  // guarded by listener_mutex_
-    std::thread listener_;
+    std::optional<EventListener> listener_;  // when there is an observer
 };
 
 PgPlantStore::PgPlantStore(Options options)

@@ -1,22 +1,22 @@
-#include "feed/feed.hpp"
+#include "feed/feed_service.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <condition_variable>
 #include <deque>
 #include <future>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 
+#include "common/loop_gate.hpp"
 #include "common/time_text.hpp"
 #include "domain/event.hpp"
+#include "feed/event_pruner.hpp"
 #include "store/plant_store.hpp"
 
 namespace plantstore::feed {
@@ -26,10 +26,6 @@ using Done = std::function<void(FeedPage)>;
 
 namespace {
 
-// Each prune deletes at most this many events (a short transaction), and one round at most
-// kMaxPruneSteps of them: a backlog is worked off over the next rounds.
-constexpr std::size_t kPruneStep = 10'000;
-constexpr int kMaxPruneSteps = 100;
 // A tenant nobody reads is forgotten (with its cached events) after this many checks.
 constexpr int kIdleChecks = 3;
 // One read of the store for a tenant's readers takes at most this many events; readers further
@@ -107,10 +103,10 @@ class FeedService::Impl {
           clock_(options_.clock ? options_.clock : common::unix_ms_now),
           work_(io_.get_executor()),
           check_timer_(io_),
-          gate_(std::make_shared<Gate>(io_)) {
+          gate_(std::make_shared<common::LoopGate>(io_)),
+          pruner_(store, {options_.retention, clock_, options_.on_failure}) {
         schedule_check();
         thread_ = std::thread([this] { io_.run(); });
-        pruner_ = std::thread([this] { prune_periodically(); });
     }
 
     ~Impl() {
@@ -165,13 +161,8 @@ class FeedService::Impl {
     }
 
     void stop() {
-        {
-            std::lock_guard lock(prune_mutex_);
-            if (stopping_) return;
-            stopping_ = true;
-        }
-        prune_wake_.notify_all();
-        if (pruner_.joinable()) pruner_.join();
+        if (stopped_.exchange(true)) return;
+        pruner_.stop();
         drain();
         gate_->post([this] {
             check_timer_.cancel();
@@ -182,27 +173,6 @@ class FeedService::Impl {
     }
 
   private:
-    // How the store's threads (and committed()) reach the event loop, while it exists.
-    class Gate {
-      public:
-        explicit Gate(asio::io_context& io) : io_(&io) {}
-        template <class Work>
-        bool post(Work work) {
-            std::lock_guard lock(mutex_);
-            if (io_ == nullptr) return false;
-            asio::post(*io_, std::move(work));
-            return true;
-        }
-        void close() {
-            std::lock_guard lock(mutex_);
-            io_ = nullptr;
-        }
-
-      private:
-        std::mutex mutex_;
-        asio::io_context* io_;
-    };
-
     // A poll waiting for a read of the store, or for news.
     struct Waiter {
         /// oldest or now until a read fresh for it resolves `after`; then after.
@@ -514,48 +484,21 @@ class FeedService::Impl {
         });
     }
 
-    void prune_periodically() {
-        const auto interval =
-            std::min<std::chrono::milliseconds>(options_.retention, std::chrono::minutes(1));
-        std::unique_lock lock(prune_mutex_);
-        while (!prune_wake_.wait_for(lock, interval, [this] { return stopping_; })) {
-            lock.unlock();
-            prune(clock_() - options_.retention.count());
-            lock.lock();
-        }
-    }
-
-    void prune(std::int64_t before) {
-        try {
-            for (int step = 0; step < kMaxPruneSteps; ++step) {
-                if (store_.prune_events(before, kPruneStep) < kPruneStep) break;
-                std::lock_guard lock(prune_mutex_);
-                if (stopping_) break;
-            }
-        } catch (const std::exception& error) {
-            if (options_.on_failure) {
-                options_.on_failure(std::string("pruning the event log: ") + error.what());
-            }
-        }
-    }
-
     store::PlantStore& store_;
     const Options options_;
     const std::function<std::int64_t()> clock_;
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     asio::steady_timer check_timer_;
-    const std::shared_ptr<Gate> gate_;
+    // How the store's threads (and committed()) reach the event loop, while it exists.
+    const std::shared_ptr<common::LoopGate> gate_;
     std::unordered_map<std::string, Tenant> tenants_;
     std::uint64_t next_waiter_ = 0;
     std::size_t cached_in_all_ = 0;  // events cached over every tenant
     bool draining_ = false;
     std::thread thread_;
-
-    std::mutex prune_mutex_;
-    std::condition_variable prune_wake_;
-    bool stopping_ = false;  // guarded by prune_mutex_
-    std::thread pruner_;
+    std::atomic<bool> stopped_{false};
+    EventPruner pruner_;
 };
 
 FeedService::FeedService(store::PlantStore& store, Options options)

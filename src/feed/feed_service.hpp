@@ -1,6 +1,6 @@
 // Feed layer: the change feed's engine, under GET {base}/events. Owns FeedService: reads of a
 // tenant's event log that may wait, without a thread each, until one of the tenant's events is
-// committed or their wait runs out; the pruning of the log on a schedule. Commits are learnt
+// committed or their wait runs out; the pruning of the log (event_pruner.hpp). Commits are learnt
 // from the store (StoreObserver::on_events, which the application forwards to committed()) and,
 // because such hints can be lost (a PostgreSQL listener that reconnects), from a look of its
 // own at every waiting tenant once per check interval. One read of the store serves every reader
