@@ -18,7 +18,7 @@
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
 #include "domain/etag.hpp"
-#include "feed/feed.hpp"
+#include "feed/feed_service.hpp"
 #include "outbox/subscriptions.hpp"
 #include "store/open.hpp"
 #include "store/plant_store.hpp"

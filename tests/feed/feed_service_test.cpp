@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "feed/feed.hpp"
+#include "feed/feed_service.hpp"
 #include "store/open.hpp"
 #include "store/store_calls.hpp"
 #include "support/temp_dir.hpp"

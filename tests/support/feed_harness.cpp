@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "domain/event.hpp"
-#include "feed/feed.hpp"
+#include "feed/feed_service.hpp"
 #include "store/plant_store.hpp"
 
 namespace plantstore::testing_support {
