@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "api/api.hpp"
-#include "api/operations.hpp"
+#include "api/monitoring_calls.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
 #include "ops/observability.hpp"
@@ -95,7 +95,7 @@ struct Service {
     auth::TokenRegistry tokens;
     store::sqlite::SqlitePlantStore store;
     ops::Observability observability;
-    api::OperationsHandler operations;
+    api::MonitoringHandler operations;
     api::Api api;
     transport::ServerLimits limits;
     transport::TrustedProxies proxies;

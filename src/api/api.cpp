@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "api/document_calls.hpp"
-#include "api/operations.hpp"
+#include "api/monitoring_calls.hpp"
 #include "api/responses.hpp"
 #include "auth/bearer_credentials.hpp"
 #include "auth/jwt_authenticator.hpp"
@@ -54,12 +54,12 @@ http::Response challenge(int status, std::string_view message, std::string_view 
 }  // namespace
 
 Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
-         const OperationsHandler* operations, const auth::JwtAuthenticator* jwt,
+         const MonitoringHandler* monitoring, const auth::JwtAuthenticator* jwt,
          outbox::SubscriptionService* webhooks, feed::FeedService* feed)
     : options_(std::move(options)),
       tokens_(tokens),
       jwt_(jwt),
-      operations_(operations),
+      monitoring_(monitoring),
       cors_(options_.cors_origins),
       plants_(store, options_.base_path, options_.field_limits, options_.require_if_match, cors_),
       quota_(store, webhooks, options_.base_path, cors_),
@@ -85,7 +85,7 @@ http::Decision Api::admit(const http::RequestHead& head) const {
     const auto target = boost::urls::parse_origin_form(head.target);
     if (!target) return answer(head, error_response(400, "malformed request target"), nullptr);
     const std::string path = target->path();
-    if (operations_ != nullptr && operations_->serves(path)) return operations_->admit(head);
+    if (monitoring_ != nullptr && monitoring_->serves(path)) return monitoring_->admit(head);
 
     const RouteMatch match = routes_.match(path);
     if (match.route == nullptr) {
@@ -227,8 +227,8 @@ std::vector<std::pair<std::string_view, std::string>> Api::rate_limit_fields(
 http::Response Api::refuse(const http::RequestHead& head, int status,
                            std::string_view message) const {
     const auto target = boost::urls::parse_origin_form(head.target);
-    if (target && operations_ != nullptr && operations_->serves(target->path())) {
-        return operations_->refuse(head, status, message);
+    if (target && monitoring_ != nullptr && monitoring_->serves(target->path())) {
+        return monitoring_->refuse(head, status, message);
     }
     http::Response response =
         status == 503 ? retry_later(status, message, 1) : error_response(status, message);
@@ -238,8 +238,8 @@ http::Response Api::refuse(const http::RequestHead& head, int status,
 
 std::vector<std::string_view> Api::route_labels() const {
     std::vector<std::string_view> labels = routes_.labels();
-    if (operations_ != nullptr) {
-        for (const auto label : operations_->route_labels()) labels.push_back(label);
+    if (monitoring_ != nullptr) {
+        for (const auto label : monitoring_->route_labels()) labels.push_back(label);
     }
     labels.push_back("other");
     return labels;

@@ -3,11 +3,12 @@
 // Allow, CORS preflight), authenticate (`ps_` tokens and JWTs, with the failed-authentication
 // limit), check the scope and the token's rate, then hand the request to the operation's prepare
 // function from the route table. Each resource's operations live in a file of their own
-// (plant_calls, webhook_calls, document_calls), one route row and one handler each; call.hpp runs
-// a handler whose answer comes from a store. Hands /healthz, /readyz and /metrics to an
-// OperationsHandler when one is mounted. May call the http (types), domain, auth, store (interface
-// only), outbox (SubscriptionService) and feed (FeedService) layers; knows nothing of sockets or
-// HTTP framing, which the transport does before calling in.
+// (plant_calls, event_calls, quota_calls, webhook_calls, document_calls), one route row and one
+// handler each; call.hpp runs a handler whose answer comes from a store. Hands /healthz, /readyz
+// and /metrics to a MonitoringHandler (monitoring_calls.hpp) when one is mounted. May call the
+// http (types), domain, auth, store (interface only), outbox (SubscriptionService) and feed
+// (FeedService) layers; knows nothing of sockets or HTTP framing, which the transport does before
+// calling in.
 #pragma once
 
 #include <memory>
@@ -43,7 +44,7 @@ class PlantStore;
 
 namespace plantstore::api {
 
-class OperationsHandler;
+class MonitoringHandler;
 
 struct ApiOptions {
     std::string base_path;  ///< "" or "/prefix" without a trailing slash
@@ -65,11 +66,11 @@ struct ApiOptions {
 
 class Api final : public http::Handler {
   public:
-    /// `operations`, when not null, answers its own paths; `jwt`, when not null, accepts JWTs
+    /// `monitoring`, when not null, answers its own paths; `jwt`, when not null, accepts JWTs
     /// beside `ps_` tokens; `webhooks`, when not null, serves {base}/webhooks; `feed`, when not
     /// null, serves {base}/events. All must outlive the Api.
     Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStore& store,
-        const OperationsHandler* operations = nullptr, const auth::JwtAuthenticator* jwt = nullptr,
+        const MonitoringHandler* monitoring = nullptr, const auth::JwtAuthenticator* jwt = nullptr,
         outbox::SubscriptionService* webhooks = nullptr, feed::FeedService* feed = nullptr);
 
     /// Decides everything that needs no body: the route (404, 405), the credentials (401, 400,
@@ -81,7 +82,7 @@ class Api final : public http::Handler {
     http::Response refuse(const http::RequestHead& head, int status,
                           std::string_view message) const override;
 
-    /// Every metrics route label this handler (and its operations handler) gives, "other" last.
+    /// Every metrics route label this handler (and its monitoring handler) gives, "other" last.
     std::vector<std::string_view> route_labels() const;
     /// The route table, for checking it against the OpenAPI document.
     const RouteTable& routes() const { return routes_; }
@@ -111,7 +112,7 @@ class Api final : public http::Handler {
     ApiOptions options_;
     const auth::TokenRegistry& tokens_;
     const auth::JwtAuthenticator* jwt_;
-    const OperationsHandler* operations_;
+    const MonitoringHandler* monitoring_;
     CorsPolicy cors_;
     PlantCalls plants_;
     QuotaCalls quota_;

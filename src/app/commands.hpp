@@ -1,4 +1,4 @@
-// App layer (see token_refresher.hpp): the commands other than serve: token create, list and
+// App layer (see main.cpp): the commands other than serve: token create, list and
 // revoke, backup, check, export and import, and what `config` prints.
 #pragma once
 

@@ -1,4 +1,4 @@
-// App layer (see token_refresher.hpp): the `--config FILE` format.
+// App layer (see main.cpp): the `--config FILE` format.
 #pragma once
 
 #include <filesystem>

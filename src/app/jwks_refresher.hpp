@@ -1,4 +1,4 @@
-// App layer (see token_refresher.hpp): keeps the JWT key set current.
+// App layer (see main.cpp): keeps the JWT key set current.
 #pragma once
 
 #include <chrono>

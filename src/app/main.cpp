@@ -1,6 +1,8 @@
-// App layer (see token_refresher.hpp): the entry point of `plantstore`: the command line's
-// subcommands, each handed to its file (service.cpp for serve, commands.cpp for the others,
-// serve_config.cpp for the options of serve and config).
+// App layer: the plantstore program. Owns the command line, configuration, wiring of the layers
+// and the background chores that connect them. May call every layer; no layer calls it.
+// This file is its entry point: the command line's subcommands, each handed to its file
+// (service.cpp for serve, commands.cpp for the others, serve_config.cpp for the options of serve
+// and config).
 #include <CLI/CLI.hpp>
 #include <iostream>
 

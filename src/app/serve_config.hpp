@@ -1,4 +1,4 @@
-// App layer (see token_refresher.hpp): the settings of `serve` (and of `config`, which prints
+// App layer (see main.cpp): the settings of `serve` (and of `config`, which prints
 // them), in one place: the options with their environment variables and help, the config file
 // under them, the command-line rewrite that lets an on/off option stand alone, the one check of
 // every setting (validate) and one mapping from the settings to each part's options struct. A

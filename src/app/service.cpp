@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "api/api.hpp"
-#include "api/operations.hpp"
+#include "api/monitoring_calls.hpp"
 #include "app/jwks_refresher.hpp"
 #include "app/service_manager.hpp"
 #include "app/token_refresher.hpp"
@@ -167,9 +167,9 @@ struct Service::Parts {
             jwks->start(*jwt);
         }
         const bool metrics_here = config.metrics && config.metrics_listen.empty();
-        operations = std::make_unique<api::OperationsHandler>(
+        monitoring = std::make_unique<api::MonitoringHandler>(
             *store, metrics_here ? render_metrics() : nullptr, config.cors_origins);
-        api = std::make_unique<api::Api>(api_options(config), tokens, *store, operations.get(),
+        api = std::make_unique<api::Api>(api_options(config), tokens, *store, monitoring.get(),
                                          jwt.get(), webhooks.service.get(), &feed);
         observability.set_routes(api->route_labels());
         transport::ServerOptions options = server_options(config);
@@ -178,12 +178,12 @@ struct Service::Parts {
         // With --metrics-listen, /metrics moves to a listener of its own (with /healthz and
         // /readyz), on one thread, plain HTTP; its own requests are neither logged nor counted.
         if (!config.metrics_listen.empty()) {
-            metrics_operations = std::make_unique<api::OperationsHandler>(
+            metrics_monitoring = std::make_unique<api::MonitoringHandler>(
                 *store, config.metrics ? render_metrics() : nullptr);
             unobserved = std::make_unique<ops::Observability>(
                 ops::Observability::Options{1, false, PLANTSTORE_VERSION});
             metrics_server = std::make_unique<transport::HttpServer>(
-                metrics_server_options(config), *metrics_operations, *unobserved);
+                metrics_server_options(config), *metrics_monitoring, *unobserved);
         }
     }
 
@@ -208,10 +208,10 @@ struct Service::Parts {
     TokenRefresher refresher;
     std::unique_ptr<auth::JwtAuthenticator> jwt;
     std::unique_ptr<JwksRefresher> jwks;
-    std::unique_ptr<api::OperationsHandler> operations;
+    std::unique_ptr<api::MonitoringHandler> monitoring;
     std::unique_ptr<api::Api> api;
     std::unique_ptr<transport::HttpServer> server;
-    std::unique_ptr<api::OperationsHandler> metrics_operations;
+    std::unique_ptr<api::MonitoringHandler> metrics_monitoring;
     std::unique_ptr<ops::Observability> unobserved;
     std::unique_ptr<transport::HttpServer> metrics_server;
     bool stopping = false;
@@ -300,8 +300,8 @@ void Service::begin_stopping() {
     if (parts.stopping) return;
     parts.stopping = true;
     notify_stopping();
-    parts.operations->begin_draining();
-    if (parts.metrics_operations) parts.metrics_operations->begin_draining();
+    parts.monitoring->begin_draining();
+    if (parts.metrics_monitoring) parts.metrics_monitoring->begin_draining();
     ops::log_event(ops::LogLevel::info, "stopping",
                    {{"shutdown_delay_ms", std::to_string(config_.shutdown_delay_ms)}});
 }

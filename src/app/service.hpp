@@ -1,4 +1,4 @@
-// App layer (see token_refresher.hpp): the running service, `plantstore serve`. Service wires the
+// App layer (see main.cpp): the running service, `plantstore serve`. Service wires the
 // store, tokens, handlers, webhooks and listeners together from checked settings; its named
 // steps, start, reload and drain-and-stop, are what signals trigger in serve() and what a test
 // calls directly. serve() checks the settings, blocks the signals and runs the steps.

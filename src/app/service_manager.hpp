@@ -1,4 +1,4 @@
-// App layer (see token_refresher.hpp): what the service tells its service manager. Under systemd
+// App layer (see main.cpp): what the service tells its service manager. Under systemd
 // (Type=notify, NOTIFY_SOCKET set) each call sends one sd_notify message; elsewhere they do
 // nothing.
 #pragma once

@@ -1,5 +1,4 @@
-// App layer: the plantstore program. Owns the command line, configuration, wiring of the layers
-// and the background chores that connect them. May call every layer; no layer calls it.
+// App layer (see main.cpp): keeps the served tokens equal to the stored ones.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// App layer (see token_refresher.hpp): `plantstore export` and `import`, moving every plant (and
+// App layer (see main.cpp): `plantstore export` and `import`, moving every plant (and
 // token digest) of a store through NDJSON, one JSON object per line.
 //   plant:
 //   {"tenant":"acme","id":1,"name":"Fern","tag":"green","created_at":"2026-11-24T01:02:03.456Z"}

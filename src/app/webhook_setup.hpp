@@ -1,4 +1,4 @@
-// Application (see main.cpp): the webhook pieces of `serve`: their settings, the signing-secret
+// App layer (see main.cpp): the webhook pieces of `serve`: their settings, the signing-secret
 // key, and the subscription service and dispatcher wired to the configured store.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Ops layer (see log.hpp): the Prometheus text exposition format (version 0.0.4), written by
 // hand: Debian packages no Prometheus client library for C++. Knows the format only; which
-// metrics exist and where their counters live is observability.cpp's.
+// metrics exist and where their counters live is the metrics files' (http_metrics.cpp ...).
 #pragma once
 
 #include <array>

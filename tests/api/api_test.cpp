@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "api/openapi_document.hpp"
-#include "api/operations.hpp"
+#include "api/monitoring_calls.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
 #include "domain/etag.hpp"
@@ -468,10 +468,10 @@ TEST_F(ApiTest, JwtsAreAcceptedBesidePsTokens) {
     EXPECT_EQ(api.admit(post(writer)).response.status, 401);
 }
 
-TEST(ApiOperations, OperationsPathsGoToTheOperationsHandler) {
+TEST(ApiOperations, OperationsPathsGoToTheMonitoringHandler) {
     auth::TokenRegistry tokens;
     ScriptedStore store;
-    OperationsHandler operations(store, [] { return std::string("metric 1\n"); });
+    MonitoringHandler operations(store, [] { return std::string("metric 1\n"); });
     Api api({"/v1", {}}, tokens, store, &operations);
     const auto health = api.admit({"GET", "/healthz"});
     EXPECT_EQ(health.response.status, 200);
@@ -502,7 +502,7 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
                                               store::open_webhook_repository(config));
     auth::TokenRegistry tokens;
     ScriptedStore store;
-    OperationsHandler operations(store, [] { return std::string(); });
+    MonitoringHandler operations(store, [] { return std::string(); });
     feed::FeedService feed(store, {});
     Api api({"/v1", {}}, tokens, store, &operations, nullptr, &subscriptions, &feed);
 

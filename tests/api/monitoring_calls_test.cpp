@@ -1,6 +1,6 @@
 // The operations handler alone (as on --metrics-listen): health, readiness with the store's
 // reason, metrics, and what it answers to anything else.
-#include "api/operations.hpp"
+#include "api/monitoring_calls.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,9 +23,9 @@ http::RequestHead get(std::string_view target) {
 
 using testing_support::header;
 
-TEST(OperationsHandler, ReadinessFollowsTheStoreAndDraining) {
+TEST(MonitoringHandler, ReadinessFollowsTheStoreAndDraining) {
     HealthOnlyStore store;
-    OperationsHandler operations(store, {});
+    MonitoringHandler operations(store, {});
     EXPECT_EQ(operations.admit(get("/readyz")).response.body, R"({"status":"ready"})");
     store.health_now = {false, "the write queue is full", 16384};
     const http::Response full = operations.admit(get("/readyz")).response;
@@ -41,22 +41,22 @@ TEST(OperationsHandler, ReadinessFollowsTheStoreAndDraining) {
     EXPECT_EQ(operations.admit(get("/healthz")).response.status, 200);  // alive while draining
 }
 
-TEST(OperationsHandler, MetricsOnlyWhenARendererIsGiven) {
+TEST(MonitoringHandler, MetricsOnlyWhenARendererIsGiven) {
     HealthOnlyStore store;
-    OperationsHandler with(store, [] { return std::string("up 1\n"); });
+    MonitoringHandler with(store, [] { return std::string("up 1\n"); });
     const http::Response metrics = with.admit(get("/metrics")).response;
     EXPECT_EQ(metrics.body, "up 1\n");
     EXPECT_EQ(metrics.route, "/metrics");
     EXPECT_EQ(with.route_labels(),
               (std::vector<std::string_view>{"/healthz", "/readyz", "/metrics"}));
-    OperationsHandler without(store, {});
+    MonitoringHandler without(store, {});
     EXPECT_FALSE(without.serves("/metrics"));
     EXPECT_EQ(without.admit(get("/metrics")).response.status, 404);
 }
 
-TEST(OperationsHandler, EverythingElseIs404Or405) {
+TEST(MonitoringHandler, EverythingElseIs404Or405) {
     HealthOnlyStore store;
-    OperationsHandler operations(store, {});
+    MonitoringHandler operations(store, {});
     const http::Response missing = operations.admit(get("/plants")).response;
     EXPECT_EQ(missing.status, 404);
     EXPECT_EQ(missing.route, "other");

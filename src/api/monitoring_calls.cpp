@@ -1,4 +1,4 @@
-#include "api/operations.hpp"
+#include "api/monitoring_calls.hpp"
 
 #include <boost/url/parse.hpp>
 
@@ -16,7 +16,7 @@ std::string path_of(std::string_view target) {
 
 }  // namespace
 
-OperationsHandler::OperationsHandler(const store::PlantStore& store,
+MonitoringHandler::MonitoringHandler(const store::PlantStore& store,
                                      std::function<std::string()> metrics,
                                      std::vector<std::string> cors_origins)
     : store_(store),
@@ -24,7 +24,7 @@ OperationsHandler::OperationsHandler(const store::PlantStore& store,
       cors_(std::move(cors_origins)),
       routes_(make_routes()) {}
 
-std::vector<Route> OperationsHandler::make_routes() const {
+std::vector<Route> MonitoringHandler::make_routes() const {
     // Answered from the head alone: each prepare function gives the whole response.
     std::vector<Route> routes = {
         {"/healthz",
@@ -53,11 +53,11 @@ std::vector<Route> OperationsHandler::make_routes() const {
     return routes;
 }
 
-bool OperationsHandler::serves(std::string_view path) const {
+bool MonitoringHandler::serves(std::string_view path) const {
     return routes_.match(path).route != nullptr;
 }
 
-http::Decision OperationsHandler::admit(const http::RequestHead& head) const {
+http::Decision MonitoringHandler::admit(const http::RequestHead& head) const {
     const auto target = boost::urls::parse_origin_form(head.target);
     http::Decision decision;
     const RouteMatch match = target ? routes_.match(target->path()) : RouteMatch{};
@@ -76,7 +76,7 @@ http::Decision OperationsHandler::admit(const http::RequestHead& head) const {
     return decision;
 }
 
-http::Response OperationsHandler::readiness() const {
+http::Response MonitoringHandler::readiness() const {
     if (draining_) return retry_later(503, "draining: the server is stopping", 1);
     const store::Health health = store_.health();
     if (!health.ready) return retry_later(503, "the store is not ready: " + health.reason, 1);
@@ -85,7 +85,7 @@ http::Response OperationsHandler::readiness() const {
     return response;
 }
 
-http::Response OperationsHandler::refuse(const http::RequestHead& head, int status,
+http::Response MonitoringHandler::refuse(const http::RequestHead& head, int status,
                                          std::string_view message) const {
     http::Response response =
         status == 503 ? retry_later(status, message, 1) : error_response(status, message);

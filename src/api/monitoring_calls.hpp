@@ -1,4 +1,4 @@
-// API layer (see api.hpp): the operations endpoints, GET /healthz, /readyz and /metrics, outside
+// API layer (see api.hpp): the monitoring endpoints, GET /healthz, /readyz and /metrics, outside
 // the base path and without credentials. Served on the main listener (the product API hands
 // these paths over) or alone on the --metrics-listen listener.
 #pragma once
@@ -19,10 +19,10 @@ class PlantStore;
 
 namespace plantstore::api {
 
-class OperationsHandler final : public http::Handler {
+class MonitoringHandler final : public http::Handler {
   public:
     /// `metrics` renders the Prometheus text; empty: /metrics is not served (404).
-    OperationsHandler(const store::PlantStore& store, std::function<std::string()> metrics,
+    MonitoringHandler(const store::PlantStore& store, std::function<std::string()> metrics,
                       std::vector<std::string> cors_origins = {});
 
     /// Whether `path` is one of this handler's routes.
