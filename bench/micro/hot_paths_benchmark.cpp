@@ -119,7 +119,7 @@ void commit_batch(benchmark::State& state) {
         BatchCounter counter;
         store::sqlite::SqlitePlantStore::Options options;
         options.data_dir = dir;
-        options.observer = &counter;
+        options.writes.observer = &counter;
         store::sqlite::SqlitePlantStore store(options);
         std::int64_t next_id = 0;
         const auto batch = static_cast<std::size_t>(state.range(0));

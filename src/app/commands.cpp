@@ -191,8 +191,10 @@ int import_plants(const store::StoreConfig& where, const domain::FieldLimits& li
 // `config`'s TOML with the database URL's password replaced by "***".
 std::string without_password(std::string toml, const std::string& database_url) {
     if (database_url.empty()) return toml;
+    store::StoreConfig where;
+    where.database_url = database_url;
     std::string quoted = "\"";
-    for (const char c : store::describe_store({"", database_url}).substr(12)) {  // "postgresql: "
+    for (const char c : store::describe_store(where).substr(12)) {  // "postgresql: "
         if (c == '"' || c == '\\') quoted += '\\';
         quoted += c;
     }

@@ -457,9 +457,9 @@ store::StoreConfig store_config(const ServeConfig& config) {
     store.read_connections = config.database_read_connections;
     store.write_connections = config.database_write_connections;
     store.answer_timeout = milliseconds(config.database_timeout_ms);
-    store.max_pending_writes = config.max_pending_writes;
-    store.max_batch_writes = config.max_batch_writes;
-    store.max_plants_per_tenant = config.max_plants_per_tenant;
+    store.writes.max_pending = config.max_pending_writes;
+    store.writes.max_batch = config.max_batch_writes;
+    store.writes.max_plants_per_tenant = config.max_plants_per_tenant;
     return store;
 }
 

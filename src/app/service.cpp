@@ -189,7 +189,7 @@ struct Service::Parts {
 
     static std::unique_ptr<store::PlantStore> open_store(store::StoreConfig config,
                                                          store::StoreObserver& observer) {
-        config.observer = &observer;
+        config.writes.observer = &observer;
         return store::open_plant_store(config);
     }
 

@@ -45,18 +45,12 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
         options.read_connections = config.read_connections;
         options.write_connections = config.write_connections;
         options.answer_timeout = config.answer_timeout;
-        options.max_pending = config.max_pending_writes;
-        options.max_batch = config.max_batch_writes;
-        options.max_plants_per_tenant = config.max_plants_per_tenant;
-        options.observer = config.observer;
+        options.writes = config.writes;
         return std::make_unique<postgres::PgPlantStore>(std::move(options));
     }
     sqlite::SqlitePlantStore::Options options;
     options.data_dir = config.data_dir;
-    options.max_pending = config.max_pending_writes;
-    options.max_batch = config.max_batch_writes;
-    options.max_plants_per_tenant = config.max_plants_per_tenant;
-    options.observer = config.observer;
+    options.writes = config.writes;
     return std::make_unique<sqlite::SqlitePlantStore>(std::move(options));
 }
 

@@ -28,14 +28,8 @@ struct StoreConfig {
     /// PostgreSQL: longest wait for an answer before a connection is presumed lost and
     /// replaced (the statement is not cancelled); zero: no limit.
     std::chrono::milliseconds answer_timeout{10000};
-    /// Most writes committed in one transaction (group commit); 1 commits each alone.
-    std::size_t max_batch_writes = 4096;
-    /// Writes waiting to be committed beyond which new ones are refused as unavailable.
-    std::size_t max_pending_writes = 16384;
-    /// The quota of plants of each tenant without one of its own (`tenant set`); 0: unlimited.
-    std::int64_t max_plants_per_tenant = 0;
-    /// Receives every transaction's outcome; may be null. Must outlive the store.
-    StoreObserver* observer = nullptr;
+    /// The write path's settings, the same for every engine.
+    WritePathOptions writes;
 };
 
 /// Checks a database URL without connecting. @throws std::invalid_argument saying what is wrong

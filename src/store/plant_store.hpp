@@ -171,14 +171,6 @@ struct Health {
     std::size_t pending_writes = 0;  ///< writes accepted and waiting to be committed
 };
 
-/// Why a write queue refuses a new write: it is closing, or holds `pending` writes of at most
-/// `max_pending`; nullptr when it takes it. Every engine's admission and readiness use this.
-inline const char* write_refusal(bool closing, std::size_t pending, std::size_t max_pending) {
-    if (closing) return "the store is closing";
-    if (pending >= max_pending) return "the write queue is full";
-    return nullptr;
-}
-
 /// Receives what a store's write path does: one call per transaction (batch), from the store's
 /// own threads, after it committed or failed. Implementations are thread-safe and cheap.
 class StoreObserver {
@@ -200,6 +192,20 @@ class StoreObserver {
         (void)tenant;
         (void)last;
     }
+};
+
+/// What every engine's write path takes, whatever the engine: the open_plant_store factory hands
+/// these over as they are.
+struct WritePathOptions {
+    /// Writes waiting to be committed beyond which new ones are refused as unavailable.
+    std::size_t max_pending = 16384;
+    /// Most writes committed in one transaction (group commit); 1 commits each alone.
+    std::size_t max_batch = 4096;
+    /// The quota of plants of each tenant without one of its own (`tenant set`); 0: unlimited.
+    std::int64_t max_plants_per_tenant = 0;
+    /// Told about every transaction, on the engine's writing thread; may be null. Must outlive
+    /// the store.
+    StoreObserver* observer = nullptr;
 };
 
 /// An asynchronous, durable plant store, namespaced by tenant: no operation ever sees another

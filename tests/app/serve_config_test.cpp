@@ -87,9 +87,9 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(event_retention(config), std::chrono::hours(24 * 7));
     config.event_retention = "90s";
     EXPECT_EQ(event_retention(config), std::chrono::seconds(90));
-    EXPECT_EQ(store_config(config).max_plants_per_tenant, 0);
+    EXPECT_EQ(store_config(config).writes.max_plants_per_tenant, 0);
     config.max_plants_per_tenant = 500;
-    EXPECT_EQ(store_config(config).max_plants_per_tenant, 500);
+    EXPECT_EQ(store_config(config).writes.max_plants_per_tenant, 500);
 }
 
 TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {

@@ -68,7 +68,7 @@ class FeedServiceTest : public testing::Test {
     std::unique_ptr<store::PlantStore> open_store(store::StoreObserver* observer) {
         store::StoreConfig config;
         config.data_dir = dir_.path() / "data";
-        config.observer = observer;
+        config.writes.observer = observer;
         return store::open_plant_store(config);
     }
 

@@ -57,9 +57,9 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
         StoreConfig result;
         result.data_dir = dir_.path() / "data";  // sqlite
         if (database_) result.database_url = database_->url();
-        result.max_pending_writes = max_pending;
-        result.max_plants_per_tenant = default_quota;
-        result.observer = &recorder;
+        result.writes.max_pending = max_pending;
+        result.writes.max_plants_per_tenant = default_quota;
+        result.writes.observer = &recorder;
         return result;
     }
     std::unique_ptr<PlantStore> open(std::size_t max_pending = 16384) {

@@ -19,6 +19,7 @@
 #include "store/postgres/pipelined_connection.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/postgres/statements.hpp"
+#include "store/write_queue.hpp"
 
 namespace plantstore::store::postgres {
 
@@ -97,7 +98,8 @@ class PgPlantStore::Engine {
         : options_(std::move(options)),
           targets_(connect_targets(options_.conninfo)),
           work_(io_.get_executor()),
-          close_timer_(io_) {
+          close_timer_(io_),
+          queue_(options_.writes.max_pending) {
         open_current_schema(
             options_.conninfo);  // migrations first, so that prepares find the tables
         writer_up_.assign(std::max<std::size_t>(1, options_.write_connections), false);
@@ -128,7 +130,8 @@ class PgPlantStore::Engine {
             close();
             throw PgError({}, reason);
         }
-        if (options_.observer != nullptr) listener_.emplace(options_.conninfo, *options_.observer);
+        if (options_.writes.observer != nullptr)
+            listener_.emplace(options_.conninfo, *options_.writes.observer);
     }
 
     // A connection (preparing every statement, so that any can serve any request) that records
@@ -155,9 +158,9 @@ class PgPlantStore::Engine {
         try {
             close();
         } catch (const std::exception& error) {  // joining the event loop's thread failed
-            if (options_.observer != nullptr) {
-                options_.observer->on_maintenance_failed(std::string("closing the store: ") +
-                                                         error.what());
+            if (options_.writes.observer != nullptr) {
+                options_.writes.observer->on_maintenance_failed(std::string("closing the store: ") +
+                                                                error.what());
             }
         }
     }
@@ -166,9 +169,8 @@ class PgPlantStore::Engine {
         const char* refusal = nullptr;
         {
             std::lock_guard lock(mutex_);
-            refusal = write_refusal(closing_, pending_.size(), options_.max_pending);
+            refusal = queue_.push(std::move(pending));
             if (refusal == nullptr) {
-                pending_.push_back(std::move(pending));
                 if (!kick_posted_) {
                     kick_posted_ = true;
                     asio::post(io_, [this] {
@@ -266,7 +268,7 @@ class PgPlantStore::Engine {
     void usage(std::string tenant, UsageCallback done) {
         submit_read<PlantUsage>(
             {"usage", {}, {std::move(tenant)}},
-            [default_quota = options_.max_plants_per_tenant](const PGresult* result) {
+            [default_quota = options_.writes.max_plants_per_tenant](const PGresult* result) {
                 PlantUsage usage;
                 usage.outcome = PlantUsage::Outcome::found;
                 const bool row = PQntuples(result) > 0;
@@ -306,16 +308,11 @@ class PgPlantStore::Engine {
 
     Health health() const {
         std::lock_guard lock(mutex_);
-        Health health;
-        health.pending_writes = pending_.size();
-        const char* refusal = write_refusal(closing_, pending_.size(), options_.max_pending);
-        if (refusal == nullptr &&
+        Health health = queue_.health();
+        if (health.ready &&
             std::none_of(writer_up_.begin(), writer_up_.end(), [](bool up) { return up; })) {
             health.ready = false;
             health.reason = "PostgreSQL is unreachable: " + writer_error_;
-        } else if (refusal != nullptr) {
-            health.ready = false;
-            health.reason = refusal;
         }
         return health;
     }
@@ -323,8 +320,8 @@ class PgPlantStore::Engine {
     void close() {
         {
             std::lock_guard lock(mutex_);
-            if (closing_) return;
-            closing_ = true;
+            if (queue_.closing()) return;
+            queue_.close();
         }
         asio::post(io_, [this] {
             finish_if_drained();  // the last batch may have ended before this ran
@@ -355,11 +352,12 @@ class PgPlantStore::Engine {
     std::vector<Pending> take_batch() {
         std::vector<Pending> batch;
         std::lock_guard lock(mutex_);
-        while (!pending_.empty() && batch.size() < options_.max_batch) {
-            Pending& next = pending_.front();
+        std::deque<Pending>& pending = queue_.writes();
+        while (!pending.empty() && batch.size() < options_.writes.max_batch) {
+            Pending& next = pending.front();
             if (!in_flight_keys_.emplace(next.tenant, next.plant.id).second) break;
             batch.push_back(std::move(next));
-            pending_.pop_front();
+            pending.pop_front();
         }
         return batch;
     }
@@ -429,7 +427,7 @@ class PgPlantStore::Engine {
         statements.push_back(
             {"lock_tenants",
              {},
-             {tenant_array(tenants), std::to_string(options_.max_plants_per_tenant)}});
+             {tenant_array(tenants), std::to_string(options_.writes.max_plants_per_tenant)}});
         const std::int64_t now = common::unix_ms_now();
         if (!creates.empty()) {
             PlantArrays arrays;
@@ -443,7 +441,7 @@ class PgPlantStore::Engine {
                  {},
                  {std::move(arrays.tenants), std::move(arrays.ids), std::move(arrays.names),
                   std::move(arrays.tags), std::move(arrays.created_at),
-                  std::to_string(options_.max_plants_per_tenant)}});
+                  std::to_string(options_.writes.max_plants_per_tenant)}});
         }
         // One statement per delete or update (statements.hpp: a shape with no plan but the key).
         for (const std::size_t i : changes) statements.push_back(change_statement(batch[i]));
@@ -550,9 +548,9 @@ class PgPlantStore::Engine {
                 for (Pending& pending : batch) pending.done(unavailable(failure));
             }
         }
-        if (options_.observer != nullptr) {
-            options_.observer->on_batch(batch.size() + again.size(),
-                                        std::chrono::steady_clock::now() - started, failure);
+        if (options_.writes.observer != nullptr) {
+            options_.writes.observer->on_batch(batch.size() + again.size(),
+                                               std::chrono::steady_clock::now() - started, failure);
         }
         requeue(std::move(again));
         start_batch();
@@ -561,9 +559,10 @@ class PgPlantStore::Engine {
     // Tells the observer of each tenant whose log the committed batch appended to (the rows of
     // append_events); other instances learn it from the notification.
     void tell_appended(const PGresult* appended) {
-        if (options_.observer == nullptr) return;
+        if (options_.writes.observer == nullptr) return;
         for (int row = 0; row < PQntuples(appended); ++row) {
-            options_.observer->on_events(text_at(appended, row, 0), int64_at(appended, row, 1));
+            options_.writes.observer->on_events(text_at(appended, row, 0),
+                                                int64_at(appended, row, 1));
         }
     }
 
@@ -621,7 +620,7 @@ class PgPlantStore::Engine {
                 if (++it->attempts >= kMaxAttempts) {
                     exhausted.push_back(std::move(*it));
                 } else {
-                    pending_.push_front(std::move(*it));
+                    queue_.writes().push_front(std::move(*it));  // ahead of the limit
                 }
             }
         }
@@ -637,7 +636,7 @@ class PgPlantStore::Engine {
     void submit_read(Statement statement, Parse parse, std::function<void(Result)> done) {
         {
             std::lock_guard lock(mutex_);
-            if (!closing_) {
+            if (!queue_.closing()) {
                 asio::post(io_, [this, statement = std::move(statement), parse = std::move(parse),
                                  done = std::move(done)]() mutable {
                     PipelinedConnection* reader = pick_reader();
@@ -701,7 +700,7 @@ class PgPlantStore::Engine {
         bool drained = false;
         {
             std::lock_guard lock(mutex_);
-            drained = closing_ && pending_.empty() &&
+            drained = queue_.closing() && queue_.writes().empty() &&
                       std::none_of(writers_.begin(), writers_.end(),
                                    [](const Writer& w) { return w.busy; });
         }
@@ -719,7 +718,7 @@ class PgPlantStore::Engine {
         std::deque<Pending> left;
         {
             std::lock_guard lock(mutex_);
-            left.swap(pending_);
+            left.swap(queue_.writes());
         }
         for (Pending& pending : left) pending.done(unavailable("the store is closing"));
         work_.reset();
@@ -738,12 +737,11 @@ class PgPlantStore::Engine {
 
     mutable std::mutex mutex_;
     std::condition_variable started_;
-    std::deque<Pending> pending_;  // guarded by mutex_
-    bool kick_posted_ = false;     // guarded by mutex_
-    bool closing_ = false;         // guarded by mutex_
-    std::vector<bool> writer_up_;  // guarded by mutex_
-    std::string writer_error_;     // guarded by mutex_
-    std::vector<bool> reader_up_;  // guarded by mutex_
+    WriteQueue<std::deque<Pending>> queue_;  // guarded by mutex_
+    bool kick_posted_ = false;               // guarded by mutex_
+    std::vector<bool> writer_up_;            // guarded by mutex_
+    std::string writer_error_;               // guarded by mutex_
+    std::vector<bool> reader_up_;            // guarded by mutex_
     std::thread thread_;
     std::mutex prune_mutex_;
     Connection pruner_;  // guarded by prune_mutex_; connected at the first prune

@@ -29,20 +29,14 @@ class PgPlantStore final : public PlantStore {
         std::size_t read_connections = 2;
         /// Connections for writes, each with at most one batch (transaction) in flight.
         std::size_t write_connections = 1;
-        /// Writes waiting for the writer beyond which new ones are refused as unavailable.
-        std::size_t max_pending = 16384;
-        /// Most writes in one transaction.
-        std::size_t max_batch = 4096;
-        /// Told about every transaction, on the event loop thread; may be null.
-        StoreObserver* observer = nullptr;
-        /// The quota of plants of a tenant without one of its own (0: unlimited).
-        std::int64_t max_plants_per_tenant = 0;
         /// Longest wait for PostgreSQL's answer on a connection before it is presumed lost
         /// and replaced (a server that stopped answering: frozen, or behind a partition);
         /// what it was running is not cancelled. Zero: no limit.
         std::chrono::milliseconds answer_timeout{10000};
         /// How long close() waits for writes in flight before answering them unavailable.
         std::chrono::milliseconds close_timeout{10000};
+        /// The observer is told on the event loop's thread.
+        WritePathOptions writes;
     };
 
     /// Applies migrations, connects and starts the event loop.

@@ -661,10 +661,11 @@ SqlitePlantStore::Options with_current_schema(SqlitePlantStore::Options options)
 
 SqlitePlantStore::SqlitePlantStore(Options options)
     : options_(with_current_schema(std::move(options))),
-      checkpointer_(std::make_unique<Checkpointer>(options_.data_dir, options_.observer)),
-      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.observer,
-                                       options_.max_plants_per_tenant)) {
-    pending_.reserve(options_.max_batch);
+      checkpointer_(std::make_unique<Checkpointer>(options_.data_dir, options_.writes.observer)),
+      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.writes.observer,
+                                       options_.writes.max_plants_per_tenant)),
+      queue_(options_.writes.max_pending) {
+    queue_.writes().reserve(options_.writes.max_batch);
     thread_ = std::thread([this] { run_writer(); });
 }
 
@@ -717,8 +718,9 @@ void SqlitePlantStore::read_events(std::string tenant, std::int64_t after, int l
 }
 
 void SqlitePlantStore::usage(std::string tenant, UsageCallback done) {
-    run_read(done,
-             [&](Reader& reader) { return reader.usage(tenant, options_.max_plants_per_tenant); });
+    run_read(done, [&](Reader& reader) {
+        return reader.usage(tenant, options_.writes.max_plants_per_tenant);
+    });
 }
 
 std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limit) {
@@ -728,9 +730,9 @@ std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limi
     auto pruned = request.pruned.get_future();
     {
         std::lock_guard lock(mutex_);
-        if (closing_) return 0;
+        if (queue_.closing()) return 0;
         prune_requests_.push_back(&request);
-        if (pending_.empty()) work_available_.notify_one();
+        if (queue_.writes().empty()) work_available_.notify_one();
     }
     return pruned.get();
 }
@@ -739,11 +741,10 @@ void SqlitePlantStore::enqueue(Pending pending) {
     const char* refusal = nullptr;
     {
         std::lock_guard lock(mutex_);
-        refusal = write_refusal(closing_, pending_.size(), options_.max_pending);
+        refusal = queue_.push(std::move(pending));
         if (refusal == nullptr) {
-            pending_.push_back(std::move(pending));
             // The writer only sleeps on an empty queue, so only that transition needs a wake-up.
-            if (pending_.size() == 1) work_available_.notify_one();
+            if (queue_.writes().size() == 1) work_available_.notify_one();
             return;
         }
     }
@@ -752,20 +753,14 @@ void SqlitePlantStore::enqueue(Pending pending) {
 
 Health SqlitePlantStore::health() const {
     std::lock_guard lock(mutex_);
-    Health health;
-    health.pending_writes = pending_.size();
-    if (const char* refusal = write_refusal(closing_, pending_.size(), options_.max_pending)) {
-        health.ready = false;
-        health.reason = refusal;
-    }
-    return health;
+    return queue_.health();
 }
 
 void SqlitePlantStore::close() {
     {
         std::lock_guard lock(mutex_);
-        if (closing_) return;
-        closing_ = true;
+        if (queue_.closing()) return;
+        queue_.close();
     }
     work_available_.notify_one();
     if (thread_.joinable()) thread_.join();
@@ -775,24 +770,26 @@ void SqlitePlantStore::run_prune(PruneRequest& request) {
     try {
         request.pruned.set_value(writer_->prune(request.before, request.limit));
     } catch (const std::exception& error) {
-        if (options_.observer != nullptr) {
-            options_.observer->on_maintenance_failed(std::string("pruning the event log: ") +
-                                                     error.what());
+        if (options_.writes.observer != nullptr) {
+            options_.writes.observer->on_maintenance_failed(std::string("pruning the event log: ") +
+                                                            error.what());
         }
         request.pruned.set_value(0);
     }
 }
 
 void SqlitePlantStore::run_writer() {
+    std::vector<Pending>& pending = queue_.writes();  // under mutex_
     std::vector<Pending> batch;
     std::vector<WriteResult> results;
-    batch.reserve(options_.max_batch);
-    results.reserve(options_.max_batch);
+    batch.reserve(options_.writes.max_batch);
+    results.reserve(options_.writes.max_batch);
     for (;;) {
         {
             std::unique_lock lock(mutex_);
-            work_available_.wait(
-                lock, [this] { return closing_ || !pending_.empty() || !prune_requests_.empty(); });
+            work_available_.wait(lock, [&] {
+                return queue_.closing() || !pending.empty() || !prune_requests_.empty();
+            });
             if (!prune_requests_.empty()) {
                 std::vector<PruneRequest*> prunes;
                 prunes.swap(prune_requests_);
@@ -800,23 +797,23 @@ void SqlitePlantStore::run_writer() {
                 for (PruneRequest* request : prunes) run_prune(*request);
                 continue;
             }
-            if (pending_.empty()) return;  // closing, and everything accepted is committed
-            if (pending_.size() <= options_.max_batch) {
-                batch.swap(pending_);
+            if (pending.empty()) return;  // closing, and everything accepted is committed
+            if (pending.size() <= options_.writes.max_batch) {
+                batch.swap(pending);
             } else {
                 const auto split =
-                    pending_.begin() + static_cast<std::ptrdiff_t>(options_.max_batch);
-                std::move(pending_.begin(), split, std::back_inserter(batch));
-                pending_.erase(pending_.begin(), split);
+                    pending.begin() + static_cast<std::ptrdiff_t>(options_.writes.max_batch);
+                std::move(pending.begin(), split, std::back_inserter(batch));
+                pending.erase(pending.begin(), split);
             }
         }
         const auto started = std::chrono::steady_clock::now();
         const std::string failure = writer_->commit(batch, results);
-        if (options_.observer != nullptr) {
-            options_.observer->on_batch(batch.size(), std::chrono::steady_clock::now() - started,
-                                        failure);
+        if (options_.writes.observer != nullptr) {
+            options_.writes.observer->on_batch(batch.size(),
+                                               std::chrono::steady_clock::now() - started, failure);
             for (const auto& [tenant, last] : writer_->appended()) {
-                options_.observer->on_events(tenant, last);
+                options_.writes.observer->on_events(tenant, last);
             }
         }
         for (std::size_t i = 0; i < batch.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "store/plant_store.hpp"
+#include "store/write_queue.hpp"
 
 namespace plantstore::store::sqlite {
 
@@ -29,14 +30,8 @@ class SqlitePlantStore final : public PlantStore {
   public:
     struct Options {
         std::filesystem::path data_dir;
-        /// Creates waiting for the writer beyond which new ones are refused as unavailable.
-        std::size_t max_pending = 16384;
-        /// Most creates in one transaction.
-        std::size_t max_batch = 4096;
-        /// Told about every transaction, on the writer thread; may be null.
-        StoreObserver* observer = nullptr;
-        /// The quota of plants of a tenant without one of its own (0: unlimited).
-        std::int64_t max_plants_per_tenant = 0;
+        /// The observer is told on the writer thread.
+        WritePathOptions writes;
     };
 
     /// Opens the store (applying migrations) and starts the writer.
@@ -82,8 +77,7 @@ class SqlitePlantStore final : public PlantStore {
     std::unique_ptr<Writer> writer_;
     mutable std::mutex mutex_;
     std::condition_variable work_available_;
-    std::vector<Pending> pending_;
-    bool closing_ = false;
+    WriteQueue<std::vector<Pending>> queue_;  // guarded by mutex_
     std::mutex readers_mutex_;
     std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
     std::vector<PruneRequest*> prune_requests_;          // guarded by mutex_
