@@ -127,7 +127,7 @@ int run(int argc, char** argv) {
         if (*serve_command) return serve(serve_config);
         if (*config_command) {
             std::cout << without_password(config_command->config_to_str(true, true),
-                                          printed_config.database_url);
+                                          printed_config.store.database_url);
             return 0;
         }
         if (*create_command) return token_create(token_store, create_config);

@@ -1,16 +1,19 @@
-// App layer (see main.cpp): the settings of `serve` (and of `config`, which prints
-// them), in one place: the options with their environment variables and help, the config file
-// under them, the command-line rewrite that lets an on/off option stand alone, the one check of
-// every setting (validate) and one mapping from the settings to each part's options struct. A
-// new flag is a field of ServeConfig, a line in add_serve_options, its check in validate() and
-// its place in a mapping (all in serve_config.cpp).
+// App layer (see main.cpp): the settings of `serve` (and of `config`, which prints them), grouped
+// by the part they configure: for each group, its fields, its options with their environment
+// variables and help, its checks and its mapping onto the part's options struct sit together
+// (the struct here, the rest in the same order in serve_config.cpp). Also the config file under
+// the options, and the command-line rewrite that lets an on/off option stand alone. A new flag
+// is a field of its group, a line in the group's add_options, its check in the group's validate
+// and its place in the group's mapping.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,91 +31,129 @@ class App;
 
 namespace plantstore::app {
 
-struct ServeConfig {
-    std::string config_file;
-    std::string listen = "127.0.0.1:8080";
+// The settings, one struct per part they configure, each followed by its mapping onto that
+// part's options; serve_config.cpp declares, checks and maps each group in the same order.
+
+/// Where plants live: the embedded SQLite store or PostgreSQL, and the write path.
+struct StoreSettings {
     std::filesystem::path data_dir = "data";
     std::string database_url;
-    std::size_t database_read_connections = 2;
-    std::size_t database_write_connections = 1;
+    std::size_t read_connections = 2;
+    std::size_t write_connections = 1;
     long database_timeout_ms = 10'000;
-    std::string base_path;
-    unsigned threads = 0;
-    std::size_t max_body_bytes = std::size_t{64} * 1024;
-    std::size_t max_header_bytes = std::size_t{16} * 1024;
-    std::size_t max_text_length = 1024;
-    std::size_t max_connections = 10000;
     std::size_t max_pending_writes = 16384;
     std::size_t max_batch_writes = 4096;
     /// Quota of plants of each tenant without one of its own (`tenant set`); 0: unlimited.
     std::int64_t max_plants_per_tenant = 0;
+};
+store::StoreConfig store_config(const StoreSettings& settings);
+
+/// The main listener: its address, threads, connection limits and time-outs, draining, and the
+/// proxies it trusts.
+struct ListenerSettings {
+    std::string listen = "127.0.0.1:8080";
+    unsigned threads = 0;
+    std::size_t max_body_bytes = std::size_t{64} * 1024;
+    std::size_t max_header_bytes = std::size_t{16} * 1024;
+    std::size_t max_connections = 10000;
     long request_timeout_ms = 10'000;
     long idle_timeout_ms = 60'000;
     long write_timeout_ms = 10'000;
-    long drain_timeout_ms = 10'000;
+    long store_timeout_ms = 10'000;
     /// On SIGTERM, how long /readyz answers 503 while serving goes on, before the listeners
     /// close: the shipped HAProxy settings (inter 1s, fall 2) take an instance out within 2 s.
     long shutdown_delay_ms = 3'000;
+    long drain_timeout_ms = 10'000;
     /// While draining, how long an idle keep-alive connection stays open (ServerLimits).
     long drain_idle_ms = 1'000;
-    long store_timeout_ms = 10'000;
-    std::string log_level = "info";
-    bool access_log = true;
-    bool metrics = true;
+    std::vector<std::string> trusted_proxies;
+};
+
+/// HTTPS on the main listener.
+struct TlsSettings {
+    std::string cert;
+    std::string key;
+    std::string ciphers = transport::kTlsCiphers;
+    std::string ciphersuites = transport::kTlsCiphersuites;
+    /// Strict-Transport-Security's max-age on HTTPS responses; 0: none.
+    long hsts_max_age = 63'072'000;
+};
+/// The main listener's.
+transport::ServerOptions server_options(const ListenerSettings& listener, const TlsSettings& tls);
+
+/// What the API does with each request: its paths, fields, CORS, rates and preconditions.
+struct ApiSettings {
+    std::string base_path;
+    std::size_t max_text_length = 1024;
     bool docs = true;
     bool require_if_match = false;
-    /// How long the change feed keeps events at least (a duration: 90s, 12h, 7d).
-    std::string event_retention = "7d";
     std::vector<std::string> cors_origins;
     double rate_limit = 0;
     double rate_burst = 20;
     double auth_failure_limit = 5;
     double auth_failure_burst = 20;
-    std::string tls_cert;
-    std::string tls_key;
-    std::string tls_ciphers = transport::kTlsCiphers;
-    std::string tls_ciphersuites = transport::kTlsCiphersuites;
-    /// Strict-Transport-Security's max-age on HTTPS responses; 0: none.
-    long hsts_max_age = 63'072'000;
+};
+api::ApiOptions api_options(const ApiSettings& settings);
+
+/// Logs and metrics.
+struct ObservabilitySettings {
+    std::string log_level = "info";
+    bool access_log = true;
+    bool metrics = true;
     std::string metrics_listen;
-    std::vector<std::string> trusted_proxies;
-    std::string jwt_issuer;
-    std::string jwt_audience;
-    std::string jwt_jwks_file;
-    std::string jwt_jwks_url;
-    std::string jwt_ca_file;
-    long jwt_leeway_seconds = 30;
-    std::string jwt_tenant_claim = "tenant";
-    std::string jwt_default_tenant;
-    std::size_t jwt_cache_size = 10000;
-    long jwt_jwks_refresh_seconds = 300;
-    long jwt_jwks_min_refresh_seconds = 10;
-    long jwt_jwks_timeout_ms = 5000;
-    app::WebhookConfig webhooks;
+};
+/// `threads`: the main listener's (each has a shard of the metrics).
+ops::Observability::Options observability_options(const ObservabilitySettings& settings,
+                                                  unsigned threads, std::string_view version);
+/// The --metrics-listen listener's: one thread, plain HTTP, default limits.
+transport::ServerOptions metrics_server_options(const ObservabilitySettings& settings);
+
+/// The change feed.
+struct FeedSettings {
+    /// How long the change feed keeps events at least (a duration: 90s, 12h, 7d).
+    std::string event_retention = "7d";
+};
+/// --event-retention as a duration. @throws CLI::ValidationError naming it
+std::chrono::milliseconds event_retention(const FeedSettings& settings);
+
+/// JWT access tokens from an identity provider: off without an issuer.
+struct JwtSettings {
+    std::string issuer;
+    std::string audience;
+    std::string jwks_file;
+    std::string jwks_url;
+    std::string ca_file;
+    long leeway_seconds = 30;
+    std::string tenant_claim = "tenant";
+    std::string default_tenant;
+    std::size_t cache_size = 10000;
+    long jwks_refresh_seconds = 300;
+    long jwks_min_refresh_seconds = 10;
+    long jwks_timeout_ms = 5000;
+};
+/// nullopt: JWT is off (no --jwt-issuer).
+std::optional<auth::JwtPolicy> jwt_policy(const JwtSettings& settings);
+JwksRefresher::Options jwks_options(const JwtSettings& settings);
+
+struct ServeConfig {
+    std::string config_file;
+    ListenerSettings listener;
+    StoreSettings store;
+    ApiSettings api;
+    TlsSettings tls;
+    ObservabilitySettings observability;
+    FeedSettings feed;
+    JwtSettings jwt;
+    WebhookConfig webhooks;  ///< webhook_setup.hpp
 };
 
 /// Checks every setting of `config`, each against its own rule and the settings it depends on.
 /// @throws CLI::ValidationError naming the option
 void validate(const ServeConfig& config);
 
-// One mapping per part, from settings validate() accepted (they do not check again).
-
 /// "host:port" or "[v6]:port" into its parts. @throws CLI::ValidationError naming `option`
 std::pair<std::string, std::uint16_t> split_listen_address(const std::string& listen,
                                                            const char* option = "--listen");
-store::StoreConfig store_config(const ServeConfig& config);
-api::ApiOptions api_options(const ServeConfig& config);
-/// The main listener's.
-transport::ServerOptions server_options(const ServeConfig& config);
-/// The --metrics-listen listener's: one thread, plain HTTP, default limits.
-transport::ServerOptions metrics_server_options(const ServeConfig& config);
-ops::Observability::Options observability_options(const ServeConfig& config,
-                                                  std::string_view version);
-/// nullopt: JWT is off (no --jwt-issuer).
-std::optional<auth::JwtPolicy> jwt_policy(const ServeConfig& config);
-JwksRefresher::Options jwks_options(const ServeConfig& config);
-/// --event-retention as a duration.
-std::chrono::milliseconds event_retention(const ServeConfig& config);
 
 /// Declares every option of `serve` on `command`, bound to `config`.
 void add_serve_options(CLI::App* command, ServeConfig& config);

@@ -126,7 +126,7 @@ class WakingObserver final : public store::StoreObserver {
 
 feed::FeedService::Options feed_options(const ServeConfig& config, const store::PlantStore& store) {
     feed::FeedService::Options options;
-    options.retention = event_retention(config);
+    options.retention = event_retention(config.feed);
     options.hints_complete = store.reports_every_commit();
     options.on_failure = [](std::string_view what) {
         ops::log_event(ops::LogLevel::error, "event_log_maintenance_failed",
@@ -142,8 +142,10 @@ feed::FeedService::Options feed_options(const ServeConfig& config, const store::
 struct Service::Parts {
     Parts(const ServeConfig& config, std::vector<int> listen_fds)
         : socket_activated(!listen_fds.empty()),
-          observability(observability_options(config, PLANTSTORE_VERSION)),
-          store_config(app::store_config(config)),
+          observability(observability_options(config.observability,
+                                              server_options(config.listener, config.tls).threads,
+                                              PLANTSTORE_VERSION)),
+          store_config(app::store_config(config.store)),
           // Webhooks: the subscription service and the dispatcher, on the same store. Every
           // committed batch wakes the dispatcher (it looks only when some tenant subscribes).
           webhooks(start_webhooks(config.webhooks, store_config,
@@ -159,31 +161,32 @@ struct Service::Parts {
         // (a bad key file stops the start), and refreshed in the background. The refresher is
         // built first, because it loads the keys, and destroyed first (declared after jwt), as
         // its thread hands keys to the authenticator.
-        if (const auto policy = jwt_policy(config)) {
-            jwks = std::make_unique<JwksRefresher>(jwks_options(config));
+        if (const auto policy = jwt_policy(config.jwt)) {
+            jwks = std::make_unique<JwksRefresher>(jwks_options(config.jwt));
             jwt = std::make_unique<auth::JwtAuthenticator>(
-                *policy, config.jwt_cache_size,
+                *policy, config.jwt.cache_size,
                 [refresher = jwks.get()] { refresher->request_refresh(); });
             jwks->start(*jwt);
         }
-        const bool metrics_here = config.metrics && config.metrics_listen.empty();
+        const bool metrics_here =
+            config.observability.metrics && config.observability.metrics_listen.empty();
         monitoring = std::make_unique<api::MonitoringHandler>(
-            *store, metrics_here ? render_metrics() : nullptr, config.cors_origins);
-        api = std::make_unique<api::Api>(api_options(config), tokens, *store, monitoring.get(),
+            *store, metrics_here ? render_metrics() : nullptr, config.api.cors_origins);
+        api = std::make_unique<api::Api>(api_options(config.api), tokens, *store, monitoring.get(),
                                          jwt.get(), webhooks.service.get(), &feed);
         observability.set_routes(api->route_labels());
-        transport::ServerOptions options = server_options(config);
+        transport::ServerOptions options = server_options(config.listener, config.tls);
         options.listen_fds = std::move(listen_fds);
         server = std::make_unique<transport::HttpServer>(std::move(options), *api, observability);
         // With --metrics-listen, /metrics moves to a listener of its own (with /healthz and
         // /readyz), on one thread, plain HTTP; its own requests are neither logged nor counted.
-        if (!config.metrics_listen.empty()) {
+        if (!config.observability.metrics_listen.empty()) {
             metrics_monitoring = std::make_unique<api::MonitoringHandler>(
-                *store, config.metrics ? render_metrics() : nullptr);
+                *store, config.observability.metrics ? render_metrics() : nullptr);
             unobserved = std::make_unique<ops::Observability>(
                 ops::Observability::Options{1, false, PLANTSTORE_VERSION});
             metrics_server = std::make_unique<transport::HttpServer>(
-                metrics_server_options(config), *metrics_monitoring, *unobserved);
+                metrics_server_options(config.observability), *metrics_monitoring, *unobserved);
         }
     }
 
@@ -247,47 +250,48 @@ void Service::start() {
         {{"version", PLANTSTORE_VERSION},
          {"listen", listeners},
          // Sockets systemd passed replace --listen (which is then not bound).
-         {"listen_sockets",
-          parts.socket_activated ? "systemd (--listen " + config.listen + " unused)" : "own"},
+         {"listen_sockets", parts.socket_activated
+                                ? "systemd (--listen " + config.listener.listen + " unused)"
+                                : "own"},
          {"store", store::describe_store(parts.store_config)},
-         {"base_path", api_options(config).base_path},
-         {"threads", std::to_string(server_options(config).threads)},
-         {"max_body_bytes", std::to_string(config.max_body_bytes)},
-         {"max_header_bytes", std::to_string(config.max_header_bytes)},
-         {"max_text_length", std::to_string(config.max_text_length)},
-         {"max_connections", std::to_string(config.max_connections)},
-         {"request_timeout_ms", std::to_string(config.request_timeout_ms)},
-         {"idle_timeout_ms", std::to_string(config.idle_timeout_ms)},
-         {"store_timeout_ms", std::to_string(config.store_timeout_ms)},
-         {"shutdown_delay_ms", std::to_string(config.shutdown_delay_ms)},
-         {"drain_timeout_ms", std::to_string(config.drain_timeout_ms)},
-         {"drain_idle_ms", std::to_string(config.drain_idle_ms)},
-         {"log_level", config.log_level},
-         {"access_log", config.access_log ? "on" : "off"},
-         {"metrics", config.metrics ? "on" : "off"},
-         {"docs", config.docs ? "on" : "off"},
-         {"require_if_match", config.require_if_match ? "on" : "off"},
-         {"event_retention", config.event_retention},
-         {"cors_origins", std::to_string(config.cors_origins.size())},
-         {"tls", config.tls_cert.empty() ? "off" : "on"},
-         {"jwt_issuer", config.jwt_issuer.empty() ? "off" : config.jwt_issuer},
+         {"base_path", api_options(config.api).base_path},
+         {"threads", std::to_string(server_options(config.listener, config.tls).threads)},
+         {"max_body_bytes", std::to_string(config.listener.max_body_bytes)},
+         {"max_header_bytes", std::to_string(config.listener.max_header_bytes)},
+         {"max_text_length", std::to_string(config.api.max_text_length)},
+         {"max_connections", std::to_string(config.listener.max_connections)},
+         {"request_timeout_ms", std::to_string(config.listener.request_timeout_ms)},
+         {"idle_timeout_ms", std::to_string(config.listener.idle_timeout_ms)},
+         {"store_timeout_ms", std::to_string(config.listener.store_timeout_ms)},
+         {"shutdown_delay_ms", std::to_string(config.listener.shutdown_delay_ms)},
+         {"drain_timeout_ms", std::to_string(config.listener.drain_timeout_ms)},
+         {"drain_idle_ms", std::to_string(config.listener.drain_idle_ms)},
+         {"log_level", config.observability.log_level},
+         {"access_log", config.observability.access_log ? "on" : "off"},
+         {"metrics", config.observability.metrics ? "on" : "off"},
+         {"docs", config.api.docs ? "on" : "off"},
+         {"require_if_match", config.api.require_if_match ? "on" : "off"},
+         {"event_retention", config.feed.event_retention},
+         {"cors_origins", std::to_string(config.api.cors_origins.size())},
+         {"tls", config.tls.cert.empty() ? "off" : "on"},
+         {"jwt_issuer", config.jwt.issuer.empty() ? "off" : config.jwt.issuer},
          {"webhooks", parts.webhooks.service ? "on" : "off: " + parts.webhooks.off_reason},
          {"metrics_listen",
           parts.metrics_server ? parts.metrics_server->local_address() : "main listener"}});
     parts.server->start();
     if (parts.metrics_server) parts.metrics_server->start();
     notify_ready("listening on " + listening);
-    std::cout << "plantstore listening on " << (config.tls_cert.empty() ? "http" : "https") << "://"
+    std::cout << "plantstore listening on " << (config.tls.cert.empty() ? "http" : "https") << "://"
               << listening << std::endl;
 }
 
 void Service::reload() {
     notify_reloading();
-    if (!config_.tls_cert.empty()) {
+    if (!config_.tls.cert.empty()) {
         try {
             parts_->server->reload_tls();
             ops::log_event(ops::LogLevel::info, "tls_reloaded",
-                           {{"certificate", config_.tls_cert}});
+                           {{"certificate", config_.tls.cert}});
         } catch (const std::exception& error) {
             ops::log_event(ops::LogLevel::error, "tls_reload_failed", {{"reason", error.what()}});
         }
@@ -303,7 +307,7 @@ void Service::begin_stopping() {
     parts.monitoring->begin_draining();
     if (parts.metrics_monitoring) parts.metrics_monitoring->begin_draining();
     ops::log_event(ops::LogLevel::info, "stopping",
-                   {{"shutdown_delay_ms", std::to_string(config_.shutdown_delay_ms)}});
+                   {{"shutdown_delay_ms", std::to_string(config_.listener.shutdown_delay_ms)}});
 }
 
 void Service::drain_and_stop() {
@@ -315,10 +319,11 @@ void Service::drain_and_stop() {
     parts.server->stop_accepting();
     if (parts.metrics_server) parts.metrics_server->stop_accepting();
     parts.feed.drain();  // long polls answer now; streams end (the server ends them too)
-    const auto deadline = std::chrono::steady_clock::now() + milliseconds(config_.drain_timeout_ms);
+    const auto deadline =
+        std::chrono::steady_clock::now() + milliseconds(config_.listener.drain_timeout_ms);
     if (!parts.server->wait_until_idle(deadline)) {
         ops::log_event(ops::LogLevel::warn, "drain_timed_out",
-                       {{"drain_timeout_ms", std::to_string(config_.drain_timeout_ms)}});
+                       {{"drain_timeout_ms", std::to_string(config_.listener.drain_timeout_ms)}});
     }
     if (parts.metrics_server) {
         parts.metrics_server->wait_until_idle(deadline);
@@ -364,7 +369,7 @@ void keep_freed_memory() {
 int serve(const ServeConfig& config) {
     validate(config);
     keep_freed_memory();
-    ops::set_log_level(*ops::parse_log_level(config.log_level));
+    ops::set_log_level(*ops::parse_log_level(config.observability.log_level));
     const sigset_t signals = service_signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     Service service(config, passed_listeners());
@@ -373,8 +378,9 @@ int serve(const ServeConfig& config) {
     // /readyz says 503 for the shutdown delay while serving goes on; a second SIGTERM or SIGINT
     // ends the delay.
     service.begin_stopping();
-    serve_until_stopped(service, signals,
-                        std::chrono::steady_clock::now() + milliseconds(config.shutdown_delay_ms));
+    serve_until_stopped(
+        service, signals,
+        std::chrono::steady_clock::now() + milliseconds(config.listener.shutdown_delay_ms));
     service.drain_and_stop();
     return 0;
 }

@@ -31,47 +31,54 @@ TEST(ServeConfig, TheDefaultsPass) {
 }
 
 TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
-    EXPECT_EQ(refused_option([](auto& c) { c.listen = "127.0.0.1"; }), "--listen");
-    EXPECT_EQ(refused_option([](auto& c) { c.listen = "127.0.0.1:70000"; }), "--listen");
-    EXPECT_EQ(refused_option([](auto& c) { c.metrics_listen = "x:y"; }), "--metrics-listen");
-    EXPECT_EQ(refused_option([](auto& c) { c.log_level = "loud"; }), "--log-level");
-    EXPECT_EQ(refused_option([](auto& c) { c.base_path = "v1"; }), "--base-path");
-    EXPECT_EQ(refused_option([](auto& c) { c.trusted_proxies = {"nope"}; }), "--trusted-proxy");
-    EXPECT_EQ(refused_option([](auto& c) { c.jwt_audience = "a"; }), "--jwt-audience");
-    EXPECT_EQ(refused_option([](auto& c) { c.jwt_issuer = "https://id.example"; }),
+    EXPECT_EQ(refused_option([](auto& c) { c.listener.listen = "127.0.0.1"; }), "--listen");
+    EXPECT_EQ(refused_option([](auto& c) { c.listener.listen = "127.0.0.1:70000"; }), "--listen");
+    EXPECT_EQ(refused_option([](auto& c) { c.observability.metrics_listen = "x:y"; }),
+              "--metrics-listen");
+    EXPECT_EQ(refused_option([](auto& c) { c.observability.log_level = "loud"; }), "--log-level");
+    EXPECT_EQ(refused_option([](auto& c) { c.api.base_path = "v1"; }), "--base-path");
+    EXPECT_EQ(refused_option([](auto& c) { c.listener.trusted_proxies = {"nope"}; }),
+              "--trusted-proxy");
+    EXPECT_EQ(refused_option([](auto& c) { c.jwt.audience = "a"; }), "--jwt-audience");
+    EXPECT_EQ(refused_option([](auto& c) { c.jwt.issuer = "https://id.example"; }),
               "--jwt-audience");
-    EXPECT_EQ(refused_option([](auto& c) { c.database_url = "mysql://x"; }), "--database-url");
-    EXPECT_EQ(refused_option([](auto& c) { c.tls_ciphers = "NOT-A-CIPHER"; }), "--tls-ciphers");
-    EXPECT_EQ(refused_option([](auto& c) { c.tls_ciphersuites = "TLS_NOPE"; }),
+    EXPECT_EQ(refused_option([](auto& c) { c.store.database_url = "mysql://x"; }),
+              "--database-url");
+    EXPECT_EQ(refused_option([](auto& c) { c.tls.ciphers = "NOT-A-CIPHER"; }), "--tls-ciphers");
+    EXPECT_EQ(refused_option([](auto& c) { c.tls.ciphersuites = "TLS_NOPE"; }),
               "--tls-ciphersuites");
-    EXPECT_EQ(refused_option([](auto& c) { c.hsts_max_age = -1; }), "--hsts-max-age");
-    EXPECT_EQ(refused_option([](auto& c) { c.shutdown_delay_ms = -1; }), "--shutdown-delay-ms");
-    EXPECT_EQ(refused_option([](auto& c) { c.shutdown_delay_ms = 600'001; }),
+    EXPECT_EQ(refused_option([](auto& c) { c.tls.hsts_max_age = -1; }), "--hsts-max-age");
+    EXPECT_EQ(refused_option([](auto& c) { c.listener.shutdown_delay_ms = -1; }),
               "--shutdown-delay-ms");
-    EXPECT_EQ(refused_option([](auto& c) { c.shutdown_delay_ms = 600'000; }), "<accepted>");
-    EXPECT_EQ(refused_option([](auto& c) { c.drain_idle_ms = -1; }), "--drain-idle-ms");
-    EXPECT_EQ(refused_option([](auto& c) { c.max_batch_writes = 0; }), "--max-batch-writes");
-    EXPECT_EQ(refused_option([](auto& c) { c.database_write_connections = 65; }),
+    EXPECT_EQ(refused_option([](auto& c) { c.listener.shutdown_delay_ms = 600'001; }),
+              "--shutdown-delay-ms");
+    EXPECT_EQ(refused_option([](auto& c) { c.listener.shutdown_delay_ms = 600'000; }),
+              "<accepted>");
+    EXPECT_EQ(refused_option([](auto& c) { c.listener.drain_idle_ms = -1; }), "--drain-idle-ms");
+    EXPECT_EQ(refused_option([](auto& c) { c.store.max_batch_writes = 0; }), "--max-batch-writes");
+    EXPECT_EQ(refused_option([](auto& c) { c.store.write_connections = 65; }),
               "--database-write-connections");
-    EXPECT_EQ(refused_option([](auto& c) { c.database_timeout_ms = -1; }), "--database-timeout-ms");
+    EXPECT_EQ(refused_option([](auto& c) { c.store.database_timeout_ms = -1; }),
+              "--database-timeout-ms");
     for (const char* retention : {"0s", "999ms", "7", "d", "-1d", "366d", "1w"}) {
         SCOPED_TRACE(retention);
-        EXPECT_EQ(refused_option([&](auto& c) { c.event_retention = retention; }),
+        EXPECT_EQ(refused_option([&](auto& c) { c.feed.event_retention = retention; }),
                   "--event-retention");
     }
     for (const char* retention : {"1s", "90m", "12h", "365d"}) {
         SCOPED_TRACE(retention);
-        EXPECT_EQ(refused_option([&](auto& c) { c.event_retention = retention; }), "<accepted>");
+        EXPECT_EQ(refused_option([&](auto& c) { c.feed.event_retention = retention; }),
+                  "<accepted>");
     }
 }
 
 TEST(ServeConfig, TheMappingsCarryTheSettings) {
     ServeConfig config;
-    config.listen = "[::1]:8443";
-    config.base_path = "/v1/";
-    config.threads = 3;
-    config.request_timeout_ms = 1234;
-    const auto server = server_options(config);
+    config.listener.listen = "[::1]:8443";
+    config.api.base_path = "/v1/";
+    config.listener.threads = 3;
+    config.listener.request_timeout_ms = 1234;
+    const auto server = server_options(config.listener, config.tls);
     EXPECT_EQ(server.host, "::1");
     EXPECT_EQ(server.port, 8443);
     EXPECT_EQ(server.threads, 3U);
@@ -80,16 +87,16 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_TRUE(server.listen_fds.empty());
     EXPECT_EQ(server.limits.strict_transport_security, "max-age=63072000");
     EXPECT_EQ(server.tls_ciphers, transport::kTlsCiphers);
-    config.hsts_max_age = 0;
-    EXPECT_EQ(server_options(config).limits.strict_transport_security, "");
-    EXPECT_EQ(api_options(config).base_path, "/v1");
-    EXPECT_FALSE(jwt_policy(config));
-    EXPECT_EQ(event_retention(config), std::chrono::hours(24 * 7));
-    config.event_retention = "90s";
-    EXPECT_EQ(event_retention(config), std::chrono::seconds(90));
-    EXPECT_EQ(store_config(config).writes.max_plants_per_tenant, 0);
-    config.max_plants_per_tenant = 500;
-    EXPECT_EQ(store_config(config).writes.max_plants_per_tenant, 500);
+    config.tls.hsts_max_age = 0;
+    EXPECT_EQ(server_options(config.listener, config.tls).limits.strict_transport_security, "");
+    EXPECT_EQ(api_options(config.api).base_path, "/v1");
+    EXPECT_FALSE(jwt_policy(config.jwt));
+    EXPECT_EQ(event_retention(config.feed), std::chrono::hours(24 * 7));
+    config.feed.event_retention = "90s";
+    EXPECT_EQ(event_retention(config.feed), std::chrono::seconds(90));
+    EXPECT_EQ(store_config(config.store).writes.max_plants_per_tenant, 0);
+    config.store.max_plants_per_tenant = 500;
+    EXPECT_EQ(store_config(config.store).writes.max_plants_per_tenant, 500);
 }
 
 TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {
@@ -103,7 +110,7 @@ TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {
         } catch (const CLI::ParseError& error) {
             return error.what();
         }
-        return std::to_string(config.max_plants_per_tenant);
+        return std::to_string(config.store.max_plants_per_tenant);
     };
     EXPECT_EQ(parsed({"--max-plants-per-tenant", "250"}), "250");
     EXPECT_EQ(parsed({}), "0");

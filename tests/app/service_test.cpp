@@ -28,12 +28,12 @@ unsigned short port_of(const std::string& address) {
 class ServiceTest : public testing::Test {
   protected:
     void SetUp() override {
-        config.listen = "127.0.0.1:0";
-        config.data_dir = dir.path();
-        config.threads = 1;
-        config.access_log = false;
+        config.listener.listen = "127.0.0.1:0";
+        config.store.data_dir = dir.path();
+        config.listener.threads = 1;
+        config.observability.access_log = false;
         validate(config);
-        ASSERT_TRUE(store::open_token_repository(store_config(config))
+        ASSERT_TRUE(store::open_token_repository(store_config(config.store))
                         ->add({"ci", auth::digest_token(token), "default", 0}));
     }
 
@@ -66,7 +66,7 @@ TEST_F(ServiceTest, StartServesReloadKeepsServingDrainAndStopKeepsEveryWrite) {
     EXPECT_THROW(HttpConnection(port, std::chrono::seconds(2)), std::exception);  // refused
 
     // The store was closed with the plant committed: another store on the directory has it.
-    const auto reopened = store::open_plant_store(store_config(config));
+    const auto reopened = store::open_plant_store(store_config(config.store));
     std::promise<store::ReadResult> read;
     reopened->read("default", 1, [&read](store::ReadResult result) { read.set_value(result); });
     const store::ReadResult result = read.get_future().get();
