@@ -254,33 +254,5 @@ TEST_F(Jwt, TenantAndScopesMapToPlantstoresModel) {
               "the token has no subject (sub) of 1 to 255 bytes");
 }
 
-TEST(KeySet, ReadsSupportedKeysAndSkipsOthers) {
-    const SigningKey rsa(SigningKey::Kind::rsa);
-    std::vector<std::string> skipped;
-    const KeySet keys = KeySet::parse(
-        testing_support::jwks_document(
-            rsa.jwk("sig-key") + "," + rsa.jwk("enc-key", "RSA-OAEP", "enc") +
-            R"(,{"kid":"hmac","kty":"oct","k":"c2VjcmV0"},{"kty":"RSA","n":"AQAB","e":"AQAB"})"),
-        &skipped);
-    EXPECT_EQ(keys.ids(), std::vector<std::string>{"sig-key"});
-    EXPECT_EQ(skipped.size(), 3U);
-}
-
-TEST(KeySet, RefusesBrokenDocumentsAndKeys) {
-    const SigningKey small(SigningKey::Kind::rsa, 1024);
-    const SigningKey ec(SigningKey::Kind::ec_p256);
-    EXPECT_THROW(KeySet::parse("not json"), std::invalid_argument);
-    EXPECT_THROW(KeySet::parse(R"({"keys":{}})"), std::invalid_argument);
-    EXPECT_THROW(KeySet::parse(testing_support::jwks_document(small.jwk("small"))),
-                 std::invalid_argument);
-    std::string off_curve = ec.jwk("ec");
-    const auto y = off_curve.find(R"("y":")") + 5;
-    off_curve[y] = off_curve[y] == 'A' ? 'B' : 'A';
-    EXPECT_THROW(KeySet::parse(testing_support::jwks_document(off_curve)), std::invalid_argument);
-    EXPECT_THROW(
-        KeySet::parse(testing_support::jwks_document(ec.jwk("same") + "," + ec.jwk("same"))),
-        std::invalid_argument);
-}
-
 }  // namespace
 }  // namespace plantstore::auth
