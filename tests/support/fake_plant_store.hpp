@@ -1,7 +1,7 @@
 // Test support: the one hand-written PlantStore of the tests that do not need a real engine (the
-// API's decisions, the operations handler). Each call goes to a hook the test may replace; by
-// default it is answered at once with an empty result (a write: a default WriteResult), and the
-// store is healthy. A test's scripted store derives from it and sets the hooks.
+// API's decisions, the monitoring handler, the event pruner). Each call goes to a hook the test may
+// replace; by default it is answered at once with an empty result (a write: a default WriteResult),
+// and the store is healthy. A test's scripted store derives from it and sets the hooks.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,8 @@ class FakePlantStore : public store::PlantStore {
         [](std::string, store::ListQuery, store::ReadCallback done) { done({}); };
     std::function<void(std::string, std::int64_t, int, store::EventReadCallback)> on_read_events =
         [](std::string, std::int64_t, int, store::EventReadCallback done) { done({}); };
+    std::function<std::size_t(std::int64_t, std::size_t)> on_prune_events =
+        [](std::int64_t, std::size_t) { return std::size_t{0}; };
     store::Health health_now;
 
     void write(store::WriteRequest request) override { on_write(std::move(request)); }
@@ -38,7 +40,9 @@ class FakePlantStore : public store::PlantStore {
         on_read_events(std::move(tenant), after, limit, std::move(done));
     }
     void usage(std::string, store::UsageCallback done) override { done({}); }
-    std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
+    std::size_t prune_events(std::int64_t before, std::size_t limit) override {
+        return on_prune_events(before, limit);
+    }
     store::Health health() const override { return health_now; }
     void close() override {}
 };
