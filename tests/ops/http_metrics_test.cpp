@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "ops/prometheus_text.hpp"
+#include "support/text.hpp"
 
 namespace plantstore::ops {
 namespace {
+
+using testing_support::contains;
 
 transport::Exchange http_exchange(std::string_view method, std::string_view route, int status) {
     transport::Exchange result;
@@ -24,10 +27,6 @@ std::string rendered(const HttpMetrics& metrics) {
     return out.take();
 }
 
-bool has(const std::string& text, std::string_view part) {
-    return text.find(part) != std::string::npos;
-}
-
 TEST(HttpMetrics, CountsExchangesByTheHandlersRouteLabels) {
     HttpMetrics metrics(1, {"/plants", "/plants/{id}", "/unused", "other"});
     metrics.on_exchange(0, http_exchange("HEAD", "/plants/{id}", 200));
@@ -35,25 +34,26 @@ TEST(HttpMetrics, CountsExchangesByTheHandlersRouteLabels) {
     metrics.on_exchange(0, http_exchange("TRACE", "/plants", 405));
     metrics.on_exchange(0, http_exchange("GET", "/plants", 299));
     const std::string text = rendered(metrics);
-    EXPECT_TRUE(
-        has(text,
-            R"(plantstore_http_requests_total{route="/plants/{id}",method="HEAD",status="200"} 1)"))
+    EXPECT_TRUE(contains(
+        text,
+        R"(plantstore_http_requests_total{route="/plants/{id}",method="HEAD",status="200"} 1)"))
         << text;
-    EXPECT_TRUE(
-        has(text, R"(plantstore_http_requests_total{route="other",method="GET",status="404"} 1)"));
-    EXPECT_TRUE(has(
+    EXPECT_TRUE(contains(
+        text, R"(plantstore_http_requests_total{route="other",method="GET",status="404"} 1)"));
+    EXPECT_TRUE(contains(
         text, R"(plantstore_http_requests_total{route="/plants",method="other",status="405"} 1)"));
-    EXPECT_TRUE(has(
+    EXPECT_TRUE(contains(
         text, R"(plantstore_http_requests_total{route="/plants",method="GET",status="other"} 1)"));
     // 300 µs falls in the 0.0005 s bucket and every one above it.
-    EXPECT_TRUE(
-        has(text,
-            R"(plantstore_http_request_duration_seconds_bucket{route="/plants",le="0.00025"} 0)"));
-    EXPECT_TRUE(has(
+    EXPECT_TRUE(contains(
+        text,
+        R"(plantstore_http_request_duration_seconds_bucket{route="/plants",le="0.00025"} 0)"));
+    EXPECT_TRUE(contains(
         text, R"(plantstore_http_request_duration_seconds_bucket{route="/plants",le="0.0005"} 2)"));
-    EXPECT_TRUE(has(text, R"(plantstore_http_request_duration_seconds_count{route="/plants"} 2)"));
+    EXPECT_TRUE(
+        contains(text, R"(plantstore_http_request_duration_seconds_count{route="/plants"} 2)"));
     // A route nobody called has no samples at all.
-    EXPECT_FALSE(has(text, R"(route="/unused")"));
+    EXPECT_FALSE(contains(text, R"(route="/unused")"));
 }
 
 // As many route labels as the handler has (the API had 16 with the defaults, once the limit).
@@ -71,11 +71,11 @@ TEST(HttpMetrics, CountsEveryRouteLabelHoweverMany) {
     }
     const std::string text = rendered(metrics);
     for (const std::string& name : names) {
-        EXPECT_TRUE(has(text, "plantstore_http_requests_total{route=\"" + name +
-                                  "\",method=\"GET\",status=\"200\"} 1"))
+        EXPECT_TRUE(contains(text, "plantstore_http_requests_total{route=\"" + name +
+                                       "\",method=\"GET\",status=\"200\"} 1"))
             << name;
     }
-    EXPECT_FALSE(has(text, "route=\"other\",method=\"GET\",status=\"200\""));
+    EXPECT_FALSE(contains(text, "route=\"other\",method=\"GET\",status=\"200\""));
 }
 
 // Each worker counts in its own shard; a scrape sums them.
@@ -85,9 +85,9 @@ TEST(HttpMetrics, AScrapeSumsEveryWorkersShard) {
         for (int i = 0; i < 5; ++i)
             metrics.on_exchange(worker, http_exchange("POST", "/plants", 200));
     }
-    EXPECT_TRUE(
-        has(rendered(metrics),
-            R"(plantstore_http_requests_total{route="/plants",method="POST",status="200"} 15)"));
+    EXPECT_TRUE(contains(
+        rendered(metrics),
+        R"(plantstore_http_requests_total{route="/plants",method="POST",status="200"} 15)"));
 }
 
 TEST(HttpMetrics, OpenConnectionsAndRequestsInFlightAreGauges) {
@@ -103,8 +103,8 @@ TEST(HttpMetrics, OpenConnectionsAndRequestsInFlightAreGauges) {
     // An exchange whose head was never read (a refused connection) was never in flight.
     metrics.on_exchange(0, http_exchange("", "other", 400));
     const std::string text = rendered(metrics);
-    EXPECT_TRUE(has(text, "plantstore_open_connections 1\n")) << text;
-    EXPECT_TRUE(has(text, "plantstore_http_requests_in_flight 1\n")) << text;
+    EXPECT_TRUE(contains(text, "plantstore_open_connections 1\n")) << text;
+    EXPECT_TRUE(contains(text, "plantstore_http_requests_in_flight 1\n")) << text;
 }
 
 }  // namespace

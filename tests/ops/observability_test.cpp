@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "ops/log.hpp"
+#include "support/text.hpp"
 
 namespace plantstore::ops {
 namespace {
+
+using testing_support::contains;
 
 transport::Exchange observed_exchange(std::string_view route, int status) {
     transport::Exchange result;
@@ -19,10 +22,6 @@ transport::Exchange observed_exchange(std::string_view route, int status) {
     return result;
 }
 
-bool shows(const std::string& text, std::string_view part) {
-    return text.find(part) != std::string::npos;
-}
-
 TEST(Observability, AnExchangeIsCountedAndAccessLoggedWhenTheLogIsOn) {
     for (const bool access_log : {true, false}) {
         SCOPED_TRACE(access_log);
@@ -31,12 +30,12 @@ TEST(Observability, AnExchangeIsCountedAndAccessLoggedWhenTheLogIsOn) {
             Observability observability({1, access_log, "test", {"/plants", "other"}});
             observability.on_exchange(0, observed_exchange("/plants", 200));
             observability.on_tick(0);
-            EXPECT_TRUE(shows(
+            EXPECT_TRUE(contains(
                 observability.render_metrics(),
                 R"(plantstore_http_requests_total{route="/plants",method="GET",status="200"} 1)"));
         }
         const std::string logged = testing::internal::GetCapturedStderr();
-        EXPECT_EQ(shows(logged, R"("event":"access","request_id":"r-1")"), access_log) << logged;
+        EXPECT_EQ(contains(logged, R"("event":"access","request_id":"r-1")"), access_log) << logged;
     }
 }
 
@@ -65,13 +64,13 @@ TEST(Observability, FailuresAreCountedAndLoggedWithoutSecrets) {
     observability.on_attempt("sub-1", "evt-10", "delivered", std::chrono::milliseconds(5), "");
     observability.on_outbox({});
     const std::string logged = testing::internal::GetCapturedStderr();
-    EXPECT_TRUE(shows(logged, R"("event":"store_write_failed","writes":"2")")) << logged;
-    EXPECT_TRUE(shows(logged, R"("event":"webhook_attempt_failed","subscription":"sub-1")"));
-    EXPECT_FALSE(shows(logged, "evt-10"));
+    EXPECT_TRUE(contains(logged, R"("event":"store_write_failed","writes":"2")")) << logged;
+    EXPECT_TRUE(contains(logged, R"("event":"webhook_attempt_failed","subscription":"sub-1")"));
+    EXPECT_FALSE(contains(logged, "evt-10"));
     EXPECT_EQ(observability.store_totals().failed_batches, 1U);
     const std::string metrics = observability.render_metrics();
-    EXPECT_TRUE(shows(metrics, "plantstore_store_failed_batches_total 1\n"));
-    EXPECT_TRUE(shows(metrics, R"(plantstore_webhook_attempts_total{outcome="retry"} 1)"));
+    EXPECT_TRUE(contains(metrics, "plantstore_store_failed_batches_total 1\n"));
+    EXPECT_TRUE(contains(metrics, R"(plantstore_webhook_attempts_total{outcome="retry"} 1)"));
 }
 
 }  // namespace

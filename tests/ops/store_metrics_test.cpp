@@ -5,13 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "ops/prometheus_text.hpp"
+#include "support/text.hpp"
 
 namespace plantstore::ops {
 namespace {
 
-bool contains_text(const std::string& text, std::string_view part) {
-    return text.find(part) != std::string::npos;
-}
+using testing_support::contains;
 
 TEST(StoreMetrics, TransactionsFeedTotalsAndHistograms) {
     StoreMetrics metrics;
@@ -27,20 +26,18 @@ TEST(StoreMetrics, TransactionsFeedTotalsAndHistograms) {
     PrometheusText out;
     metrics.render(out, 7);
     const std::string text = out.take();
-    EXPECT_TRUE(contains_text(text, "plantstore_store_queue_depth 7\n")) << text;
-    EXPECT_TRUE(contains_text(text, "plantstore_store_failed_batches_total 1\n"));
-    EXPECT_TRUE(contains_text(text, R"(plantstore_store_batch_size_bucket{le="2"} 1)"));
-    EXPECT_TRUE(contains_text(text, R"(plantstore_store_batch_size_bucket{le="4"} 2)"));
-    EXPECT_TRUE(contains_text(text, R"(plantstore_store_batch_size_bucket{le="64"} 3)"));
-    EXPECT_TRUE(contains_text(text, "plantstore_store_batch_size_count 3\n"));
-    EXPECT_TRUE(contains_text(text, "plantstore_store_batch_size_sum 45\n"));
+    EXPECT_TRUE(contains(text, "plantstore_store_queue_depth 7\n")) << text;
+    EXPECT_TRUE(contains(text, "plantstore_store_failed_batches_total 1\n"));
+    EXPECT_TRUE(contains(text, R"(plantstore_store_batch_size_bucket{le="2"} 1)"));
+    EXPECT_TRUE(contains(text, R"(plantstore_store_batch_size_bucket{le="4"} 2)"));
+    EXPECT_TRUE(contains(text, R"(plantstore_store_batch_size_bucket{le="64"} 3)"));
+    EXPECT_TRUE(contains(text, "plantstore_store_batch_size_count 3\n"));
+    EXPECT_TRUE(contains(text, "plantstore_store_batch_size_sum 45\n"));
     EXPECT_TRUE(
-        contains_text(text, R"(plantstore_store_commit_duration_seconds_bucket{le="0.0005"} 1)"));
-    EXPECT_TRUE(
-        contains_text(text, R"(plantstore_store_commit_duration_seconds_bucket{le="0.001"} 2)"));
-    EXPECT_TRUE(contains_text(text, "plantstore_store_commit_duration_seconds_count 3\n"));
-    EXPECT_TRUE(contains_text(text, "plantstore_store_commit_duration_seconds_sum 0.0034\n"))
-        << text;
+        contains(text, R"(plantstore_store_commit_duration_seconds_bucket{le="0.0005"} 1)"));
+    EXPECT_TRUE(contains(text, R"(plantstore_store_commit_duration_seconds_bucket{le="0.001"} 2)"));
+    EXPECT_TRUE(contains(text, "plantstore_store_commit_duration_seconds_count 3\n"));
+    EXPECT_TRUE(contains(text, "plantstore_store_commit_duration_seconds_sum 0.0034\n")) << text;
 }
 
 TEST(StoreMetrics, BeforeAnyTransactionEveryFamilyIsThereAtZero) {
@@ -48,9 +45,9 @@ TEST(StoreMetrics, BeforeAnyTransactionEveryFamilyIsThereAtZero) {
     PrometheusText out;
     metrics.render(out, 0);
     const std::string text = out.take();
-    EXPECT_TRUE(contains_text(text, "plantstore_store_failed_batches_total 0\n"));
-    EXPECT_TRUE(contains_text(text, "plantstore_store_batch_size_count 0\n"));
-    EXPECT_TRUE(contains_text(text, "plantstore_store_commit_duration_seconds_count 0\n"));
+    EXPECT_TRUE(contains(text, "plantstore_store_failed_batches_total 0\n"));
+    EXPECT_TRUE(contains(text, "plantstore_store_batch_size_count 0\n"));
+    EXPECT_TRUE(contains(text, "plantstore_store_commit_duration_seconds_count 0\n"));
     EXPECT_EQ(metrics.totals().largest_batch, 0U);
 }
 

@@ -6,9 +6,12 @@
 
 #include "common/time_text.hpp"
 #include "ops/prometheus_text.hpp"
+#include "support/text.hpp"
 
 namespace plantstore::ops {
 namespace {
+
+using testing_support::contains;
 
 std::string webhook_text(const WebhookMetrics& metrics) {
     PrometheusText out;
@@ -16,17 +19,13 @@ std::string webhook_text(const WebhookMetrics& metrics) {
     return out.take();
 }
 
-bool in_text(const std::string& text, std::string_view part) {
-    return text.find(part) != std::string::npos;
-}
-
 TEST(WebhookMetrics, NothingIsShownUntilADispatcherReports) {
     WebhookMetrics metrics;
     metrics.on_attempt("delivered", std::chrono::milliseconds(20));
     EXPECT_EQ(webhook_text(metrics), "");
     metrics.on_outbox({});
-    EXPECT_TRUE(in_text(webhook_text(metrics),
-                        R"(plantstore_webhook_attempts_total{outcome="delivered"} 1)"));
+    EXPECT_TRUE(contains(webhook_text(metrics),
+                         R"(plantstore_webhook_attempts_total{outcome="delivered"} 1)"));
 }
 
 TEST(WebhookMetrics, AttemptsByOutcomeAndTheOutboxState) {
@@ -41,16 +40,16 @@ TEST(WebhookMetrics, AttemptsByOutcomeAndTheOutboxState) {
     stats.disabled_subscriptions = 2;
     metrics.on_outbox(stats);
     const std::string text = webhook_text(metrics);
-    EXPECT_TRUE(in_text(text, R"(plantstore_webhook_attempts_total{outcome="delivered"} 2)"))
+    EXPECT_TRUE(contains(text, R"(plantstore_webhook_attempts_total{outcome="delivered"} 2)"))
         << text;
-    EXPECT_TRUE(in_text(text, R"(plantstore_webhook_attempts_total{outcome="retry"} 1)"));
-    EXPECT_TRUE(in_text(text, R"(plantstore_webhook_attempts_total{outcome="failed"} 1)"));
+    EXPECT_TRUE(contains(text, R"(plantstore_webhook_attempts_total{outcome="retry"} 1)"));
+    EXPECT_TRUE(contains(text, R"(plantstore_webhook_attempts_total{outcome="failed"} 1)"));
     EXPECT_TRUE(
-        in_text(text, R"(plantstore_webhook_attempt_duration_seconds_bucket{le="0.005"} 2)"));
-    EXPECT_TRUE(in_text(text, R"(plantstore_webhook_attempt_duration_seconds_bucket{le="1"} 3)"));
-    EXPECT_TRUE(in_text(text, "plantstore_webhook_attempt_duration_seconds_count 4\n"));
-    EXPECT_TRUE(in_text(text, "plantstore_webhook_outbox_depth 12\n"));
-    EXPECT_TRUE(in_text(text, "plantstore_webhook_subscriptions_disabled 2\n"));
+        contains(text, R"(plantstore_webhook_attempt_duration_seconds_bucket{le="0.005"} 2)"));
+    EXPECT_TRUE(contains(text, R"(plantstore_webhook_attempt_duration_seconds_bucket{le="1"} 3)"));
+    EXPECT_TRUE(contains(text, "plantstore_webhook_attempt_duration_seconds_count 4\n"));
+    EXPECT_TRUE(contains(text, "plantstore_webhook_outbox_depth 12\n"));
+    EXPECT_TRUE(contains(text, "plantstore_webhook_subscriptions_disabled 2\n"));
     // The oldest waiting delivery's age, in seconds: 90 and the moments since.
     constexpr std::string_view kAge = "\nplantstore_webhook_outbox_oldest_age_seconds ";
     const auto age_at = text.find(kAge);
@@ -59,7 +58,8 @@ TEST(WebhookMetrics, AttemptsByOutcomeAndTheOutboxState) {
     EXPECT_GE(age, 90.0);
     EXPECT_LT(age, 120.0);
     metrics.on_outbox({});
-    EXPECT_TRUE(in_text(webhook_text(metrics), "plantstore_webhook_outbox_oldest_age_seconds 0\n"));
+    EXPECT_TRUE(
+        contains(webhook_text(metrics), "plantstore_webhook_outbox_oldest_age_seconds 0\n"));
 }
 
 }  // namespace
