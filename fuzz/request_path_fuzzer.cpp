@@ -55,10 +55,10 @@ constexpr std::string_view kReaderToken = "ps_fuzzreader000000000000000000000000
 struct Service {
     Service()
         : scratch(scratch_base()),
-          store({scratch.path()}),
+          store({scratch.path(), {}}),
           observability({1, false, "fuzz"}),
-          operations(store, [this] { return observability.render_metrics(); }),
-          api(options(), tokens, store, &operations) {
+          monitoring(store, [this] { return observability.render_metrics(); }),
+          api(options(), tokens, store, &monitoring) {
         observability.watch_store(store);
         observability.set_routes(api.route_labels());
         tokens.replace(
@@ -95,7 +95,7 @@ struct Service {
     auth::TokenRegistry tokens;
     store::sqlite::SqlitePlantStore store;
     ops::Observability observability;
-    api::MonitoringHandler operations;
+    api::MonitoringHandler monitoring;
     api::Api api;
     transport::ServerLimits limits;
     transport::TrustedProxies proxies;
