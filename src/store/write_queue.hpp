@@ -25,11 +25,12 @@ class WriteQueue {
         return nullptr;
     }
 
-    /// Adds `write` unless refused; returns the refusal, nullptr once added.
+    /// Moves `write` in unless refused; returns the refusal (and `write` is left as it was, for
+    /// the caller to answer), or nullptr once taken.
     template <class Write>
-    const char* push(Write&& write) {
+    const char* try_push(Write& write) {
         const char* refused = refusal();
-        if (refused == nullptr) writes_.push_back(std::forward<Write>(write));
+        if (refused == nullptr) writes_.push_back(std::move(write));
         return refused;
     }
 

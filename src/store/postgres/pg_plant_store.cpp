@@ -169,7 +169,7 @@ class PgPlantStore::Engine {
         const char* refusal = nullptr;
         {
             std::lock_guard lock(mutex_);
-            refusal = queue_.push(std::move(pending));
+            refusal = queue_.try_push(pending);
             if (refusal == nullptr) {
                 if (!kick_posted_) {
                     kick_posted_ = true;

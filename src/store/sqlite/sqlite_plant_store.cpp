@@ -741,7 +741,7 @@ void SqlitePlantStore::enqueue(Pending pending) {
     const char* refusal = nullptr;
     {
         std::lock_guard lock(mutex_);
-        refusal = queue_.push(std::move(pending));
+        refusal = queue_.try_push(pending);
         if (refusal == nullptr) {
             // The writer only sleeps on an empty queue, so only that transition needs a wake-up.
             if (queue_.writes().size() == 1) work_available_.notify_one();
