@@ -2,6 +2,8 @@
 // tenant are woken by one read of the store, whatever their number; a commit whose notification
 // never came still wakes them (the periodic check); a drain answers every waiting reader at once.
 // The store is wrapped only to count its reads of the event log.
+#include "feed/feed_service.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include <memory>
 #include <vector>
 
-#include "feed/feed_service.hpp"
 #include "store/open.hpp"
 #include "store/store_calls.hpp"
 #include "support/temp_dir.hpp"
