@@ -74,6 +74,52 @@ def cpu_ticks(pids):
     return total
 
 
+def context_switches(pids):
+    """Voluntary and involuntary context switches of every thread of `pids` so far."""
+    total = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/status") as f:
+                    for line in f:
+                        key, _, value = line.partition(":")
+                        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+                            total += int(value)
+            except (OSError, ValueError):
+                pass
+    return total
+
+
+def start_syscall_count(pids):
+    """`perf stat` counting the system calls of `pids` (every thread) until stopped; None when
+    perf is missing or not allowed (linux-perf, kernel.perf_event_paranoid <= 1 or root)."""
+    if not pids or shutil.which("perf") is None:
+        return None
+    try:
+        return subprocess.Popen(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-p",
+                                 ",".join(str(p) for p in pids)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError:
+        return None
+
+
+def stop_syscall_count(perf):
+    if perf is None:
+        return None
+    perf.send_signal(signal.SIGINT)
+    try:
+        err = perf.communicate(timeout=10)[1]
+    except subprocess.TimeoutExpired:
+        perf.kill()
+        return None
+    match = re.search(r"^(\d+),,raw_syscalls:sys_enter", err, re.M)
+    return int(match.group(1)) if match else None
+
+
 def memory_kib(pids, key):
     total = 0
     for pid in pids:
@@ -271,6 +317,8 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
     counters_before = [store_counters(t) for t in targets]
     ticks_before = cpu_ticks(pids)
     db_ticks_before = cpu_ticks(db_pids)
+    switches_before = context_switches(pids)
+    perf = start_syscall_count(pids)
     runs = [subprocess.Popen(
         ["wrk", "-t1", f"-c{connections // len(targets)}", f"-d{duration}s", "--timeout", "10s",
          "-s", LUA, f"http://127.0.0.1:{t.port}", "--", mode,
@@ -278,6 +326,8 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         for i, t in enumerate(targets)]
     outs = [run.communicate(timeout=duration + 60)[0] for run in runs]
+    syscalls = stop_syscall_count(perf)
+    switches = context_switches(pids) - switches_before
     ticks = cpu_ticks(pids) - ticks_before
     db_ticks = cpu_ticks(db_pids) - db_ticks_before
     counters = {}
@@ -310,6 +360,9 @@ def run_wrk(server, connections, duration, token, first_id, workload="POST", mod
         "non200": r["non200"],
         "socket_errors": r["socket_errors"],
         "cpu_us_per_request": ticks / CLK_TCK * 1e6 / requests,
+        # The server's system calls and context switches (all threads) per request.
+        "syscalls_per_request": syscalls / requests if syscalls is not None else None,
+        "switches_per_request": switches / requests,
         # PostgreSQL's share (every process of the cluster: user + system), on PostgreSQL rows.
         "db_cpu_us_per_request": db_ticks / CLK_TCK * 1e6 / requests if database else None,
         # Cores the server kept busy on average: its CPU time over the run's wall time.
@@ -330,10 +383,16 @@ def db_cpu(row):
     return "" if value is None else f"{value:.1f}"
 
 
+def per_request(row, key):
+    value = row.get(key)
+    return "" if value is None else f"{value:.2f}"
+
+
 def markdown_table(rows):
     lines = ["| workload | conns | server | req/s | p50 ms | p99 ms | non-200 | CPU µs/req | "
-             "PG CPU µs/req | cores busy | RSS MiB (peak) | against nginx |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "PG CPU µs/req | syscalls/req | ctx sw/req | cores busy | RSS MiB (peak) | "
+             "against nginx |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     by_conns = {}
     for row in rows:
         by_conns.setdefault((row["workload"], row["connections"]), {})[row["server"]] = row
@@ -350,6 +409,8 @@ def markdown_table(rows):
                 f"| {workload} | {conns} | {name} | {row['requests_per_s']:,.0f} | {row['p50_ms']:.2f} | "
                 f"{row['p99_ms']:.2f} | {row['non200'] + row['socket_errors']} | "
                 f"{row['cpu_us_per_request']:.1f} | {db_cpu(row)} | "
+                f"{per_request(row, 'syscalls_per_request')} | "
+                f"{per_request(row, 'switches_per_request')} | "
                 f"{row.get('cores_busy', 0):.2f} | "
                 f"{row['rss_mib']:.1f} "
                 f"({row['peak_rss_mib']:.1f}) | {ratio} |")
@@ -820,15 +881,24 @@ def main():
     parser.add_argument("--quota", action="store_true",
                         help="also measure creates with a quota of plants per tenant set against "
                              "none (on PostgreSQL too with --postgres)")
-    parser.add_argument("--baseline", help="another plantstore binary (an older build) measured "
-                        "beside this one, interleaved, in the same rows (not with --scaling)")
-    parser.add_argument("--baseline-name", default="baseline",
-                        help="how the baseline's rows are labelled (e.g. its commit)")
+    parser.add_argument("--baseline", action="append", default=[],
+                        help="another plantstore binary (an older build) measured beside this "
+                             "one, interleaved, in the same rows (not with --scaling); repeat it "
+                             "to bisect: the main rows then hold every baseline, the --postgres, "
+                             "--webhooks, --quota and --feed rows the first")
+    parser.add_argument("--baseline-name", action="append", default=[],
+                        help="how the baseline's rows are labelled (e.g. its commit), one per "
+                             "--baseline in the same order")
     parser.add_argument("--out", default=os.path.join(BENCH_DIR, "results", "latest.json"))
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
-    if args.baseline:
-        args.baseline = os.path.abspath(args.baseline)
+    if len(args.baseline_name) > len(args.baseline):
+        parser.error("more --baseline-name than --baseline")
+    baselines = [(os.path.abspath(path), args.baseline_name[i] if i < len(args.baseline_name)
+                  else f"baseline {i + 1}" if len(args.baseline) > 1 else "baseline")
+                 for i, path in enumerate(args.baseline)]
+    # The other sections compare with the first baseline.
+    args.baseline, args.baseline_name = baselines[0] if baselines else (None, None)
     # SIGTERM (e.g. from timeout) unwinds like Ctrl-C, so the finally below stops our servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -844,12 +914,11 @@ def main():
         nginx = start_nginx(workdir)
         servers = [plantstore, nginx]
         tokens = {plantstore.name: token, nginx.name: token}
-        if args.baseline:
-            base_dir = os.path.join(workdir, "baseline")
-            base_token = mint_token(args.baseline, base_dir)
-            baseline = start_plantstore(args.baseline, base_dir,
-                                        name=f"plantstore ({args.baseline_name})")
-            servers.insert(1, baseline)
+        for index, (base_binary, base_name) in enumerate(baselines):
+            base_dir = os.path.join(workdir, f"baseline{index}")
+            base_token = mint_token(base_binary, base_dir)
+            baseline = start_plantstore(base_binary, base_dir, name=f"plantstore ({base_name})")
+            servers.insert(1 + index, baseline)
             tokens[baseline.name] = base_token
         for conns in [int(c) for c in args.connections.split(",")]:
             # Alternate which goes first, so none always gets the warmer machine.

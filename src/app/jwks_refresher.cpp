@@ -9,6 +9,7 @@
 
 #include "auth/jwt.hpp"
 #include "auth/jwt_authenticator.hpp"
+#include "common/thread_name.hpp"
 #include "ops/log.hpp"
 
 namespace plantstore::app {
@@ -57,7 +58,10 @@ JwksRefresher::~JwksRefresher() {
 void JwksRefresher::start(auth::JwtAuthenticator& authenticator) {
     authenticator_ = &authenticator;
     authenticator_->replace_keys(published_);
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        common::name_this_thread("ps-jwks");
+        run();
+    });
 }
 
 void JwksRefresher::request_refresh() {

@@ -1,6 +1,7 @@
 #include "app/token_refresher.hpp"
 
 #include "auth/token_registry.hpp"
+#include "common/thread_name.hpp"
 #include "ops/log.hpp"
 #include "store/token_repository.hpp"
 
@@ -10,7 +11,10 @@ TokenRefresher::TokenRefresher(OpenRepository open, auth::TokenRegistry& registr
                                std::chrono::milliseconds interval)
     : open_(std::move(open)), registry_(registry), interval_(interval) {
     registry_.replace(open_()->list());
-    thread_ = std::thread([this] { poll(); });
+    thread_ = std::thread([this] {
+        common::name_this_thread("ps-tokens");
+        poll();
+    });
 }
 
 TokenRefresher::~TokenRefresher() {

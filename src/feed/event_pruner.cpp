@@ -4,12 +4,16 @@
 #include <exception>
 #include <string>
 
+#include "common/thread_name.hpp"
 #include "store/plant_store.hpp"
 
 namespace plantstore::feed {
 
 EventPruner::EventPruner(store::PlantStore& store, Options options)
-    : store_(store), options_(std::move(options)), thread_([this] { run(); }) {}
+    : store_(store), options_(std::move(options)), thread_([this] {
+          common::name_this_thread("ps-event-prune");
+          run();
+      }) {}
 
 EventPruner::~EventPruner() { stop(); }
 

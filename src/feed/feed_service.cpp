@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "common/loop_gate.hpp"
+#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "domain/event.hpp"
 #include "feed/event_pruner.hpp"
@@ -106,7 +107,10 @@ class FeedService::Impl {
           gate_(std::make_shared<common::LoopGate>(io_)),
           pruner_(store, {options_.retention, clock_, options_.on_failure}) {
         schedule_check();
-        thread_ = std::thread([this] { io_.run(); });
+        thread_ = std::thread([this] {
+            common::name_this_thread("ps-feed");
+            io_.run();
+        });
     }
 
     ~Impl() {
@@ -124,6 +128,11 @@ class FeedService::Impl {
     }
 
     void committed(std::string_view tenant, std::int64_t last) {
+        // Nobody reads any tenant: nothing to tell, and no wake-up of the feed's thread (one per
+        // commit otherwise). A reader that comes later cannot miss this commit: its tenant is
+        // counted before its first read of the store starts, so either this load sees the count
+        // or that read's snapshot holds the commit.
+        if (watched_.load() == 0) return;
         gate_->post([this, tenant = std::string(tenant), last] {
             const auto found = tenants_.find(tenant);
             if (found == tenants_.end()) return;  // nobody reads it now
@@ -278,6 +287,7 @@ class FeedService::Impl {
     void start(FeedQuery query, Done done) {
         if (draining_) query.wait = std::chrono::milliseconds(0);
         auto [found, inserted] = tenants_.try_emplace(query.tenant);
+        watched_.store(tenants_.size());  // before any read for it starts (see committed())
         Tenant& state = found->second;
         state.idle_checks = 0;
         if (query.start == FeedQuery::Start::now && options_.hints_complete && state.known) {
@@ -455,12 +465,16 @@ class FeedService::Impl {
     // kept for readers that come back (a stream asks again as soon as it wrote a page) until
     // kIdleChecks checks found it idle.
     void forget_if_idle(TenantIt found) {
-        if (idle(found->second) && found->second.cache.empty()) tenants_.erase(found);
+        if (idle(found->second) && found->second.cache.empty()) {
+            tenants_.erase(found);
+            watched_.store(tenants_.size());
+        }
     }
 
     void forget(TenantIt found) {
         drop_cache(found->second);
         tenants_.erase(found);
+        watched_.store(tenants_.size());
     }
 
     void forget_idle() {
@@ -493,6 +507,8 @@ class FeedService::Impl {
     // How the store's threads (and committed()) reach the event loop, while it exists.
     const std::shared_ptr<common::LoopGate> gate_;
     std::unordered_map<std::string, Tenant> tenants_;
+    // tenants_.size(), for committed() on the store's threads (sequentially consistent).
+    std::atomic<std::size_t> watched_{0};
     std::uint64_t next_waiter_ = 0;
     std::size_t cached_in_all_ = 0;  // events cached over every tenant
     bool draining_ = false;

@@ -3,6 +3,7 @@
 #include <random>
 #include <utility>
 
+#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "domain/event.hpp"
 #include "outbound/https_client.hpp"
@@ -58,8 +59,14 @@ Dispatcher::Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
     options_.workers = std::max<std::size_t>(options_.workers, 1);
     options_.per_subscription = std::max<std::size_t>(options_.per_subscription, 1);
     for (std::size_t i = 0; i < options_.workers; ++i)
-        workers_.emplace_back([this] { run_worker(); });
-    claimer_ = std::thread([this] { run_claimer(); });
+        workers_.emplace_back([this] {
+            common::name_this_thread("ps-hook-send");
+            run_worker();
+        });
+    claimer_ = std::thread([this] {
+        common::name_this_thread("ps-hook-claim");
+        run_claimer();
+    });
 }
 
 Dispatcher::~Dispatcher() { stop(); }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "outbound/https_client.hpp"
 #include "outbox/random_id.hpp"
@@ -35,7 +36,10 @@ SubscriptionService::SubscriptionService(SubscriptionOptions options, webhooks::
       key_(std::move(key)),
       repository_(std::move(repository)),
       observer_(observer),
-      thread_([this] { run(); }) {}
+      thread_([this] {
+          common::name_this_thread("ps-subscribe");
+          run();
+      }) {}
 
 SubscriptionService::~SubscriptionService() { close(); }
 

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/thread_name.hpp"
 #include "transport/connection.hpp"
 
 namespace plantstore::transport {
@@ -166,7 +167,10 @@ class HttpServer::Impl {
         for (auto& worker : workers_) {
             net::co_spawn(worker->context, sweep_deadlines(*worker, observer_), net::detached);
             keep_running_.push_back(net::make_work_guard(worker->context));
-            threads_.emplace_back([&context = worker->context] { context.run(); });
+            threads_.emplace_back([&context = worker->context] {
+                common::name_this_thread("ps-io");
+                context.run();
+            });
         }
     }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <system_error>
 
+#include "common/thread_name.hpp"
 #include "store/plant_store.hpp"
 #include "store/postgres/pq.hpp"
 #include "store/postgres/statements.hpp"
@@ -15,7 +16,10 @@
 namespace plantstore::store::postgres {
 
 EventListener::EventListener(std::string conninfo, StoreObserver& observer)
-    : conninfo_(std::move(conninfo)), observer_(observer), thread_([this] { run(); }) {}
+    : conninfo_(std::move(conninfo)), observer_(observer), thread_([this] {
+          common::name_this_thread("ps-pg-listen");
+          run();
+      }) {}
 
 EventListener::~EventListener() {
     {

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "store/postgres/event_listener.hpp"
 #include "store/postgres/pipelined_connection.hpp"
@@ -114,7 +115,10 @@ class PgPlantStore::Engine {
             for (auto& writer : writers_) writer.connection->start();
             for (auto& reader : readers_) reader->start();
         });
-        thread_ = std::thread([this] { run(); });
+        thread_ = std::thread([this] {
+            common::name_this_thread("ps-pg-write");
+            run();
+        });
         // Serve only once every connection is up (or say why the writer cannot be).
         std::unique_lock lock(mutex_);
         const auto all_up = [](const std::vector<bool>& up) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "domain/etag.hpp"
 #include "domain/event.hpp"
@@ -43,7 +44,10 @@ void report_checkpoint_failure(StoreObserver* observer, std::string_view step, s
 class SqlitePlantStore::Checkpointer {
   public:
     Checkpointer(const std::filesystem::path& data_dir, StoreObserver* observer)
-        : observer_(observer), db_(open_existing_database(data_dir)), thread_([this] { run(); }) {}
+        : observer_(observer), db_(open_existing_database(data_dir)), thread_([this] {
+              common::name_this_thread("ps-checkpoint");
+              run();
+          }) {}
     Checkpointer(const Checkpointer&) = delete;
     Checkpointer& operator=(const Checkpointer&) = delete;
     ~Checkpointer() {
@@ -126,8 +130,13 @@ class SqlitePlantStore::Writer {
           // the quota in the batch's order) and stores it before COMMIT: an upsert per write
           // would cost each create one more statement, with its savepoint. Each event is
           // appended in the transaction that made the change.
+          // Also whether the tenant has an enabled webhook subscription: a tenant without one
+          // (the usual case) pays no outbox statement per change. The batch holds the write
+          // lock, so no subscription can appear before it commits.
           read_tenant_(
-              db_->prepare("SELECT last_seq, plants, max_plants FROM tenants WHERE tenant = ?1")),
+              db_->prepare("SELECT t.last_seq, t.plants, t.max_plants, EXISTS (SELECT 1 FROM "
+                           "webhook_subscriptions WHERE tenant = ?1 AND enabled = 1) "
+                           "FROM (SELECT 1) LEFT JOIN tenants AS t ON t.tenant = ?1")),
           store_tenant_(
               db_->prepare("INSERT INTO tenants (tenant, last_seq, plants) VALUES (?1, ?2, ?3) "
                            "ON CONFLICT (tenant) DO UPDATE SET last_seq = excluded.last_seq, "
@@ -247,7 +256,8 @@ class SqlitePlantStore::Writer {
         std::int64_t last_seq = 0;
         std::int64_t plants = 0;
         PlantQuotaSetting quota;
-        bool appended = false;  ///< the batch changed something of the tenant's
+        bool appended = false;    ///< the batch changed something of the tenant's
+        bool subscribed = false;  ///< it has an enabled webhook subscription
     };
 
     // The row of `pending`'s tenant, read at its first write in the batch; nullptr after a
@@ -256,17 +266,15 @@ class SqlitePlantStore::Writer {
         auto found = tenants_.find(pending.tenant);
         if (found != tenants_.end()) return &found->second;
         read_tenant_.bind(1, std::string_view(pending.tenant));
-        const int rc = read_tenant_.try_step();
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        if (read_tenant_.try_step() != SQLITE_ROW) {  // always one row, NULLs without a tenant
             failure = fail("SELECT tenants", read_tenant_);
             return nullptr;
         }
         TenantState state;
-        if (rc == SQLITE_ROW) {
-            state.last_seq = read_tenant_.column_int64(0);
-            state.plants = read_tenant_.column_int64(1);
-            state.quota = read_tenant_.column_optional_int64(2);
-        }
+        state.last_seq = read_tenant_.column_int64(0);
+        state.plants = read_tenant_.column_int64(1);
+        state.quota = read_tenant_.column_optional_int64(2);
+        state.subscribed = read_tenant_.column_int64(3) != 0;
         read_tenant_.reset();
         return &tenants_.emplace(pending.tenant, state).first->second;
     }
@@ -410,6 +418,7 @@ class SqlitePlantStore::Writer {
         if (append_event_.try_step() != SQLITE_DONE)
             return fail("INSERT plant_events", append_event_);
         append_event_.reset();
+        if (!state.subscribed) return {};
         enqueue_deliveries_.bind(1, tenant)
             .bind(2, pending.plant.id)
             .bind(3, std::string_view(plant.name))
@@ -666,7 +675,10 @@ SqlitePlantStore::SqlitePlantStore(Options options)
                                        options_.writes.max_plants_per_tenant)),
       queue_(options_.writes.max_pending) {
     queue_.writes().reserve(options_.writes.max_batch);
-    thread_ = std::thread([this] { run_writer(); });
+    thread_ = std::thread([this] {
+        common::name_this_thread("ps-sqlite-write");
+        run_writer();
+    });
 }
 
 SqlitePlantStore::~SqlitePlantStore() { close(); }
