@@ -554,6 +554,55 @@ def postgres_scaling(args, binary, workdir, ids):
     return rows
 
 
+def tag_list_rows(args, binary, workdir):
+    """Tag-filtered lists (64 connections, pages of 100 from random preloaded plants, one tag in
+    100) on stores of --preload plants, this build and the baseline side by side, two rounds
+    interleaved; with --postgres on PostgreSQL too (a database per build, vacuumed after the
+    preload as autovacuum would: an index-only scan needs the visibility map)."""
+    builds = [(binary, "plantstore")]
+    if args.baseline:
+        builds.append((args.baseline, f"plantstore ({args.baseline_name})"))
+    workload = f"GET /plants?tag=&limit=100 at {args.preload:,}"
+    servers, tokens, rows = [], {}, []
+    postgres = Postgres(workdir) if args.postgres else None
+    try:
+        for index, (build, name) in enumerate(builds):
+            data_dir = os.path.join(workdir, f"tagged{index}")
+            started = time.monotonic()
+            preload(build, data_dir, args.preload)
+            print(f"{name}: preloaded {args.preload:,} plants in "
+                  f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+            tokens[name] = mint_token(build, data_dir)
+            servers.append(start_plantstore(build, data_dir, ["--access-log", "off"], name))
+            if postgres:
+                url = postgres.database(f"tagged{index}")
+                pg_name = name.replace("plantstore", "plantstore-pg")
+                tokens[pg_name] = mint_token(build, url=url)
+                started = time.monotonic()
+                preload_postgres(url, 0, args.preload)
+                subprocess.run(["psql", url, "-qc", "VACUUM ANALYZE plants"], check=True,
+                               capture_output=True)
+                print(f"{pg_name}: preloaded and vacuumed in {time.monotonic() - started:.0f} s",
+                      file=sys.stderr)
+                server = start_plantstore(build, os.path.join(workdir, "unused"),
+                                          ["--database-url", url, "--access-log", "off"], pg_name)
+                servers.append(Group(pg_name, [server], postgres))
+        for _ in range(2):
+            for server in servers:
+                row = run_wrk(server, 64, args.duration, tokens[server.name], 0, workload,
+                              "tagged", args.preload)
+                rows.append(row)
+                print(f"{server.name:>26} {workload} {row['requests_per_s']:>9,.0f} req/s",
+                      file=sys.stderr)
+    finally:
+        for server in servers:
+            for instance in getattr(server, "instances", [server]):
+                instance.stop()
+        if postgres:
+            postgres.stop()
+    return rows
+
+
 def scaling(args, binary, workdir, ids):
     results = {}
     # Throughput on an empty store and on preloaded ones, same run; reads at the largest.
@@ -867,6 +916,9 @@ def main():
                         help="also measure stores of 1M and 10M plants (with --postgres, on "
                              "PostgreSQL too) and idle connections")
     parser.add_argument("--preload", type=int, default=10_000_000)
+    parser.add_argument("--tag-lists", action="store_true",
+                        help="also measure tag-filtered lists on stores of --preload plants, "
+                             "beside the baseline (on PostgreSQL too with --postgres)")
     parser.add_argument("--logging", action="store_true",
                         help="also measure the cost of access logging (on vs off, 64 conns)")
     parser.add_argument("--postgres", action="store_true",
@@ -952,6 +1004,8 @@ def main():
         if args.postgres:
             rows += postgres_rows(args, binary, workdir, ids,
                                   [int(c) for c in args.connections.split(",") if int(c) > 1])
+        if args.tag_lists:
+            rows += tag_list_rows(args, binary, workdir)
         if args.scaling:
             extra = scaling(args, binary, workdir, ids)
         if args.logging:

@@ -48,9 +48,6 @@ const char* const kReadOne = "SELECT name, tag FROM plants WHERE tenant = $1 AND
 const char* const kPage =
     "SELECT id, name, tag FROM plants WHERE tenant = $1 AND id >= $2 ORDER BY id LIMIT $3";
 const char* const kUsage = "SELECT plants, max_plants FROM tenants WHERE tenant = $1";
-const char* const kTaggedPage =
-    "SELECT id, name, tag FROM plants WHERE tenant = $1 AND tag = $4 AND id >= $2 "
-    "ORDER BY id LIMIT $3";
 
 std::vector<std::pair<std::string, std::string>> prepared_statements() {
     return {{"insert_plants", insert_plants_statement()},

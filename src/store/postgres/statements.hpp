@@ -73,6 +73,12 @@ inline constexpr const char* kStagedEventsTable =
     "type_bit bigint NOT NULL, plant_id bigint NOT NULL, name text NOT NULL, tag text) "
     "ON COMMIT DELETE ROWS";
 
+/// A page of a tenant's plants with one tag (the API's list by tag), from the partial covering
+/// index `plants_by_tag` alone where its pages are all-visible (schema migration 8).
+inline constexpr const char* kTaggedPage =
+    "SELECT id, name, tag FROM plants WHERE tenant = $1 AND tag = $4 AND id >= $2 "
+    "ORDER BY id LIMIT $3";
+
 /// Run on each connection of the plant store before it prepares its statements (see above).
 /// `jit = off`: a scan of the staged events (a temporary table, which has no other path) costs
 /// enable_seqscan's penalty of 10^10, far above jit_above_cost, so the events' statement was

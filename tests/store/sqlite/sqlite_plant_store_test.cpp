@@ -7,6 +7,7 @@
 
 #include "store/sqlite/database.hpp"
 #include "store/sqlite/schema.hpp"
+#include "store/sqlite/statements.hpp"
 #include "store/store_calls.hpp"
 #include "support/temp_dir.hpp"
 
@@ -42,6 +43,23 @@ TEST(SqliteSchema, UsesWalFullSyncAndLatestVersion) {
     auto version = db->prepare("PRAGMA user_version");
     ASSERT_TRUE(version.step());
     EXPECT_EQ(version.column_int64(0), latest_schema_version());
+}
+
+// How SQLite plans each page: the whole query plan, from EXPLAIN QUERY PLAN.
+std::string query_plan(Database& db, const char* statement) {
+    auto plan = db.prepare(std::string("EXPLAIN QUERY PLAN ") + statement);
+    std::string text;
+    while (plan.step()) text += plan.column_text(3) + "\n";
+    return text;
+}
+
+TEST(SqliteSchema, AListByTagReadsTheTagIndexAlone) {
+    TempDir dir;
+    auto db = open_store_database(dir.path());
+    // Covering: no look-up of each listed plant in the table.
+    EXPECT_EQ(query_plan(*db, kTaggedPage),
+              "SEARCH plants USING COVERING INDEX plants_by_tag (tenant=? AND tag=? AND id>?)\n");
+    EXPECT_EQ(query_plan(*db, kPage), "SEARCH plants USING PRIMARY KEY (tenant=? AND id>?)\n");
 }
 
 TEST(SqliteSchema, MigrationsAreIdempotent) {
