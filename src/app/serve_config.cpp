@@ -143,6 +143,9 @@ void validate(const ListenerSettings& listener) {
 void add_options(OptionAdder& add, StoreSettings& store) {
     add.value("--data-dir", store.data_dir, "PLANTSTORE_DATA_DIR",
               "Directory of the embedded SQLite database (created if missing)");
+    add.value("--sqlite-cache-mib", store.sqlite_cache_mib, "PLANTSTORE_SQLITE_CACHE_MIB",
+              "Pages the SQLite writer keeps in memory, MiB (1 to 65536): updates of plants it "
+              "holds need no read of the file");
     add.command()
         ->add_option("--database-url", store.database_url,
                      "PostgreSQL connection URI or libpq key=value string (multi-host allowed); "
@@ -174,6 +177,9 @@ void validate(const StoreSettings& store) {
             throw CLI::ValidationError("--database-url", error.what());
         }
     }
+    if (store.sqlite_cache_mib < 1 || store.sqlite_cache_mib > 65536) {
+        throw CLI::ValidationError("--sqlite-cache-mib", "must be 1 to 65536");
+    }
     if (store.max_batch_writes < 1) {
         throw CLI::ValidationError("--max-batch-writes", "must be at least 1");
     }
@@ -193,6 +199,7 @@ void validate(const StoreSettings& store) {
 store::StoreConfig store_config(const StoreSettings& settings) {
     store::StoreConfig store;
     store.data_dir = settings.data_dir;
+    store.sqlite_cache_mib = settings.sqlite_cache_mib;
     store.database_url = settings.database_url;
     store.read_connections = settings.read_connections;
     store.write_connections = settings.write_connections;

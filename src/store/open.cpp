@@ -50,6 +50,7 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
     }
     sqlite::SqlitePlantStore::Options options;
     options.data_dir = config.data_dir;
+    options.cache_mib = config.sqlite_cache_mib;
     options.writes = config.writes;
     return std::make_unique<sqlite::SqlitePlantStore>(std::move(options));
 }

@@ -19,6 +19,8 @@ namespace plantstore::store {
 struct StoreConfig {
     /// The embedded SQLite engine's directory (created if missing); unused with database_url.
     std::filesystem::path data_dir = "data";
+    /// SQLite: the writer's page cache, MiB.
+    std::size_t sqlite_cache_mib = 64;
     /// A PostgreSQL connection string or URI: empty for the embedded SQLite engine.
     std::string database_url;
     /// PostgreSQL: connections for reads.

@@ -56,6 +56,10 @@ TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
               "<accepted>");
     EXPECT_EQ(refused_option([](auto& c) { c.listener.drain_idle_ms = -1; }), "--drain-idle-ms");
     EXPECT_EQ(refused_option([](auto& c) { c.store.max_batch_writes = 0; }), "--max-batch-writes");
+    EXPECT_EQ(refused_option([](auto& c) { c.store.sqlite_cache_mib = 0; }), "--sqlite-cache-mib");
+    EXPECT_EQ(refused_option([](auto& c) { c.store.sqlite_cache_mib = 65537; }),
+              "--sqlite-cache-mib");
+    EXPECT_EQ(refused_option([](auto& c) { c.store.sqlite_cache_mib = 65536; }), "<accepted>");
     EXPECT_EQ(refused_option([](auto& c) { c.store.write_connections = 65; }),
               "--database-write-connections");
     EXPECT_EQ(refused_option([](auto& c) { c.store.database_timeout_ms = -1; }),
@@ -97,6 +101,9 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(store_config(config.store).writes.max_plants_per_tenant, 0);
     config.store.max_plants_per_tenant = 500;
     EXPECT_EQ(store_config(config.store).writes.max_plants_per_tenant, 500);
+    EXPECT_EQ(store_config(config.store).sqlite_cache_mib, 64U);
+    config.store.sqlite_cache_mib = 8;
+    EXPECT_EQ(store_config(config.store).sqlite_cache_mib, 8U);
 }
 
 TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {

@@ -111,7 +111,7 @@ class SqlitePlantStore::Checkpointer {
 class SqlitePlantStore::Writer {
   public:
     Writer(const std::filesystem::path& data_dir, Checkpointer& checkpointer,
-           StoreObserver* observer, std::int64_t default_quota)
+           StoreObserver* observer, std::int64_t default_quota, std::size_t cache_mib)
         : checkpointer_(checkpointer),
           observer_(observer),
           default_quota_(default_quota),
@@ -157,6 +157,10 @@ class SqlitePlantStore::Writer {
               "(events & ?8) != 0")) {
         // Replaces SQLite's automatic checkpoint, which would run inside a commit.
         sqlite3_wal_hook(db_->handle(), &Writer::after_commit, this);
+        // Pages the writer keeps in memory (SQLite's default is 2 MiB): an update of a random
+        // plant otherwise reads its table and index pages back from the file (measured: 2.9
+        // reads per PATCH at 64 connections with 2 MiB, 1.5 with 64 MiB).
+        db_->exec("PRAGMA cache_size = -" + std::to_string(cache_mib * 1024));
         // One durable write at start proves the data directory takes them (not read-only, not
         // full, fsync works): a clear refusal to start beats answering every create with 503.
         try {
@@ -666,7 +670,7 @@ SqlitePlantStore::SqlitePlantStore(Options options)
     : options_(with_current_schema(std::move(options))),
       checkpointer_(std::make_unique<Checkpointer>(options_.data_dir, options_.writes.observer)),
       writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.writes.observer,
-                                       options_.writes.max_plants_per_tenant)),
+                                       options_.writes.max_plants_per_tenant, options_.cache_mib)),
       queue_(options_.writes.max_pending) {
     queue_.writes().reserve(options_.writes.max_batch);
     thread_ = std::thread([this] {

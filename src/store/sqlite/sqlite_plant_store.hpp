@@ -32,6 +32,8 @@ class SqlitePlantStore final : public PlantStore {
         std::filesystem::path data_dir;
         /// The observer is told on the writer thread.
         WritePathOptions writes;
+        /// The writer's page cache, MiB (SQLite's cache_size; readers keep SQLite's default).
+        std::size_t cache_mib = 64;
     };
 
     /// Opens the store (applying migrations) and starts the writer.

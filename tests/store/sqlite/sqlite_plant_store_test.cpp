@@ -23,7 +23,9 @@ using testing_support::TempDir;
 
 TEST(SqlitePlantStore, CheckpointsKeepTheWalBounded) {
     TempDir dir;
-    SqlitePlantStore store({dir.path(), {}});
+    SqlitePlantStore::Options options;
+    options.data_dir = dir.path();
+    SqlitePlantStore store(options);
     // One commit per create: without checkpoints the WAL would grow by at least a page (4 KiB)
     // each time, to 48 MiB or more.
     for (int id = 0; id < 12000; ++id) create_and_wait(store, "default", plant(id, "p"));
