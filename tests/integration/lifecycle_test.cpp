@@ -1,6 +1,7 @@
 // The process around the API: tokens managed while serving, graceful shutdown, CLI behaviour.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -40,6 +41,24 @@ TEST_F(Lifecycle, TokensCreatedAndRevokedWhileServingTakeEffect) {
     EXPECT_EQ(revoked.exit_code, 0) << revoked.err;
     EXPECT_TRUE(eventually_status(post_with_late, 401));
     EXPECT_EQ(post(R"({"id":1000,"name":"a"})").status, 200);  // other tokens unaffected
+}
+
+// Each thread is named for what it does, as `top -H` and `ps -L` show (/proc/PID/task/*/comm).
+TEST_F(Lifecycle, ThreadsAreNamedForWhatTheyDo) {
+    start({"--threads", "2"});
+    std::multiset<std::string> names;
+    for (const auto& task :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(server->pid()) + "/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        names.insert(name);
+    }
+    EXPECT_EQ(names.count("ps-io"), 2U);
+    for (const char* name : {"ps-sqlite-write", "ps-checkpoint", "ps-feed", "ps-event-prune",
+                             "ps-hook-claim", "ps-tokens"}) {
+        EXPECT_EQ(names.count(name), 1U) << name;
+    }
 }
 
 TEST_F(Lifecycle, TokenCreatePrintsOnlyTheTokenAndListNeverShowsIt) {
