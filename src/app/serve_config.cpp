@@ -144,8 +144,8 @@ void add_options(OptionAdder& add, StoreSettings& store) {
     add.value("--data-dir", store.data_dir, "PLANTSTORE_DATA_DIR",
               "Directory of the embedded SQLite database (created if missing)");
     add.value("--sqlite-cache-mib", store.sqlite_cache_mib, "PLANTSTORE_SQLITE_CACHE_MIB",
-              "Pages the SQLite writer keeps in memory, MiB (1 to 65536): updates of plants it "
-              "holds need no read of the file");
+              "Pages the SQLite writer keeps in memory, MiB (1 to 65536): more spares updates of "
+              "random plants their reads of the file, but costs creates while it fills");
     add.command()
         ->add_option("--database-url", store.database_url,
                      "PostgreSQL connection URI or libpq key=value string (multi-host allowed); "

@@ -37,7 +37,7 @@ namespace plantstore::app {
 /// Where plants live: the embedded SQLite store or PostgreSQL, and the write path.
 struct StoreSettings {
     std::filesystem::path data_dir = "data";
-    std::size_t sqlite_cache_mib = 64;
+    std::size_t sqlite_cache_mib = 2;
     std::string database_url;
     std::size_t read_connections = 2;
     std::size_t write_connections = 1;

@@ -20,7 +20,7 @@ struct StoreConfig {
     /// The embedded SQLite engine's directory (created if missing); unused with database_url.
     std::filesystem::path data_dir = "data";
     /// SQLite: the writer's page cache, MiB.
-    std::size_t sqlite_cache_mib = 64;
+    std::size_t sqlite_cache_mib = 2;
     /// A PostgreSQL connection string or URI: empty for the embedded SQLite engine.
     std::string database_url;
     /// PostgreSQL: connections for reads.

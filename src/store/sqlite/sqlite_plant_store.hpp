@@ -33,7 +33,7 @@ class SqlitePlantStore final : public PlantStore {
         /// The observer is told on the writer thread.
         WritePathOptions writes;
         /// The writer's page cache, MiB (SQLite's cache_size; readers keep SQLite's default).
-        std::size_t cache_mib = 64;
+        std::size_t cache_mib = 2;
     };
 
     /// Opens the store (applying migrations) and starts the writer.
