@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A throwaway highly available PostgreSQL, for the failover tests and for trying the README's
-# "High availability" on one machine, never a system one: three etcd members (127.0.0.11-13)
+# A throwaway highly available PostgreSQL, for the failover tests and for trying
+# docs/how-to/high-availability.md on one machine, never a system one: three etcd members (127.0.0.11-13)
 # and two PostgreSQL 15 nodes managed by Patroni (127.0.0.21-22, synchronous_mode on), each on
 # free ports, everything in DIR. Run as root, every process runs as the unprivileged user nobody.
 #   ha-cluster.sh start DIR          start it; waits (at most 90 s) for a primary and a
@@ -72,14 +72,14 @@ write_patroni_config() {
     for m in 1 2 3; do
         hosts+="${hosts:+,}${etcd_ips[m - 1]}:$(cat "$dir/etcd$m/client-port")"
     done
-    # The configuration the README's "High availability" shows (with its addresses).
+    # The configuration docs/how-to/high-availability.md shows (with its addresses).
     cat >"$dir/node$n/patroni.yml" <<YAML
 scope: plantstore
 name: node$n
 restapi:
   listen: $ip:$(rest_port "$n")
   connect_address: $ip:$(rest_port "$n")
-etcd:  # Patroni's etcd v2 client: see the README on etcd3 and Patroni 3.0.2
+etcd:  # Patroni's etcd v2 client: see docs/how-to/high-availability.md on etcd3 and Patroni 3.0.2
   hosts: $hosts
 bootstrap:
   dcs:

@@ -12,7 +12,8 @@ case "${1:-}" in
     --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
                         clang-tidy debhelper help2man lintian dpkg-dev systemd curl
                         postgresql-15 patroni python3-etcd etcd-server chromium
-                        chromium-driver python3-selenium haproxy librapidcheck-dev) ;;
+                        chromium-driver python3-selenium haproxy librapidcheck-dev mkdocs
+                        python3 openssl) ;;
     --package) packages+=(debhelper help2man lintian dpkg-dev) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev postgresql-15) ;;
     --node)

@@ -32,7 +32,7 @@ deb="plantstore_${version}_${arch}.deb"
 cp "$work/$deb" "$out/$deb"
 
 echo "== package: lintian" >&2
-# Errors fail the build; every warning left is explained in the README ("Install as a service").
+# Errors fail the build; every warning left is explained in docs/how-to/debian-service.md.
 lintian --fail-on error --tag-display-limit 0 "$out/$deb" | tee "$out/lintian.txt" >&2 || {
     echo "package: lintian reports errors (above)" >&2
     exit 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL 15 cluster for the tests, the benchmark or a try of the README's
-# "Scaling out", never a system one:
+# A throwaway PostgreSQL 15 cluster for the tests, the benchmark or a try of
+# docs/how-to/scale-out-postgresql.md, never a system one:
 #   pg-cluster.sh start DIR            initdb in DIR/data (once), start it listening only on a
 #                                      Unix socket in DIR; prints and writes DIR/url
 #   pg-cluster.sh stop DIR [MODE]      pg_ctl stop (MODE: smart, fast (default) or immediate)

@@ -133,14 +133,22 @@ function pretty(value) {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
 
+// Every operation of the document; a HEAD beside a GET of the same path is not an entry of its
+// own but the GET's twin (`entry.twins`), shown on the GET's card as "GET, HEAD".
 function operationsOf(paths) {
   const list = [];
   for (const [path, item] of Object.entries(paths || {})) {
     for (const method of methods) {
-      if (item[method]) list.push({ path, method, item, operation: item[method] });
+      if (!item[method] || (method === "head" && item.get)) continue;
+      const twins = method === "get" && item.head ? [{ path, method: "head", item, operation: item.head }] : [];
+      list.push({ path, method, item, operation: item[method], twins });
     }
   }
   return list;
+}
+
+function methodsText(entry) {
+  return [entry.method, ...entry.twins.map((twin) => twin.method)].map((m) => m.toUpperCase()).join(", ");
 }
 
 function anchorOf(entry) {
@@ -356,14 +364,21 @@ function renderOperation(entry, common, token) {
   const id = anchorOf(entry);
   const op = entry.operation;
   const parameters = parametersOf(entry);
-  const section = element("details", { class: "operation", id, "data-method": entry.method, "data-path": entry.path },
+  const section = element("details", { class: "operation", id, "data-method": entry.method, "data-path": entry.path,
+                                       "data-methods": [entry.method, ...entry.twins.map((t) => t.method)].join(" ") },
     element("summary", {},
-      element("span", { class: "method " + entry.method, text: entry.method.toUpperCase() }),
+      element("span", { class: "method " + entry.method, text: methodsText(entry) }),
       element("span", { class: "path", text: entry.path }),
       element("span", { class: "scope", text: scopeOf(entry) }),
       element("span", { class: "one-line" }, inlineMarkdown(op.summary || ""))));
   const body = element("div", { class: "operation-body" });
   if (op.description) body.append(markdown(op.description));
+  for (const twin of entry.twins) {
+    body.append(element("p", { id: anchorOf(twin), class: "twin" },
+      element("code", { text: twin.method.toUpperCase() + " " + twin.path }),
+      " answers the same checks, status and headers, without a body (operation ",
+      element("code", { text: twin.operation.operationId || "" }), ")."));
+  }
   body.append(renderParameters(parameters));
   const requestBody = resolve(op.requestBody);
   for (const [type, media] of Object.entries(requestBody?.content || {})) {
@@ -417,7 +432,7 @@ function renderToc(groups) {
     const operations = element("ul");
     for (const entry of group.entries) {
       operations.append(element("li", {}, element("a", { href: "#" + anchorOf(entry) },
-        element("span", { class: "method-text " + entry.method, text: entry.method.toUpperCase() }), " " + entry.path)));
+        element("span", { class: "method-text " + entry.method, text: methodsText(entry) }), " " + entry.path)));
     }
     list.append(element("li", {}, element("a", { href: "#tag-" + group.name, class: "tag-link", text: group.title }), operations));
   }
@@ -482,16 +497,24 @@ function render(doc) {
                 markdown(scheme.description || ""));
   }
   for (const id of ["events", "security"]) document.getElementById(id).hidden = false;
-  // On a phone the contents fold away; opening an entry folds them again.
+  // The contents: open beside the text on a wide screen; folded on a phone (the page starts
+  // folded, so a phone never shows them open), and folded again after following an entry.
   const fold = document.getElementById("toc");
-  if (window.matchMedia("(max-width: 60rem)").matches) fold.open = false;
+  const phone = () => window.matchMedia("(max-width: 60rem)").matches;
+  fold.open = !phone();
   fold.addEventListener("click", (event) => {
     const link = event.target.closest("a");
     if (!link) return;
-    document.getElementById(link.getAttribute("href").slice(1))?.setAttribute("open", "");
-    if (window.matchMedia("(max-width: 60rem)").matches) fold.open = false;
+    openTarget(link.getAttribute("href").slice(1));
+    if (phone()) fold.open = false;
   });
-  if (pageUrl.hash) document.getElementById(pageUrl.hash.slice(1))?.setAttribute("open", "");
+  if (pageUrl.hash) openTarget(pageUrl.hash.slice(1));
+}
+
+// Opens the card (or section) an anchor is on: a HEAD twin's anchor is inside its GET's card.
+function openTarget(id) {
+  const target = document.getElementById(id);
+  (target?.closest("details") || target)?.setAttribute("open", "");
 }
 
 fetch(apiBase + "/openapi.json")

@@ -21,6 +21,9 @@ namespace {
 
 int run(int argc, char** argv) {
     CLI::App cli{"plantstore: the Plant Store API (POST /plants) on a durable embedded store"};
+    cli.footer(
+        "Documentation: /usr/share/doc/plantstore/ when installed from the package, docs/ in the "
+        "source tree (tutorial, how-to guides, reference, explanation).");
     cli.require_subcommand(1);
 
     ServeConfig serve_config;
@@ -91,8 +94,9 @@ int run(int argc, char** argv) {
     add_store_options(check_command, maintenance_store, true);
 
     bool export_tokens = false;
-    auto* export_command = cli.add_subcommand(
-        "export", "Write every plant of every tenant as NDJSON on stdout (see the README)");
+    auto* export_command = cli.add_subcommand("export",
+                                              "Write every plant of every tenant as NDJSON on "
+                                              "stdout (see docs/how-to/backup-restore.md)");
     add_store_options(export_command, maintenance_store, true);
     export_command->add_flag("--tokens", export_tokens,
                              "Also write the token records (names, tenants, scopes, digests)");
@@ -115,8 +119,8 @@ int run(int argc, char** argv) {
         auto args = with_bare_on_off_as_on(argc, argv);
         cli.parse(args);
     } catch (const CLI::ParseError& error) {
-        // --help and --version exit 0; a bad option or value is 2, as the README says, whatever
-        // number CLI11 gives its kind of error.
+        // --help and --version exit 0; a bad option or value is 2, as
+        // docs/reference/command-line.md says, whatever number CLI11 gives its kind of error.
         return cli.exit(error) == 0 ? 0 : 2;
     } catch (const std::exception& error) {  // an unreadable or malformed config file
         std::cerr << "plantstore: " << error.what() << '\n';

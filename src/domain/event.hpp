@@ -4,7 +4,7 @@
 // payload structure, with the tenant's sequence number) and the bare plant that subscriptions to
 // plant.created alone have always received. Pure. To add an event type: a value in EventType
 // (at the end: its bit is stored), its row in kEventTypes; then the write path that records it
-// (store/) and the documents (README, docs/openapi.json).
+// (store/) and the documents (docs/reference/events.md, docs/openapi.json).
 #pragma once
 
 #include <array>

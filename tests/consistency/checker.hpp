@@ -1,5 +1,5 @@
-// The consistency checker: a history (history.hpp) against what the docs promise (README,
-// "Consistency").
+// The consistency checker: a history (history.hpp) against what the docs promise
+// (docs/explanation/consistency.md).
 //
 // - Per plant, the operations are linearizable against a plain model of one plant (absent, or
 //   a name and a tag), and the feed's events for that plant are exactly the changes of that

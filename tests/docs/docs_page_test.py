@@ -74,8 +74,13 @@ try:
     check(total < 150 * 1024, f"the page and its files weigh {total:,} bytes (under 150 KB)")
     document = json.loads(fetch(base + "/openapi.json")[2])
     methods = {"get", "post", "put", "patch", "delete", "head"}
+    # A HEAD beside a GET is shown on the GET's card ("GET, HEAD"), not as a card of its own.
     expected = sorted(f"{m.upper()} {p}" for p, item in document["paths"].items() for m in item
-                      if m in methods)
+                      if m in methods and not (m == "head" and "get" in item))
+    twins = sorted(p for p, item in document["paths"].items() if "get" in item and "head" in item)
+    check(len(twins) >= 5, f"the document declares HEAD beside GET ({len(twins)} paths)")
+    check(re.search(r'<details id="toc"(?! open)[^>]*>', page.decode()) is not None,
+          "the contents start folded, before any script runs")
     preflights = sorted(p for p, item in document["paths"].items() if "options" in item)
 
     options = webdriver.ChromeOptions()
@@ -124,7 +129,18 @@ try:
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "details.operation"))
     listed = sorted(f"{e.get_attribute('data-method').upper()} {e.get_attribute('data-path')}"
                     for e in driver.find_elements(By.CSS_SELECTOR, "details.operation"))
-    check(listed == expected, f"every operation but the preflights is listed once ({len(listed)})")
+    check(listed == expected, f"every operation but the preflights and HEAD twins is listed once ({len(listed)})")
+    shown_twins = sorted(e.get_attribute("data-path") for e in driver.find_elements(
+        By.CSS_SELECTOR, "details.operation[data-methods='get head']"))
+    check(shown_twins == twins, f"each HEAD twin is shown with its GET ({len(shown_twins)})")
+    labels = {e.find_element(By.CSS_SELECTOR, "summary .method").text for e in driver.find_elements(
+        By.CSS_SELECTOR, "details.operation[data-methods='get head']")}
+    check(labels == {"GET, HEAD"}, f"a twin's card says GET, HEAD ({labels})")
+    toc_twins = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#toc-list .method-text")
+                 if e.text == "GET, HEAD"]
+    check(len(toc_twins) == len(twins), f"the contents list them as GET, HEAD ({len(toc_twins)})")
+    check(driver.find_element(By.ID, "toc").get_attribute("open") is not None,
+          "at 1280 px the contents are open beside the text")
     folded = sorted(e.text.split(" ")[1].rstrip(":")
                     for e in driver.find_elements(By.CSS_SELECTOR, ".preflights li"))
     check(folded == preflights, f"each CORS preflight is one line ({len(folded)} paths)")
@@ -136,7 +152,8 @@ try:
     for tag in document["tags"]:
         section = driver.find_elements(By.ID, "tag-" + tag["name"])
         tagged = sorted(f"{m.upper()} {p}" for p, item in document["paths"].items()
-                        for m, o in item.items() if m in methods and o.get("tags", [None])[0] == tag["name"])
+                        for m, o in item.items() if m in methods and o.get("tags", [None])[0] == tag["name"]
+                        and not (m == "head" and "get" in item))
         inside = sorted(f"{e.get_attribute('data-method').upper()} {e.get_attribute('data-path')}"
                         for e in (section[0].find_elements(By.CSS_SELECTOR, "details.operation") if section else []))
         check(bool(section) and inside == tagged, f"the tag {tag['name']} has a section with its {len(tagged)} operations")

@@ -1,12 +1,16 @@
 // The process around the API: tokens managed while serving, graceful shutdown, CLI behaviour.
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "fixture.hpp"
 
@@ -46,19 +50,34 @@ TEST_F(Lifecycle, TokensCreatedAndRevokedWhileServingTakeEffect) {
 // Each thread is named for what it does, as `top -H` and `ps -L` show (/proc/PID/task/*/comm).
 TEST_F(Lifecycle, ThreadsAreNamedForWhatTheyDo) {
     start({"--threads", "2"});
-    std::multiset<std::string> names;
-    for (const auto& task :
-         std::filesystem::directory_iterator("/proc/" + std::to_string(server->pid()) + "/task")) {
-        std::ifstream comm(task.path() / "comm");
-        std::string name;
-        std::getline(comm, name);
-        names.insert(name);
+    // Each thread names itself when it starts running, which may be just after the server says
+    // it listens (the event loops' threads are started right before): look again until every
+    // name is there, for at most 10 s.
+    const auto thread_names = [this] {
+        std::multiset<std::string> names;
+        for (const auto& task : std::filesystem::directory_iterator(
+                 "/proc/" + std::to_string(server->pid()) + "/task")) {
+            std::ifstream comm(task.path() / "comm");
+            std::string name;
+            std::getline(comm, name);
+            names.insert(name);
+        }
+        return names;
+    };
+    const std::vector<std::string> expected = {"ps-sqlite-write", "ps-checkpoint", "ps-feed",
+                                               "ps-event-prune",  "ps-hook-claim", "ps-tokens"};
+    std::multiset<std::string> names = thread_names();
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        if (names.count("ps-io") == 2 &&
+            std::all_of(expected.begin(), expected.end(),
+                        [&](const std::string& name) { return names.count(name) == 1; })) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        names = thread_names();
     }
     EXPECT_EQ(names.count("ps-io"), 2U);
-    for (const char* name : {"ps-sqlite-write", "ps-checkpoint", "ps-feed", "ps-event-prune",
-                             "ps-hook-claim", "ps-tokens"}) {
-        EXPECT_EQ(names.count(name), 1U) << name;
-    }
+    for (const std::string& name : expected) EXPECT_EQ(names.count(name), 1U) << name;
 }
 
 TEST_F(Lifecycle, TokenCreatePrintsOnlyTheTokenAndListNeverShowsIt) {
@@ -225,16 +244,17 @@ TEST_F(Lifecycle, HelpDocumentsEveryServeOptionWithItsEnvironmentVariable) {
     }
 }
 
-// The README's configuration table and `serve --help` list the same flags and variables.
-TEST_F(Lifecycle, ReadmeConfigurationTableMatchesHelp) {
+// The configuration table (docs/reference/command-line.md) and `serve --help` list the same
+// flags and variables.
+TEST_F(Lifecycle, ConfigurationTableMatchesHelp) {
     const auto help = run_plantstore({"serve", "--help"});
     ASSERT_EQ(help.exit_code, 0);
-    std::ifstream readme_file(PLANTSTORE_SOURCE_DIR "/README.md");
-    const std::string readme((std::istreambuf_iterator<char>(readme_file)), {});
-    const auto table_start = readme.find("### Configuration of `serve`");
+    std::ifstream page_file(PLANTSTORE_SOURCE_DIR "/docs/reference/command-line.md");
+    const std::string page((std::istreambuf_iterator<char>(page_file)), {});
+    const auto table_start = page.find("## Configuration of `serve`");
     ASSERT_NE(table_start, std::string::npos);
     const std::string table =
-        readme.substr(table_start, readme.find("\n## ", table_start) - table_start);
+        page.substr(table_start, page.find("\n## ", table_start + 1) - table_start);
 
     const std::regex row(R"(\| `(--[a-z-]+)` \| `(PLANTSTORE_[A-Z_]+)` \|)");
     std::set<std::string> documented;
@@ -249,7 +269,7 @@ TEST_F(Lifecycle, ReadmeConfigurationTableMatchesHelp) {
     while (std::getline(lines, line)) {
         std::smatch match;
         if (!std::regex_search(line, match, flag) || match[1] == "--help") continue;
-        EXPECT_TRUE(documented.count(match[1])) << match[1] << " is not in the README table";
+        EXPECT_TRUE(documented.count(match[1])) << match[1] << " is not in the configuration table";
     }
     EXPECT_GE(documented.size(), 17U);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian package, end to end: it builds from this tree (scripts/package.sh: debhelper, then
-# lintian with no errors), holds exactly the files the README lists, installs with dpkg -i
+# lintian with no errors), holds exactly the files docs/how-to/debian-service.md lists, installs with dpkg -i
 # (as root or through sudo; otherwise it is unpacked with dpkg-deb -x and the install steps are
 # skipped, saying so), creates its user and private data directory, has a unit systemd-analyze
 # accepts with an exposure of 2.0 or lower, serves a create from the installed binary as the
@@ -13,12 +13,13 @@ fail() { echo "package test: FAILED: $*" >&2; exit 1; }
 deb=$(scripts/package.sh | tail -1)
 [[ -f "$deb" ]] || fail "no package built"
 
-echo "== package test: file list against the README" >&2
-expected=$(sed -n '/<!-- package-files -->/,/<!-- \/package-files -->/p' README.md |
+page=docs/how-to/debian-service.md
+echo "== package test: file list against $page" >&2
+expected=$(sed -n '/<!-- package-files -->/,/<!-- \/package-files -->/p' $page |
     grep '^/' | sort)
 actual=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }' | sort)
-[[ -n "$expected" ]] || fail "README has no package-files list"
-diff <(echo "$expected") <(echo "$actual") >&2 || fail "the package's files differ from the README's list (< README, > package)"
+[[ -n "$expected" ]] || fail "$page has no package-files list"
+diff <(echo "$expected") <(echo "$actual") >&2 || fail "the package's files differ from the list in $page (< docs, > package)"
 
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then

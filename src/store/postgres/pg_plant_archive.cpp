@@ -132,7 +132,8 @@ std::vector<PlantArchive::Outcome> PgPlantArchive::import_once(
             }
             exec(connection, kAddPlants, {names + "}", counts + "}"});
         }
-        exec(connection, "COMMIT");  // synchronous_commit decides durability; see the README
+        // synchronous_commit decides durability: docs/how-to/scale-out-postgresql.md
+        exec(connection, "COMMIT");
     } catch (...) {
         rollback_quietly(connection);
         throw;
