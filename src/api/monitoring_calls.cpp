@@ -76,6 +76,8 @@ http::Decision MonitoringHandler::admit(const http::RequestHead& head) const {
     return decision;
 }
 
+bool MonitoringHandler::ready() const { return !draining_ && store_.health().ready; }
+
 http::Response MonitoringHandler::readiness() const {
     if (draining_) return retry_later(503, "draining: the server is stopping", 1);
     const store::Health health = store_.health();

@@ -36,6 +36,9 @@ class MonitoringHandler final : public http::Handler {
 
     /// From now on /readyz answers 503: the server is draining. Thread-safe.
     void begin_draining() { draining_ = true; }
+    /// Whether /readyz answers 200 now (not draining, and the store accepts writes).
+    /// Thread-safe.
+    bool ready() const;
 
   private:
     std::vector<Route> make_routes() const;

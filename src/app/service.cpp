@@ -172,6 +172,7 @@ struct Service::Parts {
             config.observability.metrics && config.observability.metrics_listen.empty();
         monitoring = std::make_unique<api::MonitoringHandler>(
             *store, metrics_here ? render_metrics() : nullptr, config.api.cors_origins);
+        observability.watch_readiness([handler = monitoring.get()] { return handler->ready(); });
         api = std::make_unique<api::Api>(api_options(config.api), tokens, *store, monitoring.get(),
                                          jwt.get(), webhooks.service.get(), &feed);
         observability.set_routes(api->route_labels());

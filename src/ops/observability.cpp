@@ -81,6 +81,12 @@ std::string Observability::render_metrics() const {
     PrometheusText out;
     out.family("plantstore_build_info", "gauge", "Version of this build.");
     out.sample("plantstore_build_info", internal::concat("version=\"", version_, "\""), "1");
+    if (ready_) {
+        out.family("plantstore_ready", "gauge",
+                   "1 while /readyz answers 200, 0 while it answers 503 (draining, or the store "
+                   "refuses writes).");
+        out.sample("plantstore_ready", "", ready_() ? "1" : "0");
+    }
     http_.render(out);
     store_metrics_.render(out, store_ != nullptr ? store_->health().pending_writes : 0);
     webhooks_.render(out);

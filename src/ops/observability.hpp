@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,9 @@ class Observability final : public transport::ExchangeObserver,
     void set_routes(std::vector<std::string_view> routes) { http_.set_routes(std::move(routes)); }
     /// Reads the store whose queue depth /metrics shows (set once, before serving).
     void watch_store(const store::PlantStore& store) { store_ = &store; }
+    /// Asks `ready` at each scrape whether /readyz would answer 200, shown as `plantstore_ready`
+    /// (set once, before serving; without it the gauge is not shown).
+    void watch_readiness(std::function<bool()> ready) { ready_ = std::move(ready); }
     StoreTotals store_totals() const { return store_metrics_.totals(); }
 
     /// Writes every buffered access-log line. Call once the I/O threads have stopped.
@@ -76,6 +80,7 @@ class Observability final : public transport::ExchangeObserver,
     const std::string version_;
     const std::chrono::system_clock::time_point started_;
     const store::PlantStore* store_ = nullptr;
+    std::function<bool()> ready_;
     HttpMetrics http_;
     StoreMetrics store_metrics_;
     WebhookMetrics webhooks_;

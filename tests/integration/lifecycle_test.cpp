@@ -144,6 +144,9 @@ TEST_F(Lifecycle, DuringTheShutdownDelayOnlyReadyzChangesAndASecondSignalEndsIt)
     start({"--shutdown-delay-ms", "600000"});
     HttpConnection kept(port());
     ASSERT_TRUE(kept.request("GET", "/healthz", "", {}));
+    const auto metrics_before = kept.request("GET", "/metrics", "", {});
+    ASSERT_TRUE(metrics_before);
+    EXPECT_NE(metrics_before->body.find("\nplantstore_ready 1\n"), std::string::npos);
     ::kill(server->pid(), SIGTERM);
     ASSERT_TRUE(server->wait_for_log(R"("event":"stopping")")) << server->log();
     {
@@ -151,6 +154,9 @@ TEST_F(Lifecycle, DuringTheShutdownDelayOnlyReadyzChangesAndASecondSignalEndsIt)
         const auto ready = fresh.request("GET", "/readyz", "", {});
         ASSERT_TRUE(ready);
         expect_error(*ready, 503, "draining");
+        const auto metrics = fresh.request("GET", "/metrics", "", {});
+        ASSERT_TRUE(metrics);
+        EXPECT_NE(metrics->body.find("\nplantstore_ready 0\n"), std::string::npos);
     }
     const auto created = post(R"({"id":5,"name":"during the delay"})");
     EXPECT_EQ(created.status, 200) << created.body;

@@ -55,6 +55,18 @@ TEST(Observability, AScrapeHoldsEveryGroupInOrder) {
     }
 }
 
+TEST(Observability, ReadinessIsAGaugeAskedAtEachScrape) {
+    Observability observability({1, false, "1.2.3"});
+    EXPECT_EQ(observability.render_metrics().find("plantstore_ready"), std::string::npos);
+    bool ready = true;
+    observability.watch_readiness([&ready] { return ready; });
+    EXPECT_NE(observability.render_metrics().find("\nplantstore_ready 1\n"), std::string::npos);
+    ready = false;
+    const std::string metrics = observability.render_metrics();
+    EXPECT_NE(metrics.find("# TYPE plantstore_ready gauge\n"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("\nplantstore_ready 0\n"), std::string::npos) << metrics;
+}
+
 TEST(Observability, FailuresAreCountedAndLoggedWithoutSecrets) {
     testing::internal::CaptureStderr();
     Observability observability({1, false, "test"});
