@@ -28,11 +28,31 @@ for package in "${packages[@]}"; do
         missing+=("$package")
     fi
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
-
-echo "plantstore: installing ${missing[*]}" >&2
 sudo_cmd=()
 [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -q
-"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [[ ${#missing[@]} -gt 0 ]]; then
+    echo "plantstore: installing ${missing[*]}" >&2
+    "${sudo_cmd[@]}" apt-get update -q
+    "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The alert rules' tests need Debian's promtool, from the prometheus package; installing that
+# package would also start a system-wide Prometheus, so it is downloaded with apt-get and
+# unpacked under build/tools instead (once).
+if [[ ${1:-} == --tests ]]; then
+    tools="$(cd "$(dirname "$0")/.." && pwd)/build/tools"
+    if [[ ! -x $tools/promtool ]]; then
+        echo "plantstore: unpacking promtool from Debian's prometheus package into $tools" >&2
+        scratch=$(mktemp -d)
+        chmod 0755 "$scratch"   # apt-get download runs as _apt when it can
+        if ! (cd "$scratch" && apt-get download -q prometheus); then
+            "${sudo_cmd[@]}" apt-get update -q
+            (cd "$scratch" && apt-get download -q prometheus)
+        fi
+        dpkg-deb -x "$scratch"/prometheus_*.deb "$scratch/root"
+        mkdir -p "$tools"
+        cp "$scratch/root/usr/bin/promtool" "$tools/promtool"
+        rm -rf "$scratch"
+    fi
+fi

@@ -11,8 +11,9 @@ What runs, and how:
   Those are listed with their reasons at the end, so that their number stays visible.
 - A page's runnable blocks run in order, in one bash (`set -euo pipefail`), in a fresh
   directory, against a fresh `plantstore serve` of the binary under test (SQLite, webhooks to
-  127.0.0.1 allowed) with a token of every scope in $TOKEN; `plantstore` is on PATH, and the
-  directory has `scripts/`, `deploy/` and `build/release/plantstore` from the tree.
+  127.0.0.1 allowed) with a token of every scope in $TOKEN; `plantstore` is on PATH (and the
+  tree's build/tools: promtool), and the directory has `scripts/`, `deploy/` and
+  `build/release/plantstore` from the tree.
 - The block runs as written, except that `127.0.0.1:8080` becomes the test server's address,
   every other `127.0.0.1:PORT` a free port of its own (the same one throughout a page), the
   placeholder `ps_...` the token, and `/tmp/plantstore-` a directory of the test's.
@@ -124,8 +125,8 @@ def run_page(path, runnable, failures):
 
     # One script: each segment of commands, then a marker, so that each segment's output is
     # known; expected lines per segment.
-    script = ["set -euo pipefail", "export TOKEN=%s" % token, "export PATH=%s:$PATH" %
-              os.path.join(root, "bin")]
+    script = ["set -euo pipefail", "export TOKEN=%s" % token, "export PATH=%s:%s:$PATH" %
+              (os.path.join(root, "bin"), os.path.join(source_dir, "build", "tools"))]
     expectations = []  # (line of the page, [expected lines])
     for line_no, body, stop_after in runnable:
         segment, expected, seg_line = [], [], line_no
