@@ -28,7 +28,8 @@ http::Response CorsPolicy::preflight(std::string_view allowed_methods) const {
     response.headers.emplace_back("Access-Control-Allow-Methods", std::string(allowed_methods));
     response.headers.emplace_back(
         "Access-Control-Allow-Headers",
-        "Authorization, Content-Type, If-Match, If-None-Match, X-Request-Id");
+        "Authorization, Content-Type, If-Match, If-None-Match, X-Request-Id, traceparent, "
+        "tracestate");
     response.headers.emplace_back("Access-Control-Max-Age", "600");
     return response;
 }

@@ -53,6 +53,13 @@ void AccessLog::record(unsigned worker, const transport::Exchange& exchange) {
     out += buffer.timestamp;
     out += R"(","level":"info","event":"access","request_id":)";
     common::append_json_string(out, exchange.request_id);
+    if (!exchange.trace_id.empty()) {  // hex digits: nothing to escape
+        out += R"(,"trace_id":")";
+        out += exchange.trace_id;
+        out += R"(","span_id":")";
+        out += exchange.span_id;
+        out += '"';
+    }
     out += R"(,"method":)";
     common::append_json_string(out, exchange.method);
     out += R"(,"path":)";

@@ -29,10 +29,12 @@ void Observability::on_connection_opened() { http_.on_connection_opened(); }
 
 void Observability::on_connection_closed() { http_.on_connection_closed(); }
 
-void Observability::on_failure(std::string_view request_id, std::string_view where,
+void Observability::on_failure(const transport::RequestIdentity& request, std::string_view where,
                                std::string_view what) {
     log_event(LogLevel::error, "internal_error",
-              {{"request_id", std::string(request_id)},
+              {{"request_id", std::string(request.request_id)},
+               {"trace_id", std::string(request.trace_id)},
+               {"span_id", std::string(request.span_id)},
                {"where", std::string(where)},
                {"what", std::string(what)}});
 }

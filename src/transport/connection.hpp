@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/http_text.hpp"
+#include "common/trace_context.hpp"
 #include "http/handler.hpp"
 #include "transport/client_address.hpp"
 #include "transport/connection_count.hpp"
@@ -134,7 +135,7 @@ class Connection final : public ConnectionBase,
             }
         } catch (const std::exception& error) {
             // A bug on this connection must not take the others down; it closes, and says why.
-            observer_.on_failure(exchange_.request_id, "connection", error.what());
+            observer_.on_failure(ids(), "connection", error.what());
         }
         phase_ = Phase::closed;
         worker_.connections.erase(this);
@@ -171,7 +172,33 @@ class Connection final : public ConnectionBase,
         head.target = exchange_.target;
         head.origin = exchange_.origin;
         head.peer_address = exchange_.client.empty() ? peer_address_ : exchange_.client;
+        if (exchange_.traced) {
+            head.traceparent =
+                std::string_view(exchange_.traceparent.data(), exchange_.traceparent.size());
+            head.trace_state = exchange_.trace_state;
+        }
         return head;
+    }
+
+    // The current request's id and trace, for what the observer logs about it.
+    RequestIdentity ids() const {
+        if (!exchange_.traced) return {exchange_.request_id, {}, {}};
+        const char* text = exchange_.traceparent.data();
+        return {exchange_.request_id, std::string_view(text + 3, 32),
+                std::string_view(text + 36, 16)};
+    }
+
+    // The request's span (W3C Trace Context): a child of the caller's `traceparent` when it
+    // sent exactly one well-formed, else a new trace; its `tracestate` lines joined as a list.
+    void start_trace(const http::request<http::string_body>& request) {
+        std::optional<std::string_view> parent;
+        if (request.count("traceparent") == 1) parent = request["traceparent"];
+        const auto state = joined_field(request, "tracestate");
+        const common::TraceContext trace =
+            common::request_trace(parent, state ? std::string_view(*state) : std::string_view());
+        exchange_.traceparent = trace.traceparent_chars();
+        exchange_.trace_state = trace.trace_state;
+        exchange_.traced = true;
     }
 
     // Reads, handles and answers one request. Returns whether the connection stays open.
@@ -200,6 +227,7 @@ class Connection final : public ConnectionBase,
         if (const auto id = request["X-Request-Id"]; well_formed_request_id(id)) {
             exchange_.request_id = id;
         }
+        start_trace(request);
         exchange_.origin = request[http::field::origin];
         if (!proxies_.empty()) exchange_.client = client_behind_proxies(request);
         if (const auto refusal = framing_refusal(request)) {
@@ -279,7 +307,7 @@ class Connection final : public ConnectionBase,
             next.start(body, make_ready(call));
         } catch (const std::exception& error) {
             ++handler_calls_;
-            observer_.on_failure(exchange_.request_id, "handler", error.what());
+            observer_.on_failure(ids(), "handler", error.what());
             co_return refuse(500, "internal error");
         }
         const auto timeout = limits_.handler_timeout + next.patience();
@@ -291,7 +319,7 @@ class Connection final : public ConnectionBase,
         try {
             co_return next.finish();
         } catch (const std::exception& error) {
-            observer_.on_failure(exchange_.request_id, "handler", error.what());
+            observer_.on_failure(ids(), "handler", error.what());
             co_return refuse(500, "internal error");
         }
     }
@@ -459,15 +487,16 @@ class Connection final : public ConnectionBase,
         try {
             return handler_.admit(head);
         } catch (const std::exception& error) {
-            observer_.on_failure(exchange_.request_id, "admit", error.what());
+            observer_.on_failure(ids(), "admit", error.what());
             return {refuse(500, "internal error"), nullptr};
         }
     }
 
     // Every field line named `name`, joined with ", " (a list field may be split over several
     // lines, RFC 9110 §5.3); nullopt when there is none.
+    template <typename Name>  // http::field or a name Beast does not know
     static std::optional<std::string> joined_field(const http::request<http::string_body>& request,
-                                                   http::field name) {
+                                                   Name name) {
         const auto [first, last] = request.equal_range(name);
         if (first == last) return std::nullopt;
         std::string value;
@@ -564,6 +593,9 @@ class Connection final : public ConnectionBase,
                 std::optional<Streamed> streamed = std::nullopt) {
         Exchange exchange;
         exchange.request_id = exchange_.request_id;
+        const RequestIdentity request = ids();
+        exchange.trace_id = request.trace_id;
+        exchange.span_id = request.span_id;
         exchange.method = exchange_.method;
         exchange.target = exchange_.target;
         exchange.route = response.route;
@@ -633,6 +665,9 @@ class Connection final : public ConnectionBase,
         std::string target;
         std::string origin;
         std::string client;  // behind a trusted proxy: the client's address; else empty
+        std::array<char, 55> traceparent{};  // the request's span, once its head was read
+        std::string trace_state;
+        bool traced = false;
         Clock::time_point started{};
         bool counted = false;
         bool head_request = false;

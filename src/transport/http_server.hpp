@@ -48,9 +48,19 @@ struct ServerLimits {
 };
 
 /// One finished request/response, as the observer sees it. Views are valid only during the call.
+/// Which request something concerns: its id and its place in its trace (W3C Trace Context, as
+/// hex); all empty when it concerns none.
+struct RequestIdentity {
+    std::string_view request_id;
+    std::string_view trace_id;
+    std::string_view span_id;
+};
+
 struct Exchange {
     std::string_view request_id;
-    std::string_view method;  ///< empty when the request line could not be read
+    std::string_view trace_id;  ///< the request's trace (W3C Trace Context), 32 hex digits
+    std::string_view span_id;   ///< the request's own span in it, 16 hex digits
+    std::string_view method;    ///< empty when the request line could not be read
     std::string_view target;
     std::string_view route;   ///< the handler's route label, e.g. "/plants/{id}"
     std::string_view caller;  ///< who called (a token's name); empty when not authenticated
@@ -82,7 +92,7 @@ class ExchangeObserver {
     /// Something failed unexpectedly (an exception from the handler or on a connection): the
     /// request it concerned (empty if none), where, and what. The request got a 500 or the
     /// connection closed.
-    virtual void on_failure(std::string_view request_id, std::string_view where,
+    virtual void on_failure(const RequestIdentity& request, std::string_view where,
                             std::string_view what) = 0;
     /// A read ended in an error other than the client closing cleanly, a time-out or bad
     /// framing (all answered or expected): e.g. a reset connection. Lowest priority.

@@ -2,7 +2,10 @@
 // logs, request ids, the headers every response carries, and CORS.
 #include <signal.h>
 
+#include <map>
 #include <regex>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "fixture.hpp"
@@ -193,6 +196,44 @@ TEST_F(Operations, AccessLogOffAndLogLevel) {
     EXPECT_EQ(quiet.find(R"("event":"started")"), std::string::npos);
 }
 
+// W3C Trace Context: each request's access line names its trace and its own span; a caller's
+// well-formed traceparent puts the request in the caller's trace, a malformed one is ignored
+// (a new trace, and the request served as usual).
+TEST_F(Operations, AccessLogNamesEachRequestsTraceAndSpan) {
+    start();
+    const std::string caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    EXPECT_EQ(get("/healthz", {"X-Request-Id: in-a-trace", "traceparent: " + caller}).status, 200);
+    EXPECT_EQ(get("/healthz", {"X-Request-Id: malformed", "traceparent: 00-nonsense-01"}).status,
+              200);
+    EXPECT_EQ(get("/healthz", {"X-Request-Id: no-trace"}).status, 200);
+    EXPECT_EQ(get("/healthz",
+                  {"X-Request-Id: repeated", "traceparent: " + caller, "traceparent: " + caller})
+                  .status,
+              200);
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+    std::map<std::string, std::pair<std::string, std::string>> traces;  // request id: trace, span
+    std::istringstream lines(server->log());
+    std::string line;
+    while (std::getline(lines, line)) {
+        const auto value = boost::json::parse(line);
+        const auto& object = value.as_object();
+        if (object.at("event").as_string() != "access") continue;
+        ASSERT_TRUE(object.contains("trace_id") && object.contains("span_id")) << line;
+        traces[std::string(object.at("request_id").as_string())] = {
+            std::string(object.at("trace_id").as_string()),
+            std::string(object.at("span_id").as_string())};
+    }
+    ASSERT_EQ(traces.size(), 4U);
+    EXPECT_EQ(traces["in-a-trace"].first, "4bf92f3577b34da6a3ce929d0e0e4736");
+    EXPECT_EQ(traces["in-a-trace"].second.size(), 16U);
+    EXPECT_NE(traces["in-a-trace"].second, "00f067aa0ba902b7");  // a span of its own
+    for (const char* id : {"malformed", "no-trace", "repeated"}) {
+        EXPECT_EQ(traces[id].first.size(), 32U) << id;
+        EXPECT_NE(traces[id].first, "4bf92f3577b34da6a3ce929d0e0e4736") << id;
+    }
+    EXPECT_NE(traces["malformed"].first, traces["no-trace"].first);
+}
+
 TEST_F(Operations, CorsPreflightAndResponsesForAllowedOriginsOnly) {
     start({"--cors-origin", "https://docs.example"});
     HttpConnection connection(port());
@@ -206,6 +247,8 @@ TEST_F(Operations, CorsPreflightAndResponsesForAllowedOriginsOnly) {
     EXPECT_EQ(preflight->header("access-control-allow-methods"), "GET, HEAD, POST");
     EXPECT_NE(preflight->header("access-control-allow-headers").find("Authorization"),
               std::string::npos);
+    EXPECT_NE(preflight->header("access-control-allow-headers").find("traceparent, tracestate"),
+              std::string::npos);  // a browser may send its trace context
     EXPECT_EQ(preflight->header("vary"), "Origin");
 
     const auto created =
