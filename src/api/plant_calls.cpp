@@ -111,6 +111,7 @@ struct CreatePlant {
     domain::FieldLimits limits;
     domain::NewPlant plant;  // decoded from the body
     domain::PlantId id = 0;
+    std::string traceparent;  // the request's span, for its webhook deliveries
 
     std::optional<http::Response> decode(std::string_view body) {
         auto decoded = domain::decode_new_plant(body, limits);
@@ -122,7 +123,9 @@ struct CreatePlant {
         return std::nullopt;
     }
     void call(const std::string& tenant, std::function<void(Result)> done) {
-        store.create(tenant, std::move(plant), std::move(done));
+        auto request = store::WriteRequest::create(tenant, std::move(plant), std::move(done));
+        request.traceparent = std::move(traceparent);
+        store.write(std::move(request));
     }
     http::Response respond(const Result& result) const {
         return write_outcome_response(result, id);
@@ -188,6 +191,7 @@ struct ChangePlant {
     bool merge_patch;
     store::Precondition precondition;
     domain::PlantChange change;  // decoded from the body
+    std::string traceparent;     // the request's span, for its webhook deliveries
 
     std::optional<http::Response> decode(std::string_view body) {
         auto decoded = merge_patch ? domain::decode_plant_merge_patch(body, id, limits)
@@ -199,7 +203,10 @@ struct ChangePlant {
         return std::nullopt;
     }
     void call(const std::string& tenant, std::function<void(Result)> done) {
-        store.update(tenant, id, std::move(change), std::move(precondition), std::move(done));
+        auto request = store::WriteRequest::update(tenant, id, std::move(change),
+                                                   std::move(precondition), std::move(done));
+        request.traceparent = std::move(traceparent);
+        store.write(std::move(request));
     }
     http::Response respond(const Result& result) const {
         return write_outcome_response(result, id);
@@ -212,9 +219,13 @@ struct DeletePlant {
     store::PlantStore& store;
     domain::PlantId id;
     store::Precondition precondition;
+    std::string traceparent;  // the request's span, for its webhook deliveries
 
     void call(const std::string& tenant, std::function<void(Result)> done) {
-        store.remove(tenant, id, std::move(done), std::move(precondition));
+        auto request =
+            store::WriteRequest::remove(tenant, id, std::move(precondition), std::move(done));
+        request.traceparent = std::move(traceparent);
+        store.write(std::move(request));
     }
     http::Response respond(const Result& result) const {
         return write_outcome_response(result, id);
@@ -253,7 +264,9 @@ std::vector<Route> PlantCalls::routes() const {
 
 Prepared PlantCalls::create(const CallRequest& request) const {
     if (auto refusal = require_json_body(request.head)) return std::move(*refusal);
-    return service_call(CreatePlant{store_, field_limits_, {}, 0}, request, cors_);
+    return service_call(
+        CreatePlant{store_, field_limits_, {}, 0, std::string(request.head.traceparent)}, request,
+        cors_);
 }
 
 Prepared PlantCalls::list(const CallRequest& request) const {
@@ -303,7 +316,8 @@ Prepared PlantCalls::change(const CallRequest& request, bool merge_patch) const 
                                     std::get<domain::PlantId>(id),
                                     merge_patch,
                                     std::get<store::Precondition>(std::move(condition)),
-                                    {}},
+                                    {},
+                                    std::string(request.head.traceparent)},
                         request, cors_);
 }
 
@@ -313,7 +327,8 @@ Prepared PlantCalls::remove(const CallRequest& request) const {
     auto condition = precondition(request, require_if_match_);
     if (auto* refusal = std::get_if<http::Response>(&condition)) return std::move(*refusal);
     return service_call(DeletePlant{store_, std::get<domain::PlantId>(id),
-                                    std::get<store::Precondition>(std::move(condition))},
+                                    std::get<store::Precondition>(std::move(condition)),
+                                    std::string(request.head.traceparent)},
                         request, cors_);
 }
 

@@ -1,10 +1,12 @@
 #include "outbox/dispatcher.hpp"
 
+#include <optional>
 #include <random>
 #include <utility>
 
 #include "common/thread_name.hpp"
 #include "common/time_text.hpp"
+#include "common/trace_context.hpp"
 #include "domain/event.hpp"
 #include "outbound/https_client.hpp"
 #include "outbox/random_id.hpp"
@@ -44,6 +46,11 @@ SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
         {"webhook-signature",
          webhooks::signature_header(keys, delivery.event_id, timestamp, request.body)},
     };
+    // Each attempt is a span of the trace of the request that made the change (W3C Trace
+    // Context), its child; a delivery queued without one starts a trace of its own.
+    std::optional<std::string_view> parent;
+    if (!delivery.traceparent.empty()) parent = delivery.traceparent;
+    request.headers.emplace_back("traceparent", common::request_trace(parent, {}).traceparent());
     return request;
 }
 

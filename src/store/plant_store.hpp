@@ -148,19 +148,32 @@ struct WriteRequest {
     domain::PlantChange change;  ///< update: what it sets
     Precondition precondition;   ///< remove and update
     WriteCallback done;
+    /// The span of the request that asked for the write, as a W3C `traceparent`: the webhook
+    /// deliveries of its change are sent as its children. Empty: none.
+    std::string traceparent;
 
     static WriteRequest create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
-        return {Kind::create, std::move(tenant), std::move(plant), {}, {}, std::move(done)};
+        return {Kind::create, std::move(tenant), std::move(plant), {}, {}, std::move(done), {}};
     }
     static WriteRequest remove(std::string tenant, domain::PlantId id, Precondition precondition,
                                WriteCallback done) {
-        return {Kind::remove, std::move(tenant),       {id, {}},
-                {},           std::move(precondition), std::move(done)};
+        return {Kind::remove,
+                std::move(tenant),
+                {id, {}},
+                {},
+                std::move(precondition),
+                std::move(done),
+                {}};
     }
     static WriteRequest update(std::string tenant, domain::PlantId id, domain::PlantChange change,
                                Precondition precondition, WriteCallback done) {
-        return {Kind::update,      std::move(tenant),       {id, {}},
-                std::move(change), std::move(precondition), std::move(done)};
+        return {Kind::update,
+                std::move(tenant),
+                {id, {}},
+                std::move(change),
+                std::move(precondition),
+                std::move(done),
+                {}};
     }
 };
 

@@ -75,6 +75,8 @@ struct ClaimedDelivery {
     std::optional<std::string> sealed_previous_secret;
     std::int64_t previous_secret_until = 0;
     std::optional<std::int64_t> failing_since;
+    /// The span of the request whose change this announces (a W3C traceparent); empty: none.
+    std::string traceparent;
 };
 
 /// The event type stored in an outbox row. @throws std::runtime_error for a name this build

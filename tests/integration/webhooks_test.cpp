@@ -363,6 +363,60 @@ TEST_F(Webhooks, SubscribedChangesArriveInTheSignedEnvelopeWithTheTenantsSeq) {
     EXPECT_EQ(later.back().data, R"({"id":8,"name":"Moss"})");
 }
 
+// W3C Trace Context: each delivery carries a traceparent of the trace of the request that made
+// the change (a span of its own, whose parent is the request's span), whichever engine queued it
+// and however long after; a change made without a traceparent still starts a trace that its
+// deliveries continue.
+TEST_F(Webhooks, EachDeliveryContinuesTheTraceOfTheRequestThatMadeTheChange) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    subscribe_to_every_event(receiver.url("/all"));
+    const std::string caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const auto traced = [&](const std::string& method, const std::string& target,
+                            const std::string& body, const std::string& parent_span) {
+        HttpConnection connection(port());
+        std::vector<std::string> headers = {
+            "Authorization: Bearer " + token,
+            "traceparent: 00-" + caller_trace + "-" + parent_span + "-01"};
+        if (!body.empty()) headers.emplace_back("Content-Type: application/json");
+        const auto response = connection.request(method, target, body, headers);
+        return response ? response->status : 0;
+    };
+    ASSERT_EQ(traced("POST", "/plants", R"({"id":1,"name":"Fern"})", "00f067aa0ba902b7"), 200);
+    ASSERT_EQ(traced("PATCH", "/plants/1", R"({"tag":"green"})", "00f067aa0ba902b8"), 200);
+    ASSERT_EQ(traced("DELETE", "/plants/1", "", "00f067aa0ba902b9"), 204);
+    ASSERT_EQ(post(R"({"id":2,"name":"Moss"})").status, 200);  // no traceparent
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 4; }));
+    std::map<std::string, std::string> by_type;  // event type (and id 2): traceparent
+    for (const std::string& raw : receiver.all_requests()) {
+        const Received received = parse_request(raw);
+        const Envelope envelope = open_envelope(received);
+        ASSERT_TRUE(received.headers.count("traceparent")) << raw;
+        const std::string key =
+            envelope.data.find(R"("id":2)") != std::string::npos ? "untraced" : envelope.type;
+        by_type[key] = received.headers.at("traceparent");
+    }
+    ASSERT_EQ(by_type.size(), 4U);
+    std::set<std::string> spans;
+    for (const char* type : {"plant.created", "plant.updated", "plant.deleted"}) {
+        const std::string& header = by_type[type];
+        ASSERT_EQ(header.size(), 55U) << type << ": " << header;
+        EXPECT_EQ(header.substr(0, 36), "00-" + caller_trace + "-") << type;
+        EXPECT_EQ(header.substr(52), "-01") << type;  // sampled, as the caller said
+        spans.insert(header.substr(36, 16));
+    }
+    EXPECT_EQ(spans.size(), 3U);                    // a span for each attempt
+    EXPECT_FALSE(spans.count("00f067aa0ba902b7"));  // not the caller's span itself
+    const std::string& untraced = by_type["untraced"];
+    ASSERT_EQ(untraced.size(), 55U);
+    EXPECT_NE(untraced.substr(3, 32), caller_trace);
+    // The untraced request's own trace, from its access line, is the delivery's.
+    ASSERT_EQ(server->stop(SIGTERM), 0);
+    EXPECT_NE(server->log().find(R"("trace_id":")" + untraced.substr(3, 32) + '"'),
+              std::string::npos)
+        << "no access line in the delivery's trace " << untraced;
+}
+
 // PostgreSQL only: two instances write one tenant's plants at once; the events a subscriber
 // receives carry seqs 1..N, none missing and none twice, each plant's in the order of its writes.
 TEST_F(Webhooks, OnPostgresTwoInstancesNumberOneTenantsEventsWithoutHolesOrRepeats) {

@@ -804,7 +804,8 @@ TEST_P(PlantStoreContract, UpgradingCountsThePlantsAlreadyStored) {
         "ALTER TABLE tenants DROP COLUMN plants; ALTER TABLE tenants DROP COLUMN max_plants; "
         "ALTER TABLE tenants RENAME TO event_counters; "
         "DELETE FROM event_counters WHERE tenant = 'b'; "
-        "DELETE FROM plant_events WHERE tenant = 'b'; ";
+        "DELETE FROM plant_events WHERE tenant = 'b'; "
+        "ALTER TABLE webhook_deliveries DROP COLUMN traceparent; ";
     run_sql(undo + (on_postgres() ? "ALTER INDEX tenants_pkey RENAME TO event_counters_pkey; "
                                     "UPDATE plantstore_schema SET version = 6"
                                   : "PRAGMA user_version = 6"));

@@ -432,17 +432,20 @@ class PgPlantStore::Engine {
         const std::int64_t now = common::unix_ms_now();
         if (!creates.empty()) {
             PlantArrays arrays;
+            std::string traces = "{";  // each create's request span, for its deliveries
             for (const std::size_t i : creates) {
                 const auto& plant = batch[i].plant;
                 arrays.add_plant(batch[i].tenant, plant.id, plant.plant.name, plant.plant.tag, now);
+                append_array_element(traces, traceparent_of(batch[i]));
             }
             arrays.close();
+            traces += '}';
             statements.push_back(
                 {"insert_plants",
                  {},
                  {std::move(arrays.tenants), std::move(arrays.ids), std::move(arrays.names),
                   std::move(arrays.tags), std::move(arrays.created_at),
-                  std::to_string(options_.writes.max_plants_per_tenant)}});
+                  std::to_string(options_.writes.max_plants_per_tenant), std::move(traces)}});
         }
         // One statement per delete or update (statements.hpp: a shape with no plan but the key).
         for (const std::size_t i : changes) statements.push_back(change_statement(batch[i]));
@@ -471,6 +474,17 @@ class PgPlantStore::Engine {
         return false;
     }
 
+    // The request span a write carries for its webhook deliveries, or NULL.
+    static std::optional<std::string_view> traceparent_of(const Pending& pending) {
+        if (pending.traceparent.empty()) return std::nullopt;
+        return pending.traceparent;
+    }
+
+    static std::optional<std::string> traceparent_text(const Pending& pending) {
+        const auto text = traceparent_of(pending);
+        return text ? std::optional<std::string>(*text) : std::nullopt;
+    }
+
     // The statement of a delete or an update.
     static Statement change_statement(const Pending& pending) {
         const Precondition& precondition = pending.precondition;
@@ -480,10 +494,12 @@ class PgPlantStore::Engine {
         switch (pending.kind) {
             case WriteRequest::Kind::remove:
                 if (unconditional_delete(pending)) {
+                    parameters.push_back(traceparent_text(pending));
                     return {"delete_plant", {}, std::move(parameters)};
                 }
                 parameters.push_back(if_match_array(precondition.if_match));
                 parameters.emplace_back(required);
+                parameters.push_back(traceparent_text(pending));
                 return {"delete_plant_if", {}, std::move(parameters)};
             case WriteRequest::Kind::update:
                 parameters.push_back(pending.change.name);
@@ -491,6 +507,7 @@ class PgPlantStore::Engine {
                 parameters.push_back(pending.change.tag);
                 parameters.push_back(if_match_array(precondition.if_match));
                 parameters.emplace_back(required);
+                parameters.push_back(traceparent_text(pending));
                 return {"update_plant", {}, std::move(parameters)};
             case WriteRequest::Kind::create:
                 break;

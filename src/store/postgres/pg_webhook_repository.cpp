@@ -229,7 +229,7 @@ std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
         "FROM due WHERE d.id = due.id RETURNING d.*) "
         "SELECT c.id, c.tenant, c.subscription_id, c.plant_id, c.name, c.tag, c.attempts, "
         "c.created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, "
-        "s.failing_since, c.event_type, c.seq, s.events FROM claimed c "
+        "s.failing_since, c.event_type, c.seq, s.events, c.traceparent FROM claimed c "
         "JOIN webhook_subscriptions s "
         "ON s.tenant = c.tenant AND s.id = c.subscription_id",
         {number(now), number(lease_until), number(static_cast<std::int64_t>(limit)), owner, busy});
@@ -252,6 +252,7 @@ std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
         delivery.event_type = stored_event_type(text_at(rows.get(), row, 13));
         delivery.seq = optional_int64_at(rows.get(), row, 14).value_or(0);
         delivery.subscribed = int64_at(rows.get(), row, 15);
+        delivery.traceparent = optional_text_at(rows.get(), row, 16).value_or("");
         claimed.push_back(std::move(delivery));
     }
     return claimed;

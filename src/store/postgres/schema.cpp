@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 8> kMigrations = {
+constexpr std::array<std::string_view, 9> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -150,6 +150,11 @@ constexpr std::array<std::string_view, 8> kMigrations = {
     R"sql(
     DROP INDEX plants_by_tag;
     CREATE INDEX plants_by_tag ON plants (tenant, tag, id) INCLUDE (name) WHERE tag IS NOT NULL;
+    )sql",
+    // 9: the span of the request whose change a delivery announces (a W3C traceparent), so that
+    // the delivery is sent as its child; NULL for rows queued before it, or without one.
+    R"sql(
+    ALTER TABLE webhook_deliveries ADD COLUMN traceparent text;
     )sql",
 };
 

@@ -70,7 +70,8 @@ namespace plantstore::store::postgres {
 inline constexpr const char* kStagedEventsTable =
     "CREATE TEMPORARY TABLE staged_events ("
     "ord bigint GENERATED ALWAYS AS IDENTITY, tenant text NOT NULL, type text NOT NULL, "
-    "type_bit bigint NOT NULL, plant_id bigint NOT NULL, name text NOT NULL, tag text) "
+    "type_bit bigint NOT NULL, plant_id bigint NOT NULL, name text NOT NULL, tag text, "
+    "traceparent text) "
     "ON COMMIT DELETE ROWS";
 
 /// A page of a tenant's plants with one tag (the API's list by tag), from the partial covering
@@ -89,14 +90,15 @@ inline constexpr std::array<const char*, 4> kSessionSettings = {
     kStagedEventsTable};
 
 /// A CTE (`name AS (...)`) that stages a `type` event for each row of `rows` (columns tenant,
-/// id, name, tag: the plant after the change, or as it was for a delete).
+/// id, name, tag: the plant after the change, or as it was for a delete), with `traceparent` (an
+/// SQL expression: the span of the request that made the change, for its webhook deliveries).
 inline std::string stage_events_sql(std::string_view name, domain::EventType type,
-                                    std::string_view rows) {
+                                    std::string_view rows, std::string_view traceparent) {
     return std::string(name) +
-           " AS (INSERT INTO staged_events (tenant, type, type_bit, plant_id, name, tag) "
-           "SELECT tenant, '" +
+           " AS (INSERT INTO staged_events (tenant, type, type_bit, plant_id, name, tag, "
+           "traceparent) SELECT tenant, '" +
            std::string(domain::event_name(type)) + "', " + std::to_string(domain::event_bit(type)) +
-           ", id, name, tag FROM " + std::string(rows) + ")";
+           ", id, name, tag, " + std::string(traceparent) + " FROM " + std::string(rows) + ")";
 }
 
 /// Locks (creating when missing) the rows of the batch's tenants that have a quota, in tenant
@@ -130,7 +132,8 @@ inline constexpr const char* kEventsChannel = "plantstore_events";
 inline const std::string& append_events_statement() {
     static const std::string statement =
         std::string(R"sql(
-WITH staged AS (SELECT ord, tenant, type, type_bit, plant_id, name, tag FROM staged_events),
+WITH staged AS (SELECT ord, tenant, type, type_bit, plant_id, name, tag, traceparent
+                FROM staged_events),
 counts AS (SELECT tenant, count(*) AS n,
                   count(*) FILTER (WHERE type = ')sql") +
         std::string(domain::event_name(domain::EventType::plant_created)) +
@@ -152,10 +155,10 @@ logged AS (
     SELECT tenant, seq, type, plant_id, name, tag, $1 FROM numbered),
 queued AS (
     INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, created_at,
-                                    next_attempt_at, event_type, seq)
+                                    next_attempt_at, event_type, seq, traceparent)
     SELECT 'msg_' || lpad(to_hex($1::bigint), 12, '0') ||
            substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), s.tenant, s.id, n.plant_id,
-           n.name, n.tag, $1, $1, n.type, n.seq
+           n.name, n.tag, $1, $1, n.type, n.seq, n.traceparent
     FROM numbered n
     JOIN webhook_subscriptions s ON s.tenant = n.tenant AND s.enabled
                                     AND (s.events & n.type_bit) <> 0)
@@ -195,14 +198,15 @@ WITH input AS (
 
 /// Inserts many plants in one statement without overwriting any, and for a tenant with a quota
 /// no more new ones than it leaves room for, in input order; says per input row what happened.
-/// Parameters: kInsertInput's, and $6 the server's default quota (0: unlimited) for tenants
-/// without one of their own. Run after kLockTenants locked the rows of the tenants with a quota,
-/// so their counts cannot change under it. One row per input, in input order: (ord, outcome,
-/// stored name, stored tag, quota, plants held), the stored plant being the one found for 'p'
-/// and 'x', the last two for 'o'. Outcome: 'c' inserted, 'p' the same plant was there (a replay),
-/// 'x' a different plant has the id, 'o' no room left in the tenant's quota, or 'r': a concurrent
-/// transaction committed the id after this statement's snapshot, so it was neither inserted nor
-/// visible: run it again. Each inserted plant's plant.created event is staged for
+/// Parameters: kInsertInput's, $6 the server's default quota (0: unlimited) for tenants
+/// without one of their own, $7 each input row's request traceparent (text[], in input order;
+/// NULL: none; staged for the deliveries). Run after kLockTenants locked the rows of the tenants
+/// with a quota, so their counts cannot change under it. One row per input, in input order: (ord,
+/// outcome, stored name, stored tag, quota, plants held), the stored plant being the one found for
+/// 'p' and 'x', the last two for 'o'. Outcome: 'c' inserted, 'p' the same plant was there (a
+/// replay), 'x' a different plant has the id, 'o' no room left in the tenant's quota, or 'r': a
+/// concurrent transaction committed the id after this statement's snapshot, so it was neither
+/// inserted nor visible: run it again. Each inserted plant's plant.created event is staged for
 /// append_events_statement(). Inputs must not repeat a (tenant, id); sorting them by (tenant, id)
 /// gives concurrent batches one lock order. Plants are probed per row (LATERAL subqueries, which
 /// OFFSET 0 keeps from becoming joins): only when not inserted, as before quotas, except for a
@@ -210,7 +214,9 @@ WITH input AS (
 /// batch would not all fit), whose rows are probed before the insert, since only new plants
 /// count against its quota. So a quota costs only the tenants near it.
 inline const std::string& insert_plants_statement() {
-    static const std::string statement = std::string(kInsertInput) + R"sql(,
+    static const std::string statement =
+        std::string(kInsertInput) + R"sql(,
+traces AS (SELECT * FROM unnest($7::text[]) WITH ORDINALITY AS t(traceparent, ord)),
 limited AS (
     SELECT i.tenant, coalesce(t.plants, 0) AS plants, coalesce(t.max_plants, $6::bigint) AS quota
     FROM (SELECT DISTINCT tenant FROM input) i
@@ -239,8 +245,14 @@ inserted AS (
     SELECT tenant, id, name, tag, created_at FROM allowed ORDER BY ord
     ON CONFLICT (tenant, id) DO NOTHING
     RETURNING tenant, id, name, tag, created_at),
-)sql" + stage_events_sql("staged", domain::EventType::plant_created, "inserted") +
-                                         R"sql(
+)sql" +
+        stage_events_sql("staged", domain::EventType::plant_created,
+                         "(SELECT n.*, t.traceparent FROM inserted n "
+                         "JOIN input i ON i.tenant = n.tenant AND "
+                         "i.id = n.id LEFT JOIN traces t ON "
+                         "t.ord = i.ord) AS r",
+                         "traceparent") +
+        R"sql(
 SELECT i.ord,
        CASE WHEN n.id IS NOT NULL THEN 'c'
             WHEN f.present AND f.stored_name = i.name AND f.stored_tag IS NOT DISTINCT FROM i.tag
@@ -300,13 +312,14 @@ INSERT INTO tenants AS t (tenant, last_seq, plants)
 SELECT tenant, 0, n FROM unnest($1::text[], $2::bigint[]) AS u(tenant, n) ORDER BY tenant
 ON CONFLICT (tenant) DO UPDATE SET plants = t.plants + excluded.plants)sql";
 
-/// Deletes one plant and stages its plant.deleted event. Parameters: $1 tenant, $2 id. One row
+/// Deletes one plant and stages its plant.deleted event. Parameters: $1 tenant, $2 id, $3 the
+/// request's traceparent (NULL: none; staged for the deliveries). One row
 /// when it was there.
 inline const std::string& delete_plant_statement() {
     static const std::string statement =
         "WITH gone AS (DELETE FROM plants WHERE tenant = $1 AND id = $2 "
         "RETURNING tenant, id, name, tag), " +
-        stage_events_sql("staged", domain::EventType::plant_deleted, "gone") +
+        stage_events_sql("staged", domain::EventType::plant_deleted, "gone", "$3::text") +
         " SELECT 1 FROM gone";
     return statement;
 }
@@ -329,8 +342,8 @@ inline const std::string& delete_plant_statement() {
 /// Deletes one plant if a precondition holds (If-Match, --require-if-match), locking it first,
 /// and stages its plant.deleted event.
 /// Parameters: $1 tenant, $2 id, $3 the If-Match tags (text[], NULL for none), $4 whether one is
-/// required. No row: no such plant. Otherwise one row (code, name, tag): code 'd' (deleted),
-/// 'f' (412: the plant as it is) or 'q' (428).
+/// required, $5 the request's traceparent (NULL: none). No row: no such plant. Otherwise one row
+/// (code, name, tag): code 'd' (deleted), 'f' (412: the plant as it is) or 'q' (428).
 inline const std::string& delete_plant_if_statement() {
     static const std::string statement =
         "WITH cur AS (SELECT name, tag, " PLANTSTORE_PLANT_ETAG_SQL
@@ -340,7 +353,7 @@ inline const std::string& delete_plant_if_statement() {
         " AS code FROM cur), "
         "gone AS (DELETE FROM plants p USING verdict v WHERE p.tenant = $1 AND p.id = $2 "
         "AND v.code = 'd' RETURNING p.tenant, p.id, p.name, p.tag), " +
-        stage_events_sql("staged", domain::EventType::plant_deleted, "gone") +
+        stage_events_sql("staged", domain::EventType::plant_deleted, "gone", "$5::text") +
         " SELECT code, name, tag FROM verdict";
     return statement;
 }
@@ -348,7 +361,8 @@ inline const std::string& delete_plant_if_statement() {
 /// Changes one plant if a precondition holds, locking it first, and stages its plant.updated
 /// event; an update that changes nothing writes nothing. Parameters: $1 tenant, $2 id, $3 the new
 /// name (NULL keeps it), $4 whether the tag is set, $5 the new tag (NULL removes it when set), $6
-/// the If-Match tags (text[], NULL for none), $7 whether one is required. No row: no such plant.
+/// the If-Match tags (text[], NULL for none), $7 whether one is required, $8 the request's
+/// traceparent (NULL: none). No row: no such plant.
 /// Otherwise one row (code, name, tag): code 'w' (updated) or 'u' (unchanged) with the plant after,
 /// 'f' (412) with the plant as it is, or 'q' (428).
 inline const std::string& update_plant_statement() {
@@ -365,7 +379,7 @@ inline const std::string& update_plant_statement() {
         "changed AS (UPDATE plants p SET name = v.name, tag = v.tag FROM verdict v "
         "WHERE p.tenant = $1 AND p.id = $2 AND v.code = 'w' "
         "RETURNING p.tenant, p.id, p.name, p.tag), " +
-        stage_events_sql("staged", domain::EventType::plant_updated, "changed") +
+        stage_events_sql("staged", domain::EventType::plant_updated, "changed", "$8::text") +
         " SELECT code, CASE WHEN code = 'f' THEN old_name ELSE name END, "
         "CASE WHEN code = 'f' THEN old_tag ELSE tag END FROM verdict";
     return statement;

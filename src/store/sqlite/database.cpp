@@ -42,6 +42,12 @@ Statement& Statement::bind(int index, const std::optional<std::string>& text) {
     return *this;
 }
 
+Statement& Statement::bind(int index, std::optional<std::string_view> text) {
+    if (text) return bind(index, *text);
+    remember_bind_result(sqlite3_bind_null(statement_, index));
+    return *this;
+}
+
 Statement& Statement::bind(int index, std::optional<std::int64_t> value) {
     if (value) return bind(index, *value);
     remember_bind_result(sqlite3_bind_null(statement_, index));

@@ -37,6 +37,7 @@ class Statement {
     Statement& bind(int index, std::int64_t value);
     Statement& bind(int index, std::string_view text);
     Statement& bind(int index, const std::optional<std::string>& text);
+    Statement& bind(int index, std::optional<std::string_view> text);
     Statement& bind(int index, std::optional<std::int64_t> value);
 
     /// Steps once: true when a row is available, false when done. @throws SqliteError

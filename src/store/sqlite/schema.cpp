@@ -12,7 +12,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 8> kMigrations = {
+constexpr std::array<std::string_view, 9> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -146,6 +146,11 @@ constexpr std::array<std::string_view, 8> kMigrations = {
     R"sql(
     DROP INDEX plants_by_tag;
     CREATE INDEX plants_by_tag ON plants (tenant, tag, id, name);
+    )sql",
+    // 9: the span of the request whose change a delivery announces (a W3C traceparent), so that
+    // the delivery is sent as its child; NULL for rows queued before it, or without one.
+    R"sql(
+    ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;
     )sql",
 };
 

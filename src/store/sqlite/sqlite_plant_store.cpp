@@ -151,8 +151,9 @@ class SqlitePlantStore::Writer {
           // (a few pages) instead of one random page each.
           enqueue_deliveries_(db_->prepare(
               "INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, "
-              "created_at, next_attempt_at, event_type, seq) SELECT 'msg_' || printf('%012x', ?5) "
-              "|| lower(hex(randomblob(10))), tenant, id, ?2, ?3, ?4, ?5, ?5, ?6, ?7 "
+              "created_at, next_attempt_at, event_type, seq, traceparent) SELECT 'msg_' || "
+              "printf('%012x', ?5) || lower(hex(randomblob(10))), tenant, id, ?2, ?3, ?4, ?5, ?5, "
+              "?6, ?7, ?9 "
               "FROM webhook_subscriptions WHERE tenant = ?1 AND enabled = 1 AND "
               "(events & ?8) != 0")) {
         // Replaces SQLite's automatic checkpoint, which would run inside a commit.
@@ -432,7 +433,10 @@ class SqlitePlantStore::Writer {
             .bind(5, at)
             .bind(6, domain::event_name(type))
             .bind(7, seq)
-            .bind(8, domain::event_bit(type));
+            .bind(8, domain::event_bit(type))
+            .bind(9, pending.traceparent.empty()
+                         ? std::optional<std::string_view>()
+                         : std::optional<std::string_view>(pending.traceparent));
         if (enqueue_deliveries_.try_step() != SQLITE_DONE) {
             return fail("INSERT webhook_deliveries", enqueue_deliveries_);
         }

@@ -260,7 +260,7 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
             kDueDeliveries +
             " LIMIT ?3) "
             "RETURNING id, tenant, subscription_id, plant_id, name, tag, attempts, created_at, "
-            "event_type, seq");
+            "event_type, seq, traceparent");
         claim.bind(1, now)
             .bind(2, lease_until)
             .bind(3, static_cast<std::int64_t>(limit))
@@ -279,6 +279,7 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
             delivery.created_at = claim.column_int64(7);
             delivery.event_type = stored_event_type(claim.column_text(8));
             delivery.seq = claim.column_optional_int64(9).value_or(0);
+            delivery.traceparent = claim.column_optional_text(10).value_or("");
             claimed.push_back(std::move(delivery));
         }
         claim.reset();
