@@ -264,9 +264,9 @@ std::vector<Route> PlantCalls::routes() const {
 
 Prepared PlantCalls::create(const CallRequest& request) const {
     if (auto refusal = require_json_body(request.head)) return std::move(*refusal);
-    return service_call(
-        CreatePlant{store_, field_limits_, {}, 0, std::string(request.head.traceparent)}, request,
-        cors_);
+    CreatePlant create{store_, field_limits_, {}, 0, {}};
+    create.traceparent = request.head.traceparent;
+    return service_call(std::move(create), request, cors_);
 }
 
 Prepared PlantCalls::list(const CallRequest& request) const {
