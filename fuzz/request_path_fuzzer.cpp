@@ -113,8 +113,9 @@ struct MethodRecorder final : transport::ExchangeObserver {
     void on_tick(unsigned worker) override { next.on_tick(worker); }
     void on_connection_opened() override { next.on_connection_opened(); }
     void on_connection_closed() override { next.on_connection_closed(); }
-    void on_failure(std::string_view id, std::string_view where, std::string_view what) override {
-        next.on_failure(id, where, what);
+    void on_failure(const transport::RequestIdentity& request, std::string_view where,
+                    std::string_view what) override {
+        next.on_failure(request, where, what);
     }
     void on_read_failed(std::string_view peer, std::string_view reason) override {
         next.on_read_failed(peer, reason);
