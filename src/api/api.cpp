@@ -211,10 +211,10 @@ std::optional<http::Response> Api::check_scope_and_rate(CallRequest& request,
 
 std::vector<std::pair<std::string_view, std::string>> Api::rate_limit_fields(
     const auth::RateLimiter::Level& level) const {
-    // The token bucket as draft-ietf-httpapi-ratelimit-headers-11 fields (docs/how-to/quotas.md, "Rate limits"):
-    // the policy's quota is the bucket's size and its window the time an empty bucket takes to
-    // fill; the caller's remaining units are the whole ones left, and the reset is when its
-    // bucket is full again.
+    // The token bucket as draft-ietf-httpapi-ratelimit-headers-11 fields (docs/how-to/quotas.md,
+    // "Rate limits"): the policy's quota is the bucket's size and its window the time an empty
+    // bucket takes to fill; the caller's remaining units are the whole ones left, and the reset is
+    // when its bucket is full again.
     const auto whole = [](double seconds) {
         return std::to_string(std::llround(std::ceil(seconds)));
     };
