@@ -36,9 +36,8 @@ struct RequestHead {
     std::string_view last_event_id;  ///< Last-Event-ID (server-sent events), or empty
     /// The request's own span as a W3C `traceparent` (a child of the caller's when it sent a
     /// well-formed one, else the root of a new trace), for what the request causes later (its
-    /// webhook deliveries); and the caller's `tracestate`, to pass on. Empty before a head.
+    /// webhook deliveries). Empty before a head.
     std::string_view traceparent;
-    std::string_view trace_state;
 };
 
 class BodyStream;

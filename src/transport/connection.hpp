@@ -175,7 +175,6 @@ class Connection final : public ConnectionBase,
         if (exchange_.traced) {
             head.traceparent =
                 std::string_view(exchange_.traceparent.data(), exchange_.traceparent.size());
-            head.trace_state = exchange_.trace_state;
         }
         return head;
     }
@@ -189,15 +188,12 @@ class Connection final : public ConnectionBase,
     }
 
     // The request's span (W3C Trace Context): a child of the caller's `traceparent` when it
-    // sent exactly one well-formed, else a new trace; its `tracestate` lines joined as a list.
+    // sent exactly one well-formed, else a new trace. Its `tracestate` is not read: nothing
+    // passes it on yet (deliveries carry the traceparent alone).
     void start_trace(const http::request<http::string_body>& request) {
         std::optional<std::string_view> parent;
         if (request.count("traceparent") == 1) parent = request["traceparent"];
-        const auto state = joined_field(request, "tracestate");
-        const common::TraceContext trace =
-            common::request_trace(parent, state ? std::string_view(*state) : std::string_view());
-        exchange_.traceparent = trace.traceparent_chars();
-        exchange_.trace_state = trace.trace_state;
+        exchange_.traceparent = common::request_trace(parent, {}).traceparent_chars();
         exchange_.traced = true;
     }
 
@@ -494,9 +490,8 @@ class Connection final : public ConnectionBase,
 
     // Every field line named `name`, joined with ", " (a list field may be split over several
     // lines, RFC 9110 §5.3); nullopt when there is none.
-    template <typename Name>  // http::field or a name Beast does not know
     static std::optional<std::string> joined_field(const http::request<http::string_body>& request,
-                                                   Name name) {
+                                                   http::field name) {
         const auto [first, last] = request.equal_range(name);
         if (first == last) return std::nullopt;
         std::string value;
@@ -666,7 +661,6 @@ class Connection final : public ConnectionBase,
         std::string origin;
         std::string client;  // behind a trusted proxy: the client's address; else empty
         std::array<char, 55> traceparent{};  // the request's span, once its head was read
-        std::string trace_state;
         bool traced = false;
         Clock::time_point started{};
         bool counted = false;
