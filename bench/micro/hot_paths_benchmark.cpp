@@ -103,9 +103,9 @@ BENCHMARK(check_jwt)->ArgsProduct({{0, 1, 2, 3}, {0, 10000}});
 struct BatchCounter final : store::StoreObserver {
     std::atomic<std::uint64_t> batches{0};
     std::atomic<std::uint64_t> writes{0};
-    void on_batch(std::size_t count, std::chrono::nanoseconds, std::string_view) override {
+    void on_batch(const store::BatchReport& batch) override {
         batches += 1;
-        writes += count;
+        writes += batch.writes;
     }
     void on_maintenance_failed(std::string_view) override {}
 };

@@ -233,6 +233,7 @@ Prepared EventCalls::list(const CallRequest& request) const {
         return service_call(StreamEvents{feed_, std::move(query)}, request, cors_);
     }
     query.wait = std::chrono::seconds(wait_seconds);
+    if (wait_seconds > 0) query.traceparent = request.head.traceparent;  // its wait is a span
     return service_call(ListEvents{feed_, events_path_, std::move(query)}, request, cors_);
 }
 

@@ -384,6 +384,81 @@ std::chrono::milliseconds event_retention(const FeedSettings& settings) {
 
 namespace {
 
+// ---- Traces ----
+
+void add_options(OptionAdder& add, TracingSettings& tracing) {
+    add.value("--otlp-endpoint", tracing.otlp_endpoint, "PLANTSTORE_OTLP_ENDPOINT",
+              "Export spans to this OpenTelemetry collector: an http:// or https:// base URL, "
+              "spans go to {URL}/v1/traces as OTLP/HTTP JSON (empty: no spans are made)");
+    add.value("--trace-sample-ratio", tracing.trace_sample_ratio, "PLANTSTORE_TRACE_SAMPLE_RATIO",
+              "With --otlp-endpoint, the share of new traces recorded, 0 to 1; a request with a "
+              "caller's traceparent follows the caller's sampled flag");
+    add.value("--otlp-ca-file", tracing.otlp_ca_file, "PLANTSTORE_OTLP_CA_FILE",
+              "PEM certificate authorities for an https:// --otlp-endpoint (empty: the system's)");
+    add.value("--otlp-timeout-ms", tracing.otlp_timeout_ms, "PLANTSTORE_OTLP_TIMEOUT_MS",
+              "One export to the collector, every phase included, at most");
+    add.value("--otlp-max-queue", tracing.otlp_max_queue, "PLANTSTORE_OTLP_MAX_QUEUE",
+              "Spans waiting to be exported at most; more are dropped and counted in "
+              "plantstore_trace_spans_dropped_total");
+    add.value("--otlp-max-batch", tracing.otlp_max_batch, "PLANTSTORE_OTLP_MAX_BATCH",
+              "Spans in one export at most");
+    add.value("--otlp-interval-ms", tracing.otlp_interval_ms, "PLANTSTORE_OTLP_INTERVAL_MS",
+              "How long a span waits for a full batch before it is exported anyway");
+    add.value("--otlp-service-name", tracing.otlp_service_name, "PLANTSTORE_OTLP_SERVICE_NAME",
+              "The service.name of the exported spans' resource");
+}
+
+void validate(const TracingSettings& tracing) {
+    if (!tracing.otlp_endpoint.empty() && !tracing.otlp_endpoint.starts_with("http://") &&
+        !tracing.otlp_endpoint.starts_with("https://")) {
+        throw CLI::ValidationError("--otlp-endpoint", "must be an http:// or https:// URL");
+    }
+    if (!(tracing.trace_sample_ratio >= 0.0 && tracing.trace_sample_ratio <= 1.0)) {
+        throw CLI::ValidationError("--trace-sample-ratio", "must be from 0 to 1");
+    }
+    if (tracing.otlp_timeout_ms < 1) {
+        throw CLI::ValidationError("--otlp-timeout-ms", "must be at least 1");
+    }
+    if (tracing.otlp_max_queue < 1) {
+        throw CLI::ValidationError("--otlp-max-queue", "must be at least 1");
+    }
+    if (tracing.otlp_max_batch < 1 || tracing.otlp_max_batch > tracing.otlp_max_queue) {
+        throw CLI::ValidationError("--otlp-max-batch", "must be from 1 to --otlp-max-queue");
+    }
+    if (tracing.otlp_interval_ms < 1) {
+        throw CLI::ValidationError("--otlp-interval-ms", "must be at least 1");
+    }
+    if (tracing.otlp_service_name.empty()) {
+        throw CLI::ValidationError("--otlp-service-name", "must not be empty");
+    }
+}
+
+}  // namespace
+
+std::optional<telemetry::OtlpExporter::Options> otlp_options(const TracingSettings& settings,
+                                                             std::string_view version,
+                                                             std::string_view instance) {
+    if (settings.otlp_endpoint.empty()) return std::nullopt;
+    telemetry::OtlpExporter::Options options;
+    options.endpoint = settings.otlp_endpoint;
+    options.ca_file = settings.otlp_ca_file;
+    options.timeout = milliseconds(settings.otlp_timeout_ms);
+    options.max_queue = settings.otlp_max_queue;
+    options.max_batch = settings.otlp_max_batch;
+    options.interval = milliseconds(settings.otlp_interval_ms);
+    options.resource.attributes = {{"service.name", settings.otlp_service_name},
+                                   {"service.version", std::string(version)},
+                                   {"service.instance.id", std::string(instance)}};
+    options.resource.scope_version = std::string(version);
+    return options;
+}
+
+double trace_sample_ratio(const TracingSettings& settings) {
+    return settings.otlp_endpoint.empty() ? 0.0 : settings.trace_sample_ratio;
+}
+
+namespace {
+
 // ---- JWT access tokens ----
 
 void add_options(OptionAdder& add, JwtSettings& jwt) {
@@ -639,6 +714,7 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
     add_options(add, config.tls);
     add_options(add, config.observability);
     add_options(add, config.feed);
+    add_options(add, config.tracing);
     add_options(add, config.jwt);
     add_options(add, config.webhooks);
 }
@@ -650,6 +726,7 @@ void validate(const ServeConfig& config) {
     validate(config.tls);
     validate(config.observability);
     validate(config.feed);
+    validate(config.tracing);
     validate(config.jwt);
     try {
         validate_webhook_config(config.webhooks);

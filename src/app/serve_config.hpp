@@ -23,6 +23,7 @@
 #include "auth/jwt.hpp"
 #include "ops/observability.hpp"
 #include "store/open.hpp"
+#include "telemetry/otlp_exporter.hpp"
 #include "transport/http_server.hpp"
 
 namespace CLI {
@@ -109,6 +110,27 @@ ops::Observability::Options observability_options(const ObservabilitySettings& s
 /// The --metrics-listen listener's: one thread, plain HTTP, default limits.
 transport::ServerOptions metrics_server_options(const ObservabilitySettings& settings);
 
+/// Traces: spans exported to an OpenTelemetry collector (OTLP/HTTP, JSON); off without an
+/// endpoint.
+struct TracingSettings {
+    std::string otlp_endpoint;
+    double trace_sample_ratio = 1.0;
+    std::string otlp_ca_file;
+    long otlp_timeout_ms = 10'000;
+    std::size_t otlp_max_queue = 2048;
+    std::size_t otlp_max_batch = 512;
+    long otlp_interval_ms = 1000;
+    std::string otlp_service_name = "plantstore";
+};
+/// The exporter's options, or nullopt when tracing is off. `instance`: this process's
+/// service.instance.id.
+std::optional<telemetry::OtlpExporter::Options> otlp_options(const TracingSettings& settings,
+                                                             std::string_view version,
+                                                             std::string_view instance);
+/// The share of new traces sampled: --trace-sample-ratio with an endpoint, else 0 (nothing is
+/// recorded, so nothing is sampled; a caller's decision still travels on).
+double trace_sample_ratio(const TracingSettings& settings);
+
 /// The change feed.
 struct FeedSettings {
     /// How long the change feed keeps events at least (a duration: 90s, 12h, 7d).
@@ -144,6 +166,7 @@ struct ServeConfig {
     TlsSettings tls;
     ObservabilitySettings observability;
     FeedSettings feed;
+    TracingSettings tracing;
     JwtSettings jwt;
     WebhookConfig webhooks;  ///< webhook_setup.hpp
 };

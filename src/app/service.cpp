@@ -28,7 +28,9 @@
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token.hpp"
 #include "auth/token_registry.hpp"
+#include "common/span.hpp"
 #include "common/time_text.hpp"
+#include "common/trace_context.hpp"
 #include "feed/feed_service.hpp"
 #include "ops/log.hpp"
 #include "ops/observability.hpp"
@@ -103,10 +105,9 @@ class WakingObserver final : public store::StoreObserver {
   public:
     WakingObserver(store::StoreObserver& next, outbox::Dispatcher* dispatcher)
         : next_(next), dispatcher_(dispatcher) {}
-    void on_batch(std::size_t writes, std::chrono::nanoseconds duration,
-                  std::string_view failure) override {
-        next_.on_batch(writes, duration, failure);
-        if (dispatcher_ != nullptr && failure.empty()) dispatcher_->wake();
+    void on_batch(const store::BatchReport& batch) override {
+        next_.on_batch(batch);
+        if (dispatcher_ != nullptr && batch.failure.empty()) dispatcher_->wake();
     }
     void on_maintenance_failed(std::string_view what) override {
         next_.on_maintenance_failed(what);
@@ -124,14 +125,38 @@ class WakingObserver final : public store::StoreObserver {
     std::atomic<feed::FeedService*> feed_{nullptr};
 };
 
-feed::FeedService::Options feed_options(const ServeConfig& config, const store::PlantStore& store) {
+feed::FeedService::Options feed_options(const ServeConfig& config, const store::PlantStore& store,
+                                        common::SpanSink* spans) {
     feed::FeedService::Options options;
+    options.spans = spans;
     options.retention = event_retention(config.feed);
     options.hints_complete = store.reports_every_commit();
     options.on_failure = [](std::string_view what) {
         ops::log_event(ops::LogLevel::error, "event_log_maintenance_failed",
                        {{"reason", std::string(what)}});
     };
+    return options;
+}
+
+// The span exporter, when --otlp-endpoint is set; export failures are logged (at most once a
+// minute, by the exporter).
+std::unique_ptr<telemetry::OtlpExporter> start_exporter(const TracingSettings& settings) {
+    auto options =
+        otlp_options(settings, PLANTSTORE_VERSION, common::TraceContext::random_trace_id_hex());
+    if (!options) return nullptr;
+    options->on_failure = [](std::string_view what) {
+        ops::log_event(ops::LogLevel::warn, "trace_export_failed", {{"reason", std::string(what)}});
+    };
+    return std::make_unique<telemetry::OtlpExporter>(std::move(*options));
+}
+
+ops::Observability::Options observed(const ServeConfig& config, common::SpanSink* spans) {
+    ops::Observability::Options options = observability_options(
+        config.observability, server_options(config.listener, config.tls).threads,
+        PLANTSTORE_VERSION);
+    options.spans = spans;
+    options.engine = config.store.database_url.empty() ? "sqlite" : "postgresql";
+    options.scheme = config.tls.cert.empty() ? "http" : "https";
     return options;
 }
 
@@ -142,9 +167,8 @@ feed::FeedService::Options feed_options(const ServeConfig& config, const store::
 struct Service::Parts {
     Parts(const ServeConfig& config, std::vector<int> listen_fds)
         : socket_activated(!listen_fds.empty()),
-          observability(observability_options(config.observability,
-                                              server_options(config.listener, config.tls).threads,
-                                              PLANTSTORE_VERSION)),
+          exporter(start_exporter(config.tracing)),
+          observability(observed(config, exporter.get())),
           store_config(app::store_config(config.store)),
           // Webhooks: the subscription service and the dispatcher, on the same store. Every
           // committed batch wakes the dispatcher (it looks only when some tenant subscribes).
@@ -152,7 +176,7 @@ struct Service::Parts {
                                   std::string("plantstore/") + PLANTSTORE_VERSION, observability)),
           store_observer(observability, webhooks.dispatcher.get()),
           store(open_store(store_config, store_observer)),
-          feed(*store, feed_options(config, *store)),
+          feed(*store, feed_options(config, *store, exporter.get())),
           refresher([this] { return store::open_token_repository(store_config); }, tokens,
                     kTokenPollInterval) {
         observability.watch_store(*store);
@@ -178,6 +202,7 @@ struct Service::Parts {
         observability.set_routes(api->route_labels());
         transport::ServerOptions options = server_options(config.listener, config.tls);
         options.listen_fds = std::move(listen_fds);
+        options.trace_sample_ratio = trace_sample_ratio(config.tracing);
         server = std::make_unique<transport::HttpServer>(std::move(options), *api, observability);
         // With --metrics-listen, /metrics moves to a listener of its own (with /healthz and
         // /readyz), on one thread, plain HTTP; its own requests are neither logged nor counted.
@@ -202,6 +227,9 @@ struct Service::Parts {
     }
 
     const bool socket_activated;
+    // Spans go here (null: tracing is off); declared first, so it is destroyed last, once
+    // nothing makes spans, and sends what is left.
+    const std::unique_ptr<telemetry::OtlpExporter> exporter;
     ops::Observability observability;
     const store::StoreConfig store_config;
     Webhooks webhooks;
@@ -276,6 +304,8 @@ void Service::start() {
          {"cors_origins", std::to_string(config.api.cors_origins.size())},
          {"tls", config.tls.cert.empty() ? "off" : "on"},
          {"jwt_issuer", config.jwt.issuer.empty() ? "off" : config.jwt.issuer},
+         {"otlp_endpoint", parts.exporter ? parts.exporter->url() : "off"},
+         {"trace_sample_ratio", std::to_string(trace_sample_ratio(config.tracing))},
          {"webhooks", parts.webhooks.service ? "on" : "off: " + parts.webhooks.off_reason},
          {"metrics_listen",
           parts.metrics_server ? parts.metrics_server->local_address() : "main listener"}});
@@ -337,6 +367,7 @@ void Service::drain_and_stop() {
     parts.store->close();  // everything acknowledged or accepted is committed before exit
     if (parts.webhooks.service) parts.webhooks.service->close();
     if (parts.webhooks.dispatcher) parts.webhooks.dispatcher->stop();  // attempts in flight end
+    if (parts.exporter) parts.exporter->stop();                        // the last spans leave
     const auto totals = parts.observability.store_totals();
     ops::log_event(ops::LogLevel::info, "stopped",
                    {{"batches", std::to_string(totals.batches)},

@@ -65,6 +65,8 @@ struct TraceContext {
 
     /// Random ids, never all zero (which the recommendation reserves as invalid).
     static std::array<std::uint8_t, 16> random_trace_id() { return random_id<16>(); }
+    /// 32 random hex digits (e.g. an instance's id).
+    static std::string random_trace_id_hex() { return hex(random_trace_id()); }
     static std::array<std::uint8_t, 8> random_span_id() { return random_id<8>(); }
 
   private:
@@ -150,12 +152,25 @@ inline std::optional<TraceContext> parse_traceparent(std::string_view value) {
     return parent;
 }
 
+/// Whether a new trace with id `trace_id` is sampled at `ratio` (0: never, 1: always), the
+/// same answer wherever it is asked (OpenTelemetry's TraceIdRatioBased sampler, on the id's
+/// last 56 bits, which W3C Trace Context Level 2 makes the random part).
+inline bool ratio_samples(const std::array<std::uint8_t, 16>& trace_id, double ratio) {
+    if (ratio >= 1.0) return true;
+    if (!(ratio > 0.0)) return false;
+    std::uint64_t random = 0;
+    for (std::size_t i = 9; i < 16; ++i) random = random << 8 | trace_id[i];
+    constexpr double kRange = 72057594037927936.0;  // 2^56
+    return static_cast<double>(random) < ratio * kRange;
+}
+
 /// The context of a request's server span: a child of the caller's span when `traceparent`
 /// (the header's one value; nullopt when absent or repeated) is well-formed, its `tracestate`
-/// kept (at most 512 bytes, as the recommendation lets a vendor cut it; longer is dropped);
-/// otherwise the root of a new trace, not sampled.
+/// kept (at most 512 bytes, as the recommendation lets a vendor cut it; longer is dropped), and
+/// sampled when the caller's was (parent-based sampling); otherwise the root of a new trace,
+/// sampled at `sample_ratio` (ratio_samples).
 inline TraceContext request_trace(std::optional<std::string_view> traceparent,
-                                  std::string_view trace_state) {
+                                  std::string_view trace_state, double sample_ratio = 0.0) {
     if (traceparent) {
         if (auto parent = parse_traceparent(*traceparent)) {
             TraceContext context = parent->child();
@@ -166,6 +181,7 @@ inline TraceContext request_trace(std::optional<std::string_view> traceparent,
     TraceContext root;
     root.trace_id = TraceContext::random_trace_id();
     root.span_id = TraceContext::random_span_id();
+    if (ratio_samples(root.trace_id, sample_ratio)) root.flags = 0x01;
     return root;
 }
 

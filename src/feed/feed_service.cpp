@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "common/loop_gate.hpp"
+#include "common/span.hpp"
 #include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "domain/event.hpp"
@@ -305,6 +306,7 @@ class FeedService::Impl {
                 settled = true;  // nothing after it, and a commit's hint will say otherwise
             }
         }
+        if (query.wait.count() > 0) done = traced_wait(query, std::move(done));
         const std::uint64_t id = ++next_waiter_;
         Waiter waiter{query.start,         query.after, query.limit,
                       state.reads_started, settled,     query.wait.count() > 0,
@@ -321,6 +323,31 @@ class FeedService::Impl {
         const bool needs = !settled || query.after < state.last;
         state.waiters.emplace(id, std::move(waiter));
         if (needs) read(found->first, state);
+    }
+
+    // `done`, recording the wait as a span when the reading request's trace is sampled: a child
+    // of the request's span, from now to the answer.
+    Done traced_wait(const FeedQuery& query, Done done) const {
+        if (options_.spans == nullptr) return done;
+        const auto request = common::parse_traceparent(query.traceparent);
+        if (!request || !request->sampled()) return done;
+        return [done = std::move(done), spans = options_.spans, context = request->child(),
+                wait = query.wait, began = std::chrono::steady_clock::now()](FeedPage page) {
+            common::Span span =
+                common::Span::of(context, "feed wait", common::Span::Kind::internal);
+            span.ended(std::chrono::system_clock::now(), std::chrono::steady_clock::now() - began);
+            span.attributes = {
+                {"plantstore.feed.events", static_cast<std::int64_t>(page.size())},
+                {"plantstore.feed.wait_limit_ms", static_cast<std::int64_t>(wait.count())},
+                {"plantstore.feed.timed_out",
+                 page.outcome == FeedPage::Outcome::events && page.empty()}};
+            if (page.outcome == FeedPage::Outcome::unavailable) {
+                span.status = common::Span::Status::error;
+                span.status_message = page.reason;
+            }
+            spans->record(std::move(span));
+            done(std::move(page));
+        };
     }
 
     // Whether a reader waits for a read: one not settled, or one that a commit has passed.

@@ -7,8 +7,9 @@
 // waiting on a tenant, each event is encoded once for all of them, and a tenant's recent events
 // stay encoded while it is read: a page they hold whole (a full one, or, when the store reports
 // every commit, one that reaches the tenant's last seq) needs no read of the store. Every page is
-// complete (poll()). May call the store interface and the domain; knows no HTTP (the API layer
-// turns pages into responses).
+// complete (poll()). Reads that wait may be recorded as spans (common/span.hpp). May call the
+// store interface, the domain and the common layer; knows no HTTP (the API layer turns pages
+// into responses).
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,9 @@
 
 namespace plantstore::store {
 class PlantStore;
+}
+namespace plantstore::common {
+class SpanSink;
 }
 
 namespace plantstore::feed {
@@ -46,6 +50,9 @@ struct FeedQuery {
     int limit = 100;         ///< most events in the page, at least 1
     /// How long to wait for an event when none follows the start; zero answers at once.
     std::chrono::milliseconds wait{0};
+    /// The reading request's span (a W3C `traceparent`): a sampled read that waits is recorded
+    /// as a span of its own, its child ("feed wait"). Empty: none.
+    std::string traceparent;
 };
 
 /// What a reader gets.
@@ -104,6 +111,8 @@ class FeedService {
         std::function<std::int64_t()> clock;
         /// Told when pruning fails (it is tried again at the next interval); may be empty.
         std::function<void(std::string_view what)> on_failure;
+        /// Where the spans of reads that waited go; null: none are made.
+        common::SpanSink* spans = nullptr;
     };
 
     /// Starts its thread and the pruning schedule. `store` must outlive it.

@@ -4,12 +4,34 @@
 #include "ops/metric_counters.hpp"
 #include "ops/process_metrics.hpp"
 #include "ops/prometheus_text.hpp"
+#include "ops/spans.hpp"
 
 namespace plantstore::ops {
+namespace {
+
+// What became of the spans (shown only when an exporter is configured).
+void render_span_metrics(PrometheusText& out, const common::SpanSinkStats& stats) {
+    out.family("plantstore_trace_spans_exported_total", "counter",
+               "Spans the OTLP collector accepted.");
+    out.sample("plantstore_trace_spans_exported_total", "", stats.exported);
+    out.family("plantstore_trace_spans_dropped_total", "counter",
+               "Spans dropped because the export queue was full (--otlp-max-queue).");
+    out.sample("plantstore_trace_spans_dropped_total", "", stats.dropped);
+    out.family("plantstore_trace_spans_failed_total", "counter",
+               "Spans lost in exports the collector refused or did not answer.");
+    out.sample("plantstore_trace_spans_failed_total", "", stats.failed);
+    out.family("plantstore_trace_spans_queued", "gauge", "Spans waiting to be exported.");
+    out.sample("plantstore_trace_spans_queued", "", stats.queued);
+}
+
+}  // namespace
 
 Observability::Observability(Options options)
     : access_log_on_(options.access_log),
       version_(std::move(options.version)),
+      spans_(options.spans),
+      engine_(std::move(options.engine)),
+      scheme_(std::move(options.scheme)),
       started_(std::chrono::system_clock::now()),
       http_(options.workers, std::move(options.routes)),
       access_log_(options.workers) {}
@@ -21,6 +43,11 @@ void Observability::on_request_started(unsigned) { http_.on_request_started(); }
 void Observability::on_exchange(unsigned worker, const transport::Exchange& exchange) {
     http_.on_exchange(worker, exchange);
     if (access_log_on_ && log_enabled(LogLevel::info)) access_log_.record(worker, exchange);
+    if (spans_ != nullptr && exchange.sampled) {
+        if (auto span = server_span(exchange, scheme_, std::chrono::system_clock::now())) {
+            spans_->record(std::move(*span));
+        }
+    }
 }
 
 void Observability::on_tick(unsigned worker) { access_log_.flush(worker); }
@@ -45,12 +72,17 @@ void Observability::on_read_failed(std::string_view peer, std::string_view reaso
               {{"peer", std::string(peer)}, {"reason", std::string(reason)}});
 }
 
-void Observability::on_batch(std::size_t writes, std::chrono::nanoseconds duration,
-                             std::string_view failure) {
-    store_metrics_.on_batch(writes, duration, !failure.empty());
-    if (!failure.empty()) {
-        log_event(LogLevel::error, "store_write_failed",
-                  {{"writes", std::to_string(writes)}, {"reason", std::string(failure)}});
+void Observability::on_batch(const store::BatchReport& batch) {
+    store_metrics_.on_batch(batch.writes, batch.duration, !batch.failure.empty());
+    if (!batch.failure.empty()) {
+        log_event(
+            LogLevel::error, "store_write_failed",
+            {{"writes", std::to_string(batch.writes)}, {"reason", std::string(batch.failure)}});
+    }
+    if (spans_ != nullptr && !batch.traced.empty()) {
+        if (auto span = commit_span(batch, engine_, std::chrono::system_clock::now())) {
+            spans_->record(std::move(*span));
+        }
     }
 }
 
@@ -58,18 +90,19 @@ void Observability::on_maintenance_failed(std::string_view what) {
     log_event(LogLevel::warn, "store_maintenance_failed", {{"reason", std::string(what)}});
 }
 
-void Observability::on_attempt(std::string_view subscription_id, std::string_view event_id,
-                               std::string_view outcome, std::chrono::milliseconds duration,
-                               std::string_view problem) {
-    webhooks_.on_attempt(outcome, duration);
-    if (outcome != "delivered") {
+void Observability::on_attempt(const outbox::AttemptReport& attempt) {
+    webhooks_.on_attempt(attempt.outcome, attempt.duration);
+    if (attempt.outcome != "delivered") {
         // Never the secret or the body: which delivery, and what the receiver (or the network)
         // did.
         log_event(LogLevel::warn, "webhook_attempt_failed",
-                  {{"subscription", std::string(subscription_id)},
-                   {"event_id", std::string(event_id)},
-                   {"outcome", std::string(outcome)},
-                   {"problem", std::string(problem)}});
+                  {{"subscription", std::string(attempt.subscription_id)},
+                   {"event_id", std::string(attempt.event_id)},
+                   {"outcome", std::string(attempt.outcome)},
+                   {"problem", std::string(attempt.problem)}});
+    }
+    if (spans_ != nullptr) {
+        if (auto span = delivery_span(attempt)) spans_->record(std::move(*span));
     }
 }
 
@@ -92,6 +125,7 @@ std::string Observability::render_metrics() const {
     http_.render(out);
     store_metrics_.render(out, store_ != nullptr ? store_->health().pending_writes : 0);
     webhooks_.render(out);
+    if (spans_ != nullptr) render_span_metrics(out, spans_->stats());
     render_process_metrics(out, started_);
     return out.take();
 }

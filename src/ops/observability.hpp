@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/span.hpp"
 #include "ops/access_log.hpp"
 #include "ops/http_metrics.hpp"
 #include "ops/store_metrics.hpp"
@@ -20,7 +21,8 @@ namespace plantstore::ops {
 /// Observes every exchange, every store transaction and every webhook delivery: counts them in
 /// the Prometheus metrics (http_metrics, store_metrics, webhook_metrics, process_metrics; one
 /// file per group, as h2o's status handlers are), writes the access log when enabled
-/// (access_log.hpp), and logs what an operator must see (failures).
+/// (access_log.hpp), makes the spans of sampled traces (spans.hpp) and logs what an operator must
+/// see (failures).
 class Observability final : public transport::ExchangeObserver,
                             public store::StoreObserver,
                             public outbox::DeliveryObserver {
@@ -32,6 +34,11 @@ class Observability final : public transport::ExchangeObserver,
         /// The route labels exchanges can carry (the handler's route table), "other" last;
         /// an exchange with another label counts as "other".
         std::vector<std::string_view> routes = {"other"};
+        /// Where spans go (the server span of every sampled request, the span of every group
+        /// commit that carried one, of every sampled delivery attempt); null: none are made.
+        common::SpanSink* spans = nullptr;
+        std::string engine = "sqlite";  ///< the store's engine, for the commit spans
+        std::string scheme = "http";    ///< "https" when the server speaks TLS
     };
 
     using StoreTotals = StoreMetrics::Totals;
@@ -48,13 +55,10 @@ class Observability final : public transport::ExchangeObserver,
                     std::string_view what) override;
     void on_read_failed(std::string_view peer, std::string_view reason) override;
 
-    void on_batch(std::size_t writes, std::chrono::nanoseconds duration,
-                  std::string_view failure) override;
+    void on_batch(const store::BatchReport& batch) override;
     void on_maintenance_failed(std::string_view what) override;
 
-    void on_attempt(std::string_view subscription_id, std::string_view event_id,
-                    std::string_view outcome, std::chrono::milliseconds duration,
-                    std::string_view problem) override;
+    void on_attempt(const outbox::AttemptReport& attempt) override;
     void on_outbox(const store::OutboxStats& stats) override;
     void on_outbox_failed(std::string_view what) override;
 
@@ -78,6 +82,9 @@ class Observability final : public transport::ExchangeObserver,
   private:
     const bool access_log_on_;
     const std::string version_;
+    common::SpanSink* const spans_;
+    const std::string engine_;
+    const std::string scheme_;
     const std::chrono::system_clock::time_point started_;
     const store::PlantStore* store_ = nullptr;
     std::function<bool()> ready_;

@@ -5,22 +5,39 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "store/webhook_repository.hpp"
 
 namespace plantstore::outbox {
 
-/// Receives what deliveries do, for metrics and logs. Thread-safe and cheap.
+/// One delivery attempt that ended, as its observer sees it. Views valid during the call.
+struct AttemptReport {
+    std::string_view subscription_id;
+    std::string_view event_id;
+    /// "delivered", "retry" (failed, another attempt follows) or "failed" (failed, the event has
+    /// no attempt left or its subscription was disabled).
+    std::string_view outcome;
+    std::string_view problem;  ///< why it failed (a status or an error); empty when delivered
+    std::string_view url;      ///< the receiver's URL
+    /// The attempt's own span, as sent in its `traceparent` header.
+    std::string_view traceparent;
+    /// The span of the request whose change it announces (stored with the delivery); empty:
+    /// none.
+    std::string_view caused_by;
+    int attempt = 1;                   ///< 1 for the first attempt of the event
+    std::optional<int> status;         ///< the receiver's status, when it answered
+    std::int64_t started_unix_ms = 0;  ///< when the attempt began
+    std::chrono::milliseconds duration{0};
+};
+
+/// Receives what deliveries do, for metrics, logs and spans. Thread-safe and cheap.
 class DeliveryObserver {
   public:
     virtual ~DeliveryObserver() = default;
-    /// One attempt ended: `outcome` is "delivered", "retry" (failed, another attempt follows)
-    /// or "failed" (failed, the event has no attempt left or its subscription was disabled).
-    /// `problem` says why it failed (a status or an error), empty when delivered.
-    virtual void on_attempt(std::string_view subscription_id, std::string_view event_id,
-                            std::string_view outcome, std::chrono::milliseconds duration,
-                            std::string_view problem) = 0;
+    virtual void on_attempt(const AttemptReport& attempt) = 0;
     /// What the outbox holds, every few seconds.
     virtual void on_outbox(const store::OutboxStats& stats) = 0;
     /// The outbox could not be read or written (the store is down); deliveries wait for it.

@@ -50,7 +50,8 @@ SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
     // Context), its child; a delivery queued without one starts a trace of its own.
     std::optional<std::string_view> parent;
     if (!delivery.traceparent.empty()) parent = delivery.traceparent;
-    request.headers.emplace_back("traceparent", common::request_trace(parent, {}).traceparent());
+    request.traceparent = common::request_trace(parent, {}).traceparent();
+    request.headers.emplace_back("traceparent", request.traceparent);
     return request;
 }
 
@@ -240,7 +241,7 @@ void Dispatcher::run_worker() {
 }
 
 Dispatcher::Done Dispatcher::attempt(const store::ClaimedDelivery& delivery) const {
-    Done done{delivery, {}, {}, {}};
+    Done done{delivery, {}, {}, {}, {}};
     store::AttemptRecord& record = done.record;
     record.at = common::unix_ms_now();
     const std::string context = delivery.tenant + "/" + delivery.subscription_id;
@@ -262,6 +263,7 @@ Dispatcher::Done Dispatcher::attempt(const store::ClaimedDelivery& delivery) con
         }
         const SignedRequest request =
             sign_delivery(delivery, keys, record.at / 1000, options_.user_agent);
+        done.traceparent = request.traceparent;
         outbound::PostOptions post;
         post.ca_file = options_.ca_file;
         post.timeout = options_.timeout;
@@ -324,9 +326,19 @@ void Dispatcher::record(std::vector<Done>& done) {
                                    " delivery attempts failed: " + error.what());
     }
     for (const Done& finished : done) {
-        observer_.on_attempt(
-            finished.delivery.subscription_id, finished.delivery.event_id, finished.outcome,
-            std::chrono::milliseconds(finished.record.duration_ms), finished.problem);
+        AttemptReport attempt;
+        attempt.subscription_id = finished.delivery.subscription_id;
+        attempt.event_id = finished.delivery.event_id;
+        attempt.outcome = finished.outcome;
+        attempt.problem = finished.problem;
+        attempt.url = finished.delivery.url;
+        attempt.traceparent = finished.traceparent;
+        attempt.caused_by = finished.delivery.traceparent;
+        attempt.attempt = finished.delivery.attempts + 1;
+        attempt.status = finished.record.status;
+        attempt.started_unix_ms = finished.record.at;
+        attempt.duration = std::chrono::milliseconds(finished.record.duration_ms);
+        observer_.on_attempt(attempt);
     }
     done.clear();
 }

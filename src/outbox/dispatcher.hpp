@@ -53,6 +53,7 @@ struct DeliveryOptions {
 struct SignedRequest {
     std::string body;  ///< domain::encode_webhook_body(): the envelope, or the NewPlant JSON
     std::vector<std::pair<std::string, std::string>> headers;
+    std::string traceparent;  ///< the attempt's span, also among the headers
 };
 /// Builds the attempt of `delivery` at `timestamp` (Unix seconds) signed with `keys` (the
 /// secrets' bytes: the current one, and the previous one during a rotation).
@@ -90,6 +91,7 @@ class Dispatcher {
         store::AttemptRecord record;
         std::string outcome;
         std::string problem;
+        std::string traceparent;  // the attempt's span
     };
 
     void run_claimer();

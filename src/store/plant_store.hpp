@@ -6,6 +6,7 @@
 // or transport layers.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -149,11 +150,14 @@ struct WriteRequest {
     Precondition precondition;   ///< remove and update
     WriteCallback done;
     /// The span of the request that asked for the write, as a W3C `traceparent`: the webhook
-    /// deliveries of its change are sent as its children. Empty: none.
+    /// deliveries of its change are sent as its children, and its commit's span links to it.
+    /// Empty: none.
     std::string traceparent;
+    /// When the engine took it into its queue (set by the engine).
+    std::chrono::steady_clock::time_point accepted{};
 
     static WriteRequest create(std::string tenant, domain::NewPlant plant, WriteCallback done) {
-        return {Kind::create, std::move(tenant), std::move(plant), {}, {}, std::move(done), {}};
+        return {Kind::create, std::move(tenant), std::move(plant), {}, {}, std::move(done), {}, {}};
     }
     static WriteRequest remove(std::string tenant, domain::PlantId id, Precondition precondition,
                                WriteCallback done) {
@@ -163,6 +167,7 @@ struct WriteRequest {
                 {},
                 std::move(precondition),
                 std::move(done),
+                {},
                 {}};
     }
     static WriteRequest update(std::string tenant, domain::PlantId id, domain::PlantChange change,
@@ -173,6 +178,7 @@ struct WriteRequest {
                 std::move(change),
                 std::move(precondition),
                 std::move(done),
+                {},
                 {}};
     }
 };
@@ -184,16 +190,37 @@ struct Health {
     std::size_t pending_writes = 0;  ///< writes accepted and waiting to be committed
 };
 
+/// What one transaction (group commit) of a store's write path did, for StoreObserver::on_batch.
+/// Views into the batch, valid during the call.
+struct BatchReport {
+    std::size_t writes = 0;  ///< creates, updates and deletes in it
+    /// From its start to its durable commit (or failure).
+    std::chrono::nanoseconds duration{};
+    /// How long its oldest write waited in the queue before it began.
+    std::chrono::nanoseconds queued{};
+    std::string_view failure;  ///< empty when it committed; otherwise why nothing was written
+    /// The spans (W3C `traceparent`) of the sampled requests whose writes it carried.
+    std::vector<std::string_view> traced;
+
+    /// Counts `write` as one of its writes, begun at `began`.
+    void carry(const WriteRequest& write, std::chrono::steady_clock::time_point began) {
+        ++writes;
+        if (write.accepted.time_since_epoch().count() != 0)
+            queued = std::max(queued, began - write.accepted);
+        // "00-<trace id>-<span id>-01": the sampled flag is the last digit.
+        if (write.traceparent.size() == 55 && write.traceparent[54] == '1') {
+            traced.push_back(write.traceparent);
+        }
+    }
+};
+
 /// Receives what a store's write path does: one call per transaction (batch), from the store's
 /// own threads, after it committed or failed. Implementations are thread-safe and cheap.
 class StoreObserver {
   public:
     virtual ~StoreObserver() = default;
-    /// `writes` creates, updates and deletes in one transaction that took `duration` (its durable
-    /// commit included); `failure` is empty when it committed, otherwise why nothing of it was
-    /// written.
-    virtual void on_batch(std::size_t writes, std::chrono::nanoseconds duration,
-                          std::string_view failure) = 0;
+    /// One transaction committed or failed (see BatchReport).
+    virtual void on_batch(const BatchReport& batch) = 0;
     /// Background work (a checkpoint, a rollback after a failed batch) failed: nothing
     /// acknowledged is lost, but an operator should know. `what` says which step and why.
     virtual void on_maintenance_failed(std::string_view what) = 0;

@@ -193,8 +193,18 @@ class Connection final : public ConnectionBase,
     void start_trace(const http::request<http::string_body>& request) {
         std::optional<std::string_view> parent;
         if (request.count("traceparent") == 1) parent = request["traceparent"];
-        exchange_.traceparent = common::request_trace(parent, {}).traceparent_chars();
+        const common::TraceContext trace =
+            common::request_trace(parent, {}, worker_.trace_sample_ratio);
+        exchange_.traceparent = trace.traceparent_chars();
         exchange_.traced = true;
+        exchange_.has_parent = trace.has_parent();
+        if (exchange_.has_parent) {
+            static constexpr char kDigits[] = "0123456789abcdef";
+            for (std::size_t i = 0; i < trace.parent_span_id.size(); ++i) {
+                exchange_.parent_span[2 * i] = kDigits[trace.parent_span_id[i] >> 4];
+                exchange_.parent_span[2 * i + 1] = kDigits[trace.parent_span_id[i] & 0x0f];
+            }
+        }
     }
 
     // Reads, handles and answers one request. Returns whether the connection stays open.
@@ -591,6 +601,11 @@ class Connection final : public ConnectionBase,
         const RequestIdentity request = ids();
         exchange.trace_id = request.trace_id;
         exchange.span_id = request.span_id;
+        if (exchange_.has_parent) {
+            exchange.parent_span_id =
+                std::string_view(exchange_.parent_span.data(), exchange_.parent_span.size());
+        }
+        exchange.sampled = exchange_.traced && exchange_.traceparent[54] == '1';
         exchange.method = exchange_.method;
         exchange.target = exchange_.target;
         exchange.route = response.route;
@@ -662,6 +677,8 @@ class Connection final : public ConnectionBase,
         std::string client;  // behind a trusted proxy: the client's address; else empty
         std::array<char, 55> traceparent{};  // the request's span, once its head was read
         bool traced = false;
+        std::array<char, 16> parent_span{};  // the caller's span, as hex, when has_parent
+        bool has_parent = false;
         Clock::time_point started{};
         bool counted = false;
         bool head_request = false;

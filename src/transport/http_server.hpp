@@ -60,7 +60,10 @@ struct Exchange {
     std::string_view request_id;
     std::string_view trace_id;  ///< the request's trace (W3C Trace Context), 32 hex digits
     std::string_view span_id;   ///< the request's own span in it, 16 hex digits
-    std::string_view method;    ///< empty when the request line could not be read
+    /// The caller's span (16 hex digits), the parent of the request's; empty: a new trace.
+    std::string_view parent_span_id;
+    bool sampled = false;     ///< the trace's sampled flag: the request's span is recorded
+    std::string_view method;  ///< empty when the request line could not be read
     std::string_view target;
     std::string_view route;   ///< the handler's route label, e.g. "/plants/{id}"
     std::string_view caller;  ///< who called (a token's name); empty when not authenticated
@@ -132,6 +135,9 @@ struct ServerOptions {
     /// Networks whose connections may name the client (Forwarded, X-Forwarded-For); the
     /// client's address is then the one limits, logs and handlers see.
     std::vector<std::string> trusted_proxies;
+    /// The share of new traces (requests without a caller's `traceparent`) whose spans are
+    /// sampled, 0 to 1; a caller's trace keeps the caller's decision (parent-based sampling).
+    double trace_sample_ratio = 0.0;
     ServerLimits limits;
 };
 

@@ -28,12 +28,14 @@ class ConnectionBase {
 // thread has stopped, destroys a connection: other threads reach one through the gate (closed
 // before the loop is destroyed) and weak references alone.
 struct Worker {
-    explicit Worker(unsigned worker_index) : index(worker_index), request_ids(worker_index) {}
+    explicit Worker(unsigned worker_index, double sample_ratio = 0.0)
+        : index(worker_index), trace_sample_ratio(sample_ratio), request_ids(worker_index) {}
     ~Worker() { gate->close(); }
     Worker(const Worker&) = delete;
     Worker& operator=(const Worker&) = delete;
 
     const unsigned index;
+    const double trace_sample_ratio;  ///< ServerOptions::trace_sample_ratio
     boost::asio::io_context context;
     const std::shared_ptr<common::LoopGate> gate = std::make_shared<common::LoopGate>(context);
     std::unordered_set<ConnectionBase*> connections;

@@ -56,7 +56,7 @@ class CountingStore final : public store::PlantStore {
 
 // Hands the store's commit hints to the feed once there is one (the application's wiring).
 struct Forwarder final : store::StoreObserver {
-    void on_batch(std::size_t, std::chrono::nanoseconds, std::string_view) override {}
+    void on_batch(const store::BatchReport&) override {}
     void on_maintenance_failed(std::string_view) override {}
     void on_events(std::string_view tenant, std::int64_t last) override {
         if (FeedService* to = feed.load()) to->committed(tenant, last);

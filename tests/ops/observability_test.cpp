@@ -70,10 +70,19 @@ TEST(Observability, ReadinessIsAGaugeAskedAtEachScrape) {
 TEST(Observability, FailuresAreCountedAndLoggedWithoutSecrets) {
     testing::internal::CaptureStderr();
     Observability observability({1, false, "test"});
-    observability.on_batch(3, std::chrono::microseconds(400), {});
-    observability.on_batch(2, std::chrono::milliseconds(1), "COMMIT failed: disk I/O error");
-    observability.on_attempt("sub-1", "evt-9", "retry", std::chrono::milliseconds(5), "HTTP 500");
-    observability.on_attempt("sub-1", "evt-10", "delivered", std::chrono::milliseconds(5), "");
+    observability.on_batch({.writes = 3, .duration = std::chrono::microseconds(400)});
+    observability.on_batch({.writes = 2,
+                            .duration = std::chrono::milliseconds(1),
+                            .failure = "COMMIT failed: disk I/O error"});
+    observability.on_attempt({.subscription_id = "sub-1",
+                              .event_id = "evt-9",
+                              .outcome = "retry",
+                              .problem = "HTTP 500",
+                              .duration = std::chrono::milliseconds(5)});
+    observability.on_attempt({.subscription_id = "sub-1",
+                              .event_id = "evt-10",
+                              .outcome = "delivered",
+                              .duration = std::chrono::milliseconds(5)});
     observability.on_outbox({});
     const std::string logged = testing::internal::GetCapturedStderr();
     EXPECT_TRUE(contains(logged, R"("event":"store_write_failed","writes":"2")")) << logged;

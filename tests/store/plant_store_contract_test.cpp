@@ -28,9 +28,9 @@ using namespace testing_support;
 struct BatchRecorder final : StoreObserver {
     std::atomic<std::size_t> largest{0};
     std::atomic<std::size_t> batches{0};
-    void on_batch(std::size_t writes, std::chrono::nanoseconds, std::string_view) override {
+    void on_batch(const store::BatchReport& batch) override {
         ++batches;
-        if (writes > largest) largest = writes;
+        if (batch.writes > largest) largest = batch.writes;
     }
     void on_maintenance_failed(std::string_view) override {}
     void on_events(std::string_view tenant, std::int64_t last) override {

@@ -169,6 +169,7 @@ class PgPlantStore::Engine {
     void enqueue(Pending pending) {
         const char* refusal = nullptr;
         {
+            pending.accepted = std::chrono::steady_clock::now();
             std::lock_guard lock(mutex_);
             refusal = queue_.try_push(pending);
             if (refusal == nullptr) {
@@ -567,8 +568,12 @@ class PgPlantStore::Engine {
             }
         }
         if (options_.writes.observer != nullptr) {
-            options_.writes.observer->on_batch(batch.size() + again.size(),
-                                               std::chrono::steady_clock::now() - started, failure);
+            store::BatchReport report;
+            report.duration = std::chrono::steady_clock::now() - started;
+            report.failure = failure;
+            for (const Pending& pending : batch) report.carry(pending, started);
+            for (const Pending& pending : again) report.carry(pending, started);
+            options_.writes.observer->on_batch(report);
         }
         requeue(std::move(again));
         start_batch();

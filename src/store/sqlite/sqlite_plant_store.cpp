@@ -755,6 +755,7 @@ std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limi
 void SqlitePlantStore::enqueue(Pending pending) {
     const char* refusal = nullptr;
     {
+        pending.accepted = std::chrono::steady_clock::now();
         std::lock_guard lock(mutex_);
         refusal = queue_.try_push(pending);
         if (refusal == nullptr) {
@@ -825,8 +826,11 @@ void SqlitePlantStore::run_writer() {
         const auto started = std::chrono::steady_clock::now();
         const std::string failure = writer_->commit(batch, results);
         if (options_.writes.observer != nullptr) {
-            options_.writes.observer->on_batch(batch.size(),
-                                               std::chrono::steady_clock::now() - started, failure);
+            store::BatchReport report;
+            report.duration = std::chrono::steady_clock::now() - started;
+            report.failure = failure;
+            for (const Pending& write : batch) report.carry(write, started);
+            options_.writes.observer->on_batch(report);
             for (const auto& [tenant, last] : writer_->appended()) {
                 options_.writes.observer->on_events(tenant, last);
             }

@@ -1,0 +1,82 @@
+// Telemetry layer (see otlp_json.hpp): the exporter. Spans are queued by whoever finishes them
+// (never blocking: a full queue drops the span and counts it) and sent by one thread of its own,
+// in batches, to a collector's OTLP/HTTP endpoint (POST {endpoint}/v1/traces, JSON) through the
+// outbound layer's client (for https://, the same certificate and host-name checks as the JWKS
+// client).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/span.hpp"
+#include "telemetry/otlp_json.hpp"
+
+namespace plantstore::telemetry {
+
+class OtlpExporter final : public common::SpanSink {
+  public:
+    struct Options {
+        /// The collector's base URL (http:// or https://); spans go to {endpoint}/v1/traces.
+        std::string endpoint;
+        /// PEM certificate authorities for an https:// endpoint; empty: the system's.
+        std::string ca_file;
+        /// One export, every phase included, at most.
+        std::chrono::milliseconds timeout{10'000};
+        /// Spans waiting to be sent at most; more are dropped (and counted).
+        std::size_t max_queue = 2048;
+        /// Spans in one export at most; a full batch is sent at once.
+        std::size_t max_batch = 512;
+        /// How long a span may wait for its batch to fill before it is sent anyway.
+        std::chrono::milliseconds interval{1000};
+        Resource resource;
+        /// Told when an export fails (at most once a minute, with how many spans were lost
+        /// since the last time); may be empty.
+        std::function<void(std::string_view what)> on_failure;
+    };
+
+    /// Starts the export thread.
+    /// @throws std::invalid_argument when the endpoint is not an http:// or https:// URL
+    explicit OtlpExporter(Options options);
+    /// Same as stop().
+    ~OtlpExporter() override;
+    OtlpExporter(const OtlpExporter&) = delete;
+    OtlpExporter& operator=(const OtlpExporter&) = delete;
+
+    void record(common::Span span) override;
+    common::SpanSinkStats stats() const override;
+
+    /// Sends what is queued (each batch tried once, within the time-out) and stops the thread.
+    /// Spans recorded later are dropped. Idempotent.
+    void stop();
+
+    /// The URL spans are posted to: {endpoint}/v1/traces.
+    const std::string& url() const { return url_; }
+
+  private:
+    void run();
+    /// Exports `batch` once; whether the collector took it.
+    bool send(std::vector<common::Span>& batch);
+
+    const Options options_;
+    const std::string url_;
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::vector<common::Span> queue_;
+    bool stopping_ = false;
+    std::atomic<std::uint64_t> exported_{0};
+    std::atomic<std::uint64_t> dropped_{0};
+    std::atomic<std::uint64_t> failed_{0};
+    std::uint64_t failed_unreported_ = 0;                // export thread only
+    std::chrono::steady_clock::time_point last_report_;  // export thread only
+    std::thread thread_;
+};
+
+}  // namespace plantstore::telemetry
