@@ -37,8 +37,10 @@ std::optional<common::Span> server_span(const transport::Exchange& exchange,
     span.ended(end, exchange.duration);
     const std::string_view method = known_method(exchange.method);
     const bool routed = !exchange.route.empty() && exchange.route != "other";
-    span.name =
-        routed ? std::string(method) + " " + std::string(exchange.route) : std::string(method);
+    // "{method} {route}", or the method alone without a route; "HTTP" stands for a method the
+    // conventions do not name.
+    span.name = method == "_OTHER" ? "HTTP" : std::string(method);
+    if (routed) span.name += " " + std::string(exchange.route);
     const std::string_view target = exchange.target;
     const std::size_t query = target.find('?');
     span.attributes.reserve(9);

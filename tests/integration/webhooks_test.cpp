@@ -27,6 +27,7 @@
 
 #include "fixture.hpp"
 #include "https_test_server.hpp"
+#include "otlp_collector.hpp"
 
 namespace plantstore::testing_support {
 namespace {
@@ -415,6 +416,91 @@ TEST_F(Webhooks, EachDeliveryContinuesTheTraceOfTheRequestThatMadeTheChange) {
     EXPECT_NE(server->log().find(R"("trace_id":")" + untraced.substr(3, 32) + '"'),
               std::string::npos)
         << "no access line in the delivery's trace " << untraced;
+}
+
+// OpenTelemetry: a trace a client starts arrives whole at the collector (a real HTTPS server
+// checked against the configured authority, parsing what arrives as OTLP JSON): the request's
+// server span (a child of the client's span), the group commit that made it durable (a span of
+// its own trace, linked to the request's span), and the webhook delivery it caused (a client
+// span, a child of the request's, whose id is the one the receiver saw in traceparent). On
+// either engine.
+TEST_F(Webhooks, OneTraceCrossesTheRequestItsCommitAndItsDeliveryAtTheCollector) {
+    const auto ca = dir.path() / "ca.pem";
+    const auto cert = dir.path() / "collector.pem";
+    const auto key = dir.path() / "collector.key";
+    write_test_pki(ca, cert, key);
+    HttpsTestServer collector(cert, key);
+    start(webhook_options({"--otlp-endpoint", collector.url("/"), "--otlp-ca-file", ca.string(),
+                           "--otlp-interval-ms", "100", "--trace-sample-ratio", "0"}));
+    HttpsTestServer receiver;
+    subscribe_to_every_event(receiver.url("/all"));
+    const std::string trace = "0af7651916cd43dd8448eb211c80319c";
+    const std::string client_span = "b7ad6b7169203331";
+    HttpConnection connection(port());
+    const auto created =
+        connection.request("POST", "/plants", R"({"id":5,"name":"Fern"})",
+                           {"Authorization: Bearer " + token, "Content-Type: application/json",
+                            "traceparent: 00-" + trace + "-" + client_span + "-01"});
+    ASSERT_TRUE(created && created->status == 200);
+    ASSERT_EQ(post(R"({"id":6,"name":"Moss"})").status, 200);  // a new trace, not sampled
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 2; }));
+    std::string delivered_span;  // what the receiver saw of the traced change's delivery
+    for (const std::string& raw : receiver.all_requests()) {
+        const Received received = parse_request(raw);
+        if (received.body.find(R"("id":5)") == std::string::npos) continue;
+        const std::string& header = received.headers.at("traceparent");
+        ASSERT_EQ(header.substr(0, 36), "00-" + trace + "-") << header;
+        delivered_span = header.substr(36, 16);
+    }
+    ASSERT_EQ(delivered_span.size(), 16U);
+
+    const auto find = [&](int kind, const std::string& name) -> std::optional<CollectedSpan> {
+        for (const CollectedSpan& span : collected_spans(collector)) {
+            if (span.kind == kind && span.name == name) return span;
+        }
+        return std::nullopt;
+    };
+    ASSERT_TRUE(eventually([&] { return find(3, "POST").has_value(); }))
+        << collector.all_requests().size() << " exports";
+    ASSERT_TRUE(eventually([&] { return find(1, "group commit").has_value(); }));
+    const auto request = find(2, "POST /plants");
+    ASSERT_TRUE(request);
+    EXPECT_EQ(request->service, "plantstore");
+    EXPECT_EQ(request->trace_id, trace);
+    EXPECT_EQ(request->parent_span_id, client_span);
+    EXPECT_EQ(request->text("http.request.method"), "POST");
+    EXPECT_EQ(request->text("http.route"), "/plants");
+    EXPECT_EQ(request->text("url.path"), "/plants");
+    EXPECT_EQ(request->text("url.scheme"), "http");
+    EXPECT_EQ(request->integer("http.response.status_code"), 200);
+    EXPECT_EQ(request->status_code, 0);  // unset: a success
+
+    const auto commit = find(1, "group commit");
+    EXPECT_NE(commit->trace_id, trace);  // one commit serves many requests: its own trace
+    EXPECT_TRUE(commit->parent_span_id.empty());
+    EXPECT_EQ(commit->text("db.system.name"), testing_on_postgres() ? "postgresql" : "sqlite");
+    EXPECT_GE(commit->integer("plantstore.commit.writes"), 1);
+    EXPECT_TRUE(commit->has("plantstore.commit.queue_wait_ms"));
+    EXPECT_EQ(commit->links,
+              (std::vector<std::pair<std::string, std::string>>{{trace, request->span_id}}));
+
+    const auto delivery = find(3, "POST");
+    EXPECT_EQ(delivery->trace_id, trace);
+    EXPECT_EQ(delivery->span_id, delivered_span);
+    EXPECT_EQ(delivery->parent_span_id, request->span_id);
+    EXPECT_EQ(delivery->text("url.full"), receiver.url("/all"));
+    EXPECT_EQ(delivery->integer("server.port"), receiver.port());
+    EXPECT_EQ(delivery->integer("http.response.status_code"), 200);
+    EXPECT_EQ(delivery->text("plantstore.webhook.outcome"), "delivered");
+    EXPECT_LE(request->start_ns, delivery->start_ns);
+
+    // Nothing else was sampled: the untraced create, the subscription call and the other
+    // delivery are in no export (--trace-sample-ratio 0).
+    for (const CollectedSpan& span : collected_spans(collector)) {
+        if (span.kind != 1) {
+            EXPECT_EQ(span.trace_id, trace) << span.name;
+        }
+    }
 }
 
 // PostgreSQL only: two instances write one tenant's plants at once; the events a subscriber
