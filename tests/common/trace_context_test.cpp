@@ -79,3 +79,35 @@ TEST(TraceContext, ALongTracestateIsDropped) {
 
 }  // namespace
 }  // namespace plantstore::common
+
+namespace plantstore::common {
+namespace {
+
+// OpenTelemetry's TraceIdRatioBased: 0 never, 1 always, the same answer for the same id, and
+// about the ratio's share of random ids (10,000 ids at 0.25: 2,500 expected, sd 43).
+TEST(TraceContext, RatioSamplingDecidesByTheTraceIdsRandomPart) {
+    int sampled = 0;
+    for (int i = 0; i < 10000; ++i) {
+        const auto id = TraceContext::random_trace_id();
+        EXPECT_FALSE(ratio_samples(id, 0.0));
+        EXPECT_TRUE(ratio_samples(id, 1.0));
+        const bool once = ratio_samples(id, 0.25);
+        EXPECT_EQ(ratio_samples(id, 0.25), once);
+        sampled += once ? 1 : 0;
+    }
+    EXPECT_GT(sampled, 2200);
+    EXPECT_LT(sampled, 2800);
+    std::array<std::uint8_t, 16> low{};
+    low[15] = 1;  // the smallest random part is sampled at any ratio above 0
+    EXPECT_TRUE(ratio_samples(low, 1e-9));
+    EXPECT_TRUE(request_trace(std::nullopt, {}, 1.0).sampled());
+    EXPECT_FALSE(request_trace(std::nullopt, {}, 0.0).sampled());
+    // A caller's flag wins over the ratio (parent-based).
+    EXPECT_FALSE(request_trace("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", {}, 1.0)
+                     .sampled());
+    EXPECT_TRUE(request_trace("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", {}, 0.0)
+                    .sampled());
+}
+
+}  // namespace
+}  // namespace plantstore::common
