@@ -705,6 +705,47 @@ def logging_cost(args, binary, workdir, ids):
             "access_log_cost": 1 - on / off}
 
 
+def tracing_cost(args, binary, workdir, ids, baseline=None):
+    """Creates at 64 connections with tracing off, and exporting to a collector (nginx answering
+    POST /v1/traces) at ratio 0.01 and 1.0, interleaved, three rounds (the median shown); with a
+    baseline binary, that build beside them (tracing did not exist there)."""
+    nginx = start_nginx(workdir)
+    collector = f"http://127.0.0.1:{nginx.port}"
+    setups = [("tracing off", binary, []),
+              ("ratio 0.01", binary, ["--otlp-endpoint", collector, "--trace-sample-ratio", "0.01"]),
+              ("ratio 1.0", binary, ["--otlp-endpoint", collector, "--trace-sample-ratio", "1"])]
+    if baseline:
+        setups.insert(0, (args.baseline_name[0] if args.baseline_name else "baseline", baseline, []))
+    servers, tokens = {}, {}
+    for name, program, extra in setups:
+        data_dir = os.path.join(workdir, "tracing-" + str(len(servers)))
+        tokens[name] = mint_token(program, data_dir)
+        servers[name] = start_plantstore(program, data_dir, ["--access-log", "off"] + extra, name)
+    rows = {name: [] for name in servers}
+    try:
+        for _ in range(3):
+            for name, server in servers.items():
+                row = run_wrk(server, 64, args.duration, tokens[name], ids.take())
+                rows[name].append(row)
+                print(f"{name:>15} {row['requests_per_s']:>9,.0f} req/s "
+                      f"{row['cpu_us_per_request']:.1f} us CPU/req", file=sys.stderr)
+        spans = {name: (metric(server, "plantstore_trace_spans_exported_total"),
+                        metric(server, "plantstore_trace_spans_dropped_total"))
+                 for name, server in servers.items()}
+    finally:
+        for server in servers.values():
+            server.stop()
+        nginx.stop()
+    result = {}
+    for name, runs in rows.items():
+        middle = sorted(runs, key=lambda r: r["requests_per_s"])[1]
+        result[name] = {"requests_per_s": middle["requests_per_s"],
+                        "requests_per_s_all": [r["requests_per_s"] for r in runs],
+                        "cpu_us_per_request": middle["cpu_us_per_request"],
+                        "spans_exported": spans[name][0], "spans_dropped": spans[name][1]}
+    return {"tracing": result}
+
+
 SLOW_RECEIVER = """
 import http.server, sys, time
 class Slow(http.server.BaseHTTPRequestHandler):
@@ -951,6 +992,9 @@ def main():
     parser.add_argument("--tag-lists", action="store_true",
                         help="also measure tag-filtered lists on stores of --preload plants, "
                              "beside the baseline (on PostgreSQL too with --postgres)")
+    parser.add_argument("--tracing", action="store_true",
+                        help="also measure the cost of tracing (off, ratio 0.01 and 1.0 to a "
+                             "collector, 64 conns; the first --baseline beside them)")
     parser.add_argument("--logging", action="store_true",
                         help="also measure the cost of access logging (on vs off, 64 conns)")
     parser.add_argument("--postgres", action="store_true",
@@ -1046,6 +1090,9 @@ def main():
             extra = scaling(args, binary, workdir, ids)
         if args.logging:
             extra.update(logging_cost(args, binary, workdir, ids))
+        if args.tracing:
+            extra.update(tracing_cost(args, binary, workdir, ids,
+                                      args.baseline[0] if args.baseline else None))
         if args.webhooks:
             webhook_table, webhook_extra = webhook_rows(args, binary, workdir, ids)
             rows += webhook_table
@@ -1072,6 +1119,17 @@ def main():
     if commits:
         print("\nGroup commit (plantstore's /metrics during each POST row):\n")
         print(commits)
+    if "tracing" in extra:
+        off = extra["tracing"]["tracing off"]
+        print("\nTracing (64 connections, creates, median of three interleaved rounds; spans to "
+              "nginx answering POST /v1/traces):\n")
+        print("| setup | req/s | vs off | CPU µs/req | spans exported | spans dropped |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, row in extra["tracing"].items():
+            print(f"| {name} | {row['requests_per_s']:,.0f} | "
+                  f"{row['requests_per_s'] / off['requests_per_s']:.2f} | "
+                  f"{row['cpu_us_per_request']:.1f} | {row['spans_exported']:,.0f} | "
+                  f"{row['spans_dropped']:,.0f} |")
     if "access_log_cost" in extra:
         print(f"\nAccess logging (64 connections, three rounds each, logs to a file): on "
               f"{extra['access_log_on_requests_per_s']:,.0f} req/s, off "
