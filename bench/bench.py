@@ -708,14 +708,14 @@ def logging_cost(args, binary, workdir, ids):
 def tracing_cost(args, binary, workdir, ids, baseline=None):
     """Creates at 64 connections with tracing off, and exporting to a collector (nginx answering
     POST /v1/traces) at ratio 0.01 and 1.0, interleaved, three rounds (the median shown); with a
-    baseline binary, that build beside them (tracing did not exist there)."""
+    baseline binary (the first --baseline), that build beside them."""
     nginx = start_nginx(workdir)
     collector = f"http://127.0.0.1:{nginx.port}"
     setups = [("tracing off", binary, []),
               ("ratio 0.01", binary, ["--otlp-endpoint", collector, "--trace-sample-ratio", "0.01"]),
               ("ratio 1.0", binary, ["--otlp-endpoint", collector, "--trace-sample-ratio", "1"])]
     if baseline:
-        setups.insert(0, (args.baseline_name[0] if args.baseline_name else "baseline", baseline, []))
+        setups.insert(0, (args.baseline_name, baseline, []))
     servers, tokens = {}, {}
     for name, program, extra in setups:
         data_dir = os.path.join(workdir, "tracing-" + str(len(servers)))
@@ -1091,8 +1091,7 @@ def main():
         if args.logging:
             extra.update(logging_cost(args, binary, workdir, ids))
         if args.tracing:
-            extra.update(tracing_cost(args, binary, workdir, ids,
-                                      args.baseline[0] if args.baseline else None))
+            extra.update(tracing_cost(args, binary, workdir, ids, args.baseline))
         if args.webhooks:
             webhook_table, webhook_extra = webhook_rows(args, binary, workdir, ids)
             rows += webhook_table

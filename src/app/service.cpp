@@ -126,9 +126,13 @@ class WakingObserver final : public store::StoreObserver {
 };
 
 feed::FeedService::Options feed_options(const ServeConfig& config, const store::PlantStore& store,
-                                        common::SpanSink* spans) {
+                                        common::SpanSink* spans,
+                                        ops::Observability& observability) {
     feed::FeedService::Options options;
     options.spans = spans;
+    options.on_page = [&observability](std::int64_t events_behind) {
+        observability.on_feed_page(events_behind);
+    };
     options.retention = event_retention(config.feed);
     options.hints_complete = store.reports_every_commit();
     options.on_failure = [](std::string_view what) {
@@ -176,7 +180,7 @@ struct Service::Parts {
                                   std::string("plantstore/") + PLANTSTORE_VERSION, observability)),
           store_observer(observability, webhooks.dispatcher.get()),
           store(open_store(store_config, store_observer)),
-          feed(*store, feed_options(config, *store, exporter.get())),
+          feed(*store, feed_options(config, *store, exporter.get(), observability)),
           refresher([this] { return store::open_token_repository(store_config); }, tokens,
                     kTokenPollInterval) {
         observability.watch_store(*store);
@@ -204,6 +208,10 @@ struct Service::Parts {
         options.listen_fds = std::move(listen_fds);
         options.trace_sample_ratio = trace_sample_ratio(config.tracing);
         server = std::make_unique<transport::HttpServer>(std::move(options), *api, observability);
+        if (!config.tls.cert.empty()) {
+            observability.watch_certificate(
+                [server = server.get()] { return server->certificate_expiry(); });
+        }
         // With --metrics-listen, /metrics moves to a listener of its own (with /healthz and
         // /readyz), on one thread, plain HTTP; its own requests are neither logged nor counted.
         if (!config.observability.metrics_listen.empty()) {

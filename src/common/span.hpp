@@ -65,7 +65,7 @@ struct Span {
 /// What a sink did with the spans handed to it since it began (for /metrics).
 struct SpanSinkStats {
     std::uint64_t exported = 0;  ///< accepted by the collector
-    std::uint64_t dropped = 0;   ///< refused because the queue was full
+    std::uint64_t dropped = 0;   ///< never sent: the queue was full, or it stopped while failing
     std::uint64_t failed = 0;    ///< lost in exports that failed (their batch is not retried)
     std::uint64_t queued = 0;    ///< waiting to be exported now
 };

@@ -123,6 +123,12 @@ class FeedService::Impl {
     }
 
     void poll(FeedQuery query, Done done) {
+        if (options_.on_page) {
+            done = [done = std::move(done), &on_page = options_.on_page](FeedPage page) {
+                if (page.outcome == FeedPage::Outcome::events) on_page(page.last - page.next());
+                done(std::move(page));
+            };
+        }
         gate_->post([this, query = std::move(query), done = std::move(done)]() mutable {
             start(std::move(query), std::move(done));
         });

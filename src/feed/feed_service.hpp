@@ -113,6 +113,9 @@ class FeedService {
         std::function<void(std::string_view what)> on_failure;
         /// Where the spans of reads that waited go; null: none are made.
         common::SpanSink* spans = nullptr;
+        /// Told of every page of events handed out: how many of its tenant's events follow it
+        /// (its tenant's last seq minus the page's last), for metrics; may be empty.
+        std::function<void(std::int64_t events_behind)> on_page;
     };
 
     /// Starts its thread and the pruning schedule. `store` must outlive it.

@@ -15,7 +15,8 @@ void render_span_metrics(PrometheusText& out, const common::SpanSinkStats& stats
                "Spans the OTLP collector accepted.");
     out.sample("plantstore_trace_spans_exported_total", "", stats.exported);
     out.family("plantstore_trace_spans_dropped_total", "counter",
-               "Spans dropped because the export queue was full (--otlp-max-queue).");
+               "Spans never sent: the export queue was full (--otlp-max-queue), or the server "
+               "stopped while the collector was failing.");
     out.sample("plantstore_trace_spans_dropped_total", "", stats.dropped);
     out.family("plantstore_trace_spans_failed_total", "counter",
                "Spans lost in exports the collector refused or did not answer.");
@@ -125,6 +126,15 @@ std::string Observability::render_metrics() const {
     http_.render(out);
     store_metrics_.render(out, store_ != nullptr ? store_->health().pending_writes : 0);
     webhooks_.render(out);
+    feed_.render(out);
+    if (certificate_expiry_) {
+        if (const auto expiry = certificate_expiry_()) {
+            out.family("plantstore_tls_certificate_expiry_timestamp_seconds", "gauge",
+                       "When the served TLS certificate (--tls-cert, as last loaded) expires, in "
+                       "seconds since the Unix epoch.");
+            out.sample("plantstore_tls_certificate_expiry_timestamp_seconds", "", *expiry);
+        }
+    }
     if (spans_ != nullptr) render_span_metrics(out, spans_->stats());
     render_process_metrics(out, started_);
     return out.take();

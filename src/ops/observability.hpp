@@ -2,13 +2,16 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/span.hpp"
 #include "ops/access_log.hpp"
+#include "ops/feed_metrics.hpp"
 #include "ops/http_metrics.hpp"
 #include "ops/store_metrics.hpp"
 #include "ops/webhook_metrics.hpp"
@@ -62,6 +65,10 @@ class Observability final : public transport::ExchangeObserver,
     void on_outbox(const store::OutboxStats& stats) override;
     void on_outbox_failed(std::string_view what) override;
 
+    /// The change feed handed out a page with `events_behind` of its tenant's events after it
+    /// (FeedMetrics). Thread-safe.
+    void on_feed_page(std::int64_t events_behind) { feed_.on_page(events_behind); }
+
     /// The route labels exchanges can carry ("other" last), as many as the handler has. Before
     /// serving.
     /// @throws std::invalid_argument for an empty list
@@ -71,6 +78,12 @@ class Observability final : public transport::ExchangeObserver,
     /// Asks `ready` at each scrape whether /readyz would answer 200, shown as `plantstore_ready`
     /// (set once, before serving; without it the gauge is not shown).
     void watch_readiness(std::function<bool()> ready) { ready_ = std::move(ready); }
+    /// Asks `expiry` at each scrape when the served TLS certificate expires (Unix seconds;
+    /// nullopt: none loaded), shown as plantstore_tls_certificate_expiry_timestamp_seconds (set
+    /// once, before serving; without it the gauge is not shown).
+    void watch_certificate(std::function<std::optional<std::int64_t>()> expiry) {
+        certificate_expiry_ = std::move(expiry);
+    }
     StoreTotals store_totals() const { return store_metrics_.totals(); }
 
     /// Writes every buffered access-log line. Call once the I/O threads have stopped.
@@ -88,9 +101,11 @@ class Observability final : public transport::ExchangeObserver,
     const std::chrono::system_clock::time_point started_;
     const store::PlantStore* store_ = nullptr;
     std::function<bool()> ready_;
+    std::function<std::optional<std::int64_t>()> certificate_expiry_;
     HttpMetrics http_;
     StoreMetrics store_metrics_;
     WebhookMetrics webhooks_;
+    FeedMetrics feed_;
     AccessLog access_log_;
 };
 

@@ -90,8 +90,9 @@ void OtlpExporter::run() {
         batch.clear();
         lock.lock();
         if (stopping_ && !sent) {
-            // The collector is not answering: stopping does not wait a time-out per batch.
-            failed_.fetch_add(queue_.size(), std::memory_order_relaxed);
+            // The collector is not answering: stopping does not wait a time-out per batch, and
+            // what was not sent is dropped.
+            dropped_.fetch_add(queue_.size(), std::memory_order_relaxed);
             queue_.clear();
             return;
         }

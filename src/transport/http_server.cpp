@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -12,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <cerrno>
+#include <ctime>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -220,6 +222,17 @@ class HttpServer::Impl {
         tls_ = std::move(fresh);
     }
 
+    std::optional<std::int64_t> certificate_expiry() {
+        const auto tls = current_tls();
+        if (!tls) return std::nullopt;
+        const X509* certificate = SSL_CTX_get0_certificate(tls->native_handle());
+        std::tm expiry{};
+        if (certificate == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(certificate), &expiry) != 1) {
+            return std::nullopt;
+        }
+        return static_cast<std::int64_t>(timegm(&expiry));
+    }
+
   private:
     std::shared_ptr<net::ssl::context> current_tls() {
         std::lock_guard lock(tls_mutex_);
@@ -314,6 +327,10 @@ bool HttpServer::wait_until_idle(std::chrono::steady_clock::time_point deadline)
 }
 void HttpServer::stop() { impl_->stop(); }
 void HttpServer::reload_tls() { impl_->reload_tls(); }
+
+std::optional<std::int64_t> HttpServer::certificate_expiry() const {
+    return impl_->certificate_expiry();
+}
 
 void check_tls_ciphers(const std::string& ciphers, const std::string& ciphersuites) {
     const std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> context(

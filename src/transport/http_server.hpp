@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -173,6 +174,10 @@ class HttpServer {
     /// Rereads the TLS certificate and key; new connections use them, open ones keep theirs.
     /// @throws std::runtime_error naming the file and reason (the previous pair stays in use)
     void reload_tls();
+
+    /// When the certificate in use (as last loaded) expires, in seconds since the Unix epoch;
+    /// nullopt without TLS. Thread-safe.
+    std::optional<std::int64_t> certificate_expiry() const;
 
   private:
     class Impl;

@@ -10,6 +10,8 @@ rather than installed, since installing the package would start a system-wide Pr
 
 import os
 import re
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -34,22 +36,34 @@ run("check", "rules", "plantstore.rules.yml")
 run("test", "rules", "plantstore.rules.test.yml")
 
 # Every metric the rules read is one the server exposes (after a create, so that each family
-# has its samples): a renamed metric would leave an alert that can never fire.
+# has its samples): a renamed metric would leave an alert that can never fire. The server speaks
+# TLS (a certificate made here) and exports spans (to a port nobody listens on), so that the
+# families those add are there too.
 with open(os.path.join(rules_dir, "plantstore.rules.yml")) as f:
     used = {name for name in re.findall(r"\b(plantstore_[a-z_]+|process_[a-z_]+)\b", f.read())}
 os.makedirs(work, exist_ok=True)
 data = tempfile.mkdtemp(prefix="rules-", dir=work)
 token = subprocess.run([binary, "token", "create", "--name", "rules", "--data-dir", data],
                        check=True, capture_output=True, text=True).stdout.strip()
-server = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+cert, key = os.path.join(data, "cert.pem"), os.path.join(data, "key.pem")
+subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-addext",
+                "subjectAltName=IP:127.0.0.1", "-days", "1",
+                "-keyout", key, "-out", cert], check=True, capture_output=True)
+with socket.socket() as unused:  # a port nobody listens on, for the span exports
+    unused.bind(("127.0.0.1", 0))
+    collector = "http://127.0.0.1:%d" % unused.getsockname()[1]
+server = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data,
+                           "--tls-cert", cert, "--tls-key", key, "--otlp-endpoint", collector],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 try:
-    address = re.search(r"listening on (http://\S+)", server.stdout.readline()).group(1)
+    address = re.search(r"listening on (https://\S+)", server.stdout.readline()).group(1)
+    tls = ssl.create_default_context(cafile=cert)
     request = urllib.request.Request(address + "/plants", data=b'{"id":1,"name":"Fern"}',
                                      headers={"Authorization": "Bearer " + token,
                                               "Content-Type": "application/json"})
-    urllib.request.urlopen(request, timeout=10).read()
-    exposed = urllib.request.urlopen(address + "/metrics", timeout=10).read().decode()
+    urllib.request.urlopen(request, timeout=10, context=tls).read()
+    exposed = urllib.request.urlopen(address + "/metrics", timeout=10, context=tls).read().decode()
 finally:
     server.terminate()
     server.wait(timeout=30)

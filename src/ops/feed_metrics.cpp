@@ -1,0 +1,28 @@
+#include "ops/feed_metrics.hpp"
+
+#include <algorithm>
+
+#include "ops/metric_counters.hpp"
+#include "ops/prometheus_text.hpp"
+
+namespace plantstore::ops {
+
+using namespace internal;
+
+void FeedMetrics::on_page(std::int64_t events_behind) {
+    constexpr auto relaxed = std::memory_order_relaxed;
+    const std::int64_t behind = std::max<std::int64_t>(events_behind, 0);
+    pages_[bucket_of(kBehindBuckets, static_cast<double>(behind))].fetch_add(1, relaxed);
+    events_behind_.fetch_add(static_cast<std::uint64_t>(behind), relaxed);
+}
+
+void FeedMetrics::render(PrometheusText& out) const {
+    const auto counts = snapshot(pages_);
+    out.family("plantstore_feed_page_events_behind", "histogram",
+               "Pages of the change feed handed out (GET /events, long polls and streams), by "
+               "how many of their tenant's events followed them: 0 for a reader that keeps up.");
+    out.histogram("plantstore_feed_page_events_behind", "", kBehindBuckets, counts.data(),
+                  static_cast<double>(events_behind_.load()));
+}
+
+}  // namespace plantstore::ops

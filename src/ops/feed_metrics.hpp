@@ -1,0 +1,30 @@
+// Ops layer (see log.hpp): the change feed's metrics (plantstore_feed_*).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace plantstore::ops {
+
+class PrometheusText;
+
+/// How far behind the feed's readers are: for every page handed out, the events of its tenant
+/// that follow it (its tenant's last seq minus the page's last), counted on the feed's thread,
+/// read by scrapes. A reader that keeps up reads pages that reach the end (0); one that falls
+/// behind reads pages that leave more and more behind.
+class FeedMetrics {
+  public:
+    void on_page(std::int64_t events_behind);
+    /// Thread-safe.
+    void render(PrometheusText& out) const;
+
+    // Upper bounds of the histogram, in events (+Inf is implied).
+    static constexpr std::array<double, 6> kBehindBuckets = {0, 10, 100, 1000, 10000, 100000};
+
+  private:
+    std::array<std::atomic<std::uint64_t>, kBehindBuckets.size() + 1> pages_{};
+    std::atomic<std::uint64_t> events_behind_{0};
+};
+
+}  // namespace plantstore::ops
