@@ -227,7 +227,8 @@ class HttpServer::Impl {
         if (!tls) return std::nullopt;
         const X509* certificate = SSL_CTX_get0_certificate(tls->native_handle());
         std::tm expiry{};
-        if (certificate == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(certificate), &expiry) != 1) {
+        if (certificate == nullptr ||
+            ASN1_TIME_to_tm(X509_get0_notAfter(certificate), &expiry) != 1) {
             return std::nullopt;
         }
         return static_cast<std::int64_t>(timegm(&expiry));

@@ -90,7 +90,8 @@ RC_GTEST_PROP(OtlpExporter, EverySpanIsSentAtMostOnceInOrderAndAccountedFor, ())
     exporter.stop();
     const common::SpanSinkStats stats = exporter.stats();
     RC_ASSERT(stats.queued == 0U);
-    RC_ASSERT(stats.exported + stats.failed + stats.dropped == static_cast<std::uint64_t>(recorded));
+    RC_ASSERT(stats.exported + stats.failed + stats.dropped ==
+              static_cast<std::uint64_t>(recorded));
     int last = -1;
     std::uint64_t sent = 0;
     for (const std::vector<int>& names : received(collector)) {
@@ -124,7 +125,9 @@ TEST(OtlpExporter, AFullQueueDropsWithoutWaitingForTheCollector) {
     // Had record() waited for room, the slow export would have made room and none would drop.
     for (int i = 0; i < 100; ++i) exporter.record(span);
     EXPECT_GE(exporter.stats().dropped, 98U);
-    EXPECT_THROW(OtlpExporter({.endpoint = "ftp://collector"}), std::invalid_argument);
+    OtlpExporter::Options ftp;
+    ftp.endpoint = "ftp://collector";
+    EXPECT_THROW(OtlpExporter{ftp}, std::invalid_argument);
 }
 
 }  // namespace
