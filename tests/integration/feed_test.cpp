@@ -81,6 +81,27 @@ TEST_F(Feed, PagesFollowTheirLinksInOrderAndEachEventIsTheWebhookEnvelope) {
     EXPECT_EQ(parse_events(get(next_link(now)).body).front().seq, 8u);
 }
 
+// /metrics counts each page by how many of its tenant's events follow it: a reader reading
+// the first 2 of 5 events is 3 behind (the bucket up to 10), one that reaches the end is 0
+// behind.
+TEST_F(Feed, MetricsCountPagesByHowFarBehindTheirReaderIs) {
+    start();
+    for (int id = 1; id <= 5; ++id) create(id, "p" + std::to_string(id));
+    const auto bucket = [&](const std::string& le) {
+        const std::string text = get("/metrics").body;
+        const std::string name = "\nplantstore_feed_page_events_behind_bucket{le=\"" + le + "\"} ";
+        const std::size_t at = text.find(name);
+        return at == std::string::npos ? -1 : std::stoll(text.substr(at + name.size()));
+    };
+    ASSERT_EQ(bucket("0"), 0);
+    ASSERT_EQ(get("/events?limit=2").status, 200);  // 3 events follow it
+    EXPECT_EQ(bucket("0"), 0);
+    EXPECT_EQ(bucket("10"), 1);
+    ASSERT_EQ(get("/events?after=2").status, 200);  // reaches the end
+    EXPECT_EQ(bucket("0"), 1);
+    EXPECT_EQ(bucket("+Inf"), 2);
+}
+
 // A page is complete (issue 41): a read behind pages that were read before is not cut short
 // where an earlier page ended.
 TEST_F(Feed, APageBehindEarlierReadsHoldsEveryEventUpToTheLast) {

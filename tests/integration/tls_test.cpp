@@ -147,6 +147,22 @@ TEST_F(Tls, SighupReloadsTheCertificateWithoutDroppingConnections) {
     EXPECT_NE(server->log().find(R"("event":"tls_reload_failed")"), std::string::npos);
 }
 
+// /metrics says when the served certificate expires (the test's certificates last an hour), for
+// the alert that warns before it does.
+TEST_F(Tls, MetricsShowWhenTheCertificateExpires) {
+    start_tls();
+    HttpConnection connection(port(), 10s, true);
+    const auto metrics = connection.request("GET", "/metrics", "", {});
+    ASSERT_TRUE(metrics && metrics->status == 200);
+    const std::string name = "\nplantstore_tls_certificate_expiry_timestamp_seconds ";
+    const std::size_t at = metrics->body.find(name);
+    ASSERT_NE(at, std::string::npos) << metrics->body;
+    const long long expiry = std::stoll(metrics->body.substr(at + name.size()));
+    const long long now = std::time(nullptr);
+    EXPECT_GT(expiry, now + 3000);
+    EXPECT_LE(expiry, now + 3600);
+}
+
 TEST_F(Tls, Tls12OffersOnlyForwardSecretAeadCiphers) {
     // An RSA key, with which static RSA key exchange would be possible at all.
     write_self_signed_certificate(cert, key, "rsa", true);
