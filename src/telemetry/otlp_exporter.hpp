@@ -74,7 +74,8 @@ class OtlpExporter final : public common::SpanSink {
     std::atomic<std::uint64_t> exported_{0};
     std::atomic<std::uint64_t> dropped_{0};
     std::atomic<std::uint64_t> failed_{0};
-    std::uint64_t failed_unreported_ = 0;                // export thread only
+    std::uint64_t failed_unreported_ = 0;  // export thread only
+    std::string body_;                     // export thread only: one buffer for every export
     std::chrono::steady_clock::time_point last_report_;  // export thread only
     std::thread thread_;
 };

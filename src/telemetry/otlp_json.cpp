@@ -104,8 +104,9 @@ void append_span(std::string& out, const common::Span& span) {
 
 }  // namespace
 
-std::string encode_otlp_json(const Resource& resource, const std::vector<common::Span>& spans) {
-    std::string out;
+void encode_otlp_json(const Resource& resource, const std::vector<common::Span>& spans,
+                      std::string& out) {
+    out.clear();
     out.reserve(256 + spans.size() * 512);
     out += "{\"resourceSpans\":[{\"resource\":{\"attributes\":[";
     for (std::size_t i = 0; i < resource.attributes.size(); ++i) {
@@ -122,7 +123,6 @@ std::string encode_otlp_json(const Resource& resource, const std::vector<common:
         append_span(out, spans[i]);
     }
     out += "]}]}]}";
-    return out;
 }
 
 }  // namespace plantstore::telemetry
