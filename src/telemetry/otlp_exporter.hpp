@@ -21,6 +21,10 @@
 
 namespace plantstore::telemetry {
 
+/// Where spans to the collector at `endpoint` (its base URL) go: {endpoint}/v1/traces.
+/// @throws std::invalid_argument when it is not an http:// or https:// URL
+std::string traces_url(std::string endpoint);
+
 class OtlpExporter final : public common::SpanSink {
   public:
     struct Options {
@@ -74,8 +78,7 @@ class OtlpExporter final : public common::SpanSink {
     std::atomic<std::uint64_t> exported_{0};
     std::atomic<std::uint64_t> dropped_{0};
     std::atomic<std::uint64_t> failed_{0};
-    std::uint64_t failed_unreported_ = 0;  // export thread only
-    std::string body_;                     // export thread only: one buffer for every export
+    std::uint64_t failed_unreported_ = 0;                // export thread only
     std::chrono::steady_clock::time_point last_report_;  // export thread only
     std::thread thread_;
 };

@@ -104,9 +104,8 @@ void append_span(std::string& out, const common::Span& span) {
 
 }  // namespace
 
-void encode_otlp_json(const Resource& resource, const std::vector<common::Span>& spans,
-                      std::string& out) {
-    out.clear();
+std::string encode_otlp_json(const Resource& resource, const std::vector<common::Span>& spans) {
+    std::string out;
     out.reserve(256 + spans.size() * 512);
     out += "{\"resourceSpans\":[{\"resource\":{\"attributes\":[";
     for (std::size_t i = 0; i < resource.attributes.size(); ++i) {
@@ -123,6 +122,7 @@ void encode_otlp_json(const Resource& resource, const std::vector<common::Span>&
         append_span(out, spans[i]);
     }
     out += "]}]}]}";
+    return out;
 }
 
 }  // namespace plantstore::telemetry

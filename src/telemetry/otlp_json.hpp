@@ -27,15 +27,6 @@ struct Resource {
 /// encoding): ids as lower-case hex, times as decimal strings of nanoseconds since the Unix
 /// epoch, 64-bit integers as decimal strings, enums as numbers, and a root span without
 /// parentSpanId.
-/// The same, written into `out` (cleared first; its capacity is kept, so that an exporter can
-/// reuse one buffer).
-void encode_otlp_json(const Resource& resource, const std::vector<common::Span>& spans,
-                      std::string& out);
-inline std::string encode_otlp_json(const Resource& resource,
-                                    const std::vector<common::Span>& spans) {
-    std::string out;
-    encode_otlp_json(resource, spans, out);
-    return out;
-}
+std::string encode_otlp_json(const Resource& resource, const std::vector<common::Span>& spans);
 
 }  // namespace plantstore::telemetry
