@@ -409,9 +409,12 @@ void add_options(OptionAdder& add, TracingSettings& tracing) {
 }
 
 void validate(const TracingSettings& tracing) {
-    if (!tracing.otlp_endpoint.empty() && !tracing.otlp_endpoint.starts_with("http://") &&
-        !tracing.otlp_endpoint.starts_with("https://")) {
-        throw CLI::ValidationError("--otlp-endpoint", "must be an http:// or https:// URL");
+    if (!tracing.otlp_endpoint.empty()) {
+        try {
+            telemetry::traces_url(tracing.otlp_endpoint);
+        } catch (const std::invalid_argument& error) {
+            throw CLI::ValidationError("--otlp-endpoint", error.what());
+        }
     }
     if (!(tracing.trace_sample_ratio >= 0.0 && tracing.trace_sample_ratio <= 1.0)) {
         throw CLI::ValidationError("--trace-sample-ratio", "must be from 0 to 1");

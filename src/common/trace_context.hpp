@@ -41,18 +41,19 @@ struct TraceContext {
     /// The same, without allocating: the trace id is at [3, 35), the span id at [36, 52).
     std::array<char, 55> traceparent_chars() const {
         std::array<char, 55> out{};
-        std::size_t at = 0;
-        const auto put = [&](std::uint8_t byte) {
-            out[at++] = kDigits[byte >> 4];
-            out[at++] = kDigits[byte & 0x0f];
-        };
-        put(0);
-        out[at++] = '-';
-        for (const std::uint8_t byte : trace_id) put(byte);
-        out[at++] = '-';
-        for (const std::uint8_t byte : span_id) put(byte);
-        out[at++] = '-';
-        put(flags);
+        put_hex(std::array<std::uint8_t, 1>{0}, out.data());
+        out[2] = '-';
+        put_hex(trace_id, out.data() + 3);
+        out[35] = '-';
+        put_hex(span_id, out.data() + 36);
+        out[52] = '-';
+        put_hex(std::array<std::uint8_t, 1>{flags}, out.data() + 53);
+        return out;
+    }
+    /// The parent's span id as 16 hex digits, without allocating.
+    std::array<char, 16> parent_span_id_chars() const {
+        std::array<char, 16> out{};
+        put_hex(parent_span_id, out.data());
         return out;
     }
     /// A new span of the same trace whose parent is this one (same flags and state).
@@ -71,6 +72,15 @@ struct TraceContext {
 
   private:
     static constexpr char kDigits[] = "0123456789abcdef";
+
+    // Writes two lower-case hex digits per byte of `bytes` at `out`.
+    template <std::size_t N>
+    static void put_hex(const std::array<std::uint8_t, N>& bytes, char* out) {
+        for (const std::uint8_t byte : bytes) {
+            *out++ = kDigits[byte >> 4];
+            *out++ = kDigits[byte & 0x0f];
+        }
+    }
 
     template <std::size_t N>
     static std::string hex(const std::array<std::uint8_t, N>& bytes) {
@@ -109,21 +119,23 @@ inline std::optional<std::uint8_t> hex_digit(char c) {
     return std::nullopt;  // upper case is not allowed (§3.2.2)
 }
 
+}  // namespace trace_internal
+
+/// Reads a trace or span id written as 2N lower-case hex digits into `out`; false when it is
+/// not one, or is all zeros (invalid for both ids).
 template <std::size_t N>
-bool parse_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
+bool parse_hex_id(std::string_view text, std::array<std::uint8_t, N>& out) {
     if (text.size() != 2 * N) return false;
     bool nonzero = false;
     for (std::size_t i = 0; i < N; ++i) {
-        const auto high = hex_digit(text[2 * i]);
-        const auto low = hex_digit(text[2 * i + 1]);
+        const auto high = trace_internal::hex_digit(text[2 * i]);
+        const auto low = trace_internal::hex_digit(text[2 * i + 1]);
         if (!high || !low) return false;
         out[i] = static_cast<std::uint8_t>(*high << 4 | *low);
         nonzero = nonzero || out[i] != 0;
     }
-    return nonzero;  // all zeros is invalid for both ids
+    return nonzero;
 }
-
-}  // namespace trace_internal
 
 /// The span a `traceparent` value names (its trace id, its parent-id as `span_id`, its flags),
 /// or nullopt when it is malformed, which the recommendation says to ignore (§3.2):
@@ -134,14 +146,14 @@ inline std::optional<TraceContext> parse_traceparent(std::string_view value) {
     if (value.size() < kLength) return std::nullopt;
     std::array<std::uint8_t, 1> version{};
     const bool version_read =
-        value.substr(0, 2) == "00" || trace_internal::parse_hex(value.substr(0, 2), version);
+        value.substr(0, 2) == "00" || parse_hex_id(value.substr(0, 2), version);
     if (!version_read || version[0] == 0xff) return std::nullopt;
     if (version[0] == 0 && value.size() != kLength) return std::nullopt;
     if (value.size() > kLength && value[kLength] != '-') return std::nullopt;
     if (value[2] != '-' || value[35] != '-' || value[52] != '-') return std::nullopt;
     TraceContext parent;
-    if (!trace_internal::parse_hex(value.substr(3, 32), parent.trace_id) ||
-        !trace_internal::parse_hex(value.substr(36, 16), parent.span_id)) {
+    if (!parse_hex_id(value.substr(3, 32), parent.trace_id) ||
+        !parse_hex_id(value.substr(36, 16), parent.span_id)) {
         return std::nullopt;
     }
     const auto high = trace_internal::hex_digit(value[53]);

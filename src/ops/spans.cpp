@@ -7,12 +7,7 @@
 namespace plantstore::ops {
 namespace {
 
-template <std::size_t N>
-bool read_id(std::string_view hex, std::array<std::uint8_t, N>& out) {
-    return common::trace_internal::parse_hex(hex, out);
-}
-
-// The method as the conventions name it: one of the nine of RFC 9110 and PATCH, else _OTHER.
+// The method as the conventions name it: one of the eight of RFC 9110 or PATCH, else _OTHER.
 std::string_view known_method(std::string_view method) {
     static constexpr std::array<std::string_view, 9> kKnown = {
         "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"};
@@ -29,10 +24,12 @@ std::optional<common::Span> server_span(const transport::Exchange& exchange,
                                         std::chrono::system_clock::time_point end) {
     if (!exchange.sampled) return std::nullopt;
     common::Span span;
-    if (!read_id(exchange.trace_id, span.trace_id) || !read_id(exchange.span_id, span.span_id)) {
+    if (!common::parse_hex_id(exchange.trace_id, span.trace_id) ||
+        !common::parse_hex_id(exchange.span_id, span.span_id)) {
         return std::nullopt;
     }
-    if (!exchange.parent_span_id.empty()) read_id(exchange.parent_span_id, span.parent_span_id);
+    if (!exchange.parent_span_id.empty())
+        common::parse_hex_id(exchange.parent_span_id, span.parent_span_id);
     span.kind = common::Span::Kind::server;
     span.ended(end, exchange.duration);
     const std::string_view method = known_method(exchange.method);

@@ -7,17 +7,13 @@
 #include "outbound/https_client.hpp"
 
 namespace plantstore::telemetry {
-namespace {
-
 std::string traces_url(std::string endpoint) {
     if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://")) {
-        throw std::invalid_argument("the OTLP endpoint must be an http:// or https:// URL");
+        throw std::invalid_argument("must be an http:// or https:// URL");
     }
     while (endpoint.ends_with('/')) endpoint.pop_back();
     return endpoint + "/v1/traces";
 }
-
-}  // namespace
 
 OtlpExporter::OtlpExporter(Options options)
     : options_(std::move(options)),

@@ -197,14 +197,9 @@ class Connection final : public ConnectionBase,
             common::request_trace(parent, {}, worker_.trace_sample_ratio);
         exchange_.traceparent = trace.traceparent_chars();
         exchange_.traced = true;
+        exchange_.sampled = trace.sampled();
         exchange_.has_parent = trace.has_parent();
-        if (exchange_.has_parent) {
-            static constexpr char kDigits[] = "0123456789abcdef";
-            for (std::size_t i = 0; i < trace.parent_span_id.size(); ++i) {
-                exchange_.parent_span[2 * i] = kDigits[trace.parent_span_id[i] >> 4];
-                exchange_.parent_span[2 * i + 1] = kDigits[trace.parent_span_id[i] & 0x0f];
-            }
-        }
+        if (exchange_.has_parent) exchange_.parent_span = trace.parent_span_id_chars();
     }
 
     // Reads, handles and answers one request. Returns whether the connection stays open.
@@ -605,7 +600,7 @@ class Connection final : public ConnectionBase,
             exchange.parent_span_id =
                 std::string_view(exchange_.parent_span.data(), exchange_.parent_span.size());
         }
-        exchange.sampled = exchange_.traced && exchange_.traceparent[54] == '1';
+        exchange.sampled = exchange_.sampled;
         exchange.method = exchange_.method;
         exchange.target = exchange_.target;
         exchange.route = response.route;
@@ -677,6 +672,7 @@ class Connection final : public ConnectionBase,
         std::string client;  // behind a trusted proxy: the client's address; else empty
         std::array<char, 55> traceparent{};  // the request's span, once its head was read
         bool traced = false;
+        bool sampled = false;                // the trace's sampled flag
         std::array<char, 16> parent_span{};  // the caller's span, as hex, when has_parent
         bool has_parent = false;
         Clock::time_point started{};

@@ -69,6 +69,17 @@ TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
         EXPECT_EQ(refused_option([&](auto& c) { c.feed.event_retention = retention; }),
                   "--event-retention");
     }
+    EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_endpoint = "ftp://collector"; }),
+              "--otlp-endpoint");
+    EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_endpoint = "http://127.0.0.1:4318"; }),
+              "<accepted>");
+    EXPECT_EQ(refused_option([](auto& c) { c.tracing.trace_sample_ratio = 1.5; }),
+              "--trace-sample-ratio");
+    EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_max_batch = 4096; }),
+              "--otlp-max-batch");  // above --otlp-max-queue
+    EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_max_queue = 0; }), "--otlp-max-queue");
+    EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_interval_ms = 0; }),
+              "--otlp-interval-ms");
     for (const char* retention : {"1s", "90m", "12h", "365d"}) {
         SCOPED_TRACE(retention);
         EXPECT_EQ(refused_option([&](auto& c) { c.feed.event_retention = retention; }),
