@@ -211,7 +211,9 @@ Result last_result(PGconn* connection, std::string_view sql) {
         while (PQisBusy(connection) != 0) {
             int wait_ms = -1;
             if (limit > 0) {
-                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                // Rounded up: truncating would give up as much as a millisecond before the
+                // deadline (seen as a 499.9 ms wait for a 500 ms time-out).
+                const auto left = std::chrono::ceil<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now());
                 if (left.count() <= 0) {
                     const auto space = sql.find_first_of(" \n");
