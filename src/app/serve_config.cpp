@@ -404,6 +404,9 @@ void add_options(OptionAdder& add, TracingSettings& tracing) {
               "Spans in one export at most");
     add.value("--otlp-interval-ms", tracing.otlp_interval_ms, "PLANTSTORE_OTLP_INTERVAL_MS",
               "How long a span waits for a full batch before it is exported anyway");
+    add.value("--otlp-max-retry-ms", tracing.otlp_max_retry_ms, "PLANTSTORE_OTLP_MAX_RETRY_MS",
+              "How long one export is retried when the collector asks for it (429, 502, 503, "
+              "504) or does not answer, backing off from 1 s to 5 s; 0: never retried");
     add.value("--otlp-service-name", tracing.otlp_service_name, "PLANTSTORE_OTLP_SERVICE_NAME",
               "The service.name of the exported spans' resource");
 }
@@ -431,6 +434,9 @@ void validate(const TracingSettings& tracing) {
     if (tracing.otlp_interval_ms < 1) {
         throw CLI::ValidationError("--otlp-interval-ms", "must be at least 1");
     }
+    if (tracing.otlp_max_retry_ms < 0 || tracing.otlp_max_retry_ms > 3'600'000) {
+        throw CLI::ValidationError("--otlp-max-retry-ms", "must be from 0 to 3600000");
+    }
     if (tracing.otlp_service_name.empty()) {
         throw CLI::ValidationError("--otlp-service-name", "must not be empty");
     }
@@ -449,6 +455,7 @@ std::optional<telemetry::OtlpExporter::Options> otlp_options(const TracingSettin
     options.max_queue = settings.otlp_max_queue;
     options.max_batch = settings.otlp_max_batch;
     options.interval = milliseconds(settings.otlp_interval_ms);
+    options.max_retry = milliseconds(settings.otlp_max_retry_ms);
     options.resource.attributes = {{"service.name", settings.otlp_service_name},
                                    {"service.version", std::string(version)},
                                    {"service.instance.id", std::string(instance)}};

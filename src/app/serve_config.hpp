@@ -120,6 +120,7 @@ struct TracingSettings {
     std::size_t otlp_max_queue = 2048;
     std::size_t otlp_max_batch = 512;
     long otlp_interval_ms = 1000;
+    long otlp_max_retry_ms = 30'000;
     std::string otlp_service_name = "plantstore";
 };
 /// The exporter's options, or nullopt when tracing is off. `instance`: this process's

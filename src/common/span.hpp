@@ -66,7 +66,8 @@ struct Span {
 struct SpanSinkStats {
     std::uint64_t exported = 0;  ///< accepted by the collector
     std::uint64_t dropped = 0;   ///< never sent: the queue was full, or it stopped while failing
-    std::uint64_t failed = 0;    ///< lost in exports that failed (their batch is not retried)
+    std::uint64_t failed = 0;    ///< lost in exports that failed, retries included
+    std::uint64_t retries = 0;   ///< exports tried again (the collector asked, or did not answer)
     std::uint64_t queued = 0;    ///< waiting to be exported now
 };
 

@@ -19,8 +19,13 @@ void render_span_metrics(PrometheusText& out, const common::SpanSinkStats& stats
                "stopped while the collector was failing.");
     out.sample("plantstore_trace_spans_dropped_total", "", stats.dropped);
     out.family("plantstore_trace_spans_failed_total", "counter",
-               "Spans lost in exports the collector refused or did not answer.");
+               "Spans lost in exports the collector refused or did not answer (after their "
+               "retries).");
     out.sample("plantstore_trace_spans_failed_total", "", stats.failed);
+    out.family("plantstore_trace_export_retries_total", "counter",
+               "Exports tried again because the collector asked (429, 502, 503, 504) or did not "
+               "answer.");
+    out.sample("plantstore_trace_export_retries_total", "", stats.retries);
     out.family("plantstore_trace_spans_queued", "gauge", "Spans waiting to be exported.");
     out.sample("plantstore_trace_spans_queued", "", stats.queued);
 }

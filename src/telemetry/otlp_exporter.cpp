@@ -1,5 +1,8 @@
 #include "telemetry/otlp_exporter.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <utility>
 
@@ -47,6 +50,7 @@ common::SpanSinkStats OtlpExporter::stats() const {
     stats.exported = exported_.load(std::memory_order_relaxed);
     stats.dropped = dropped_.load(std::memory_order_relaxed);
     stats.failed = failed_.load(std::memory_order_relaxed);
+    stats.retries = retries_.load(std::memory_order_relaxed);
     std::lock_guard lock(mutex_);
     stats.queued = queue_.size();
     return stats;
@@ -95,33 +99,77 @@ void OtlpExporter::run() {
     }
 }
 
-bool OtlpExporter::send(std::vector<common::Span>& batch) {
+namespace {
+
+// The statuses OTLP/HTTP says to retry; every other answer is final.
+bool asks_for_a_retry(int status) {
+    return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+// `wait` scaled by a random factor in [0.8, 1.2], so that instances that failed together do not
+// retry together.
+std::chrono::milliseconds jittered(std::chrono::milliseconds wait) {
+    thread_local std::minstd_rand random(std::random_device{}());
+    std::uniform_real_distribution<double> factor(0.8, 1.2);
+    return std::chrono::milliseconds(
+        static_cast<std::int64_t>(static_cast<double>(wait.count()) * factor(random)));
+}
+
+}  // namespace
+
+bool OtlpExporter::send(const std::vector<common::Span>& batch) {
     outbound::PostOptions post;
     post.ca_file = options_.ca_file;
     post.timeout = options_.timeout;
     post.allow_http = true;  // the operator's collector, often a local agent on plain HTTP
-    const outbound::PostResult result =
-        outbound::post(url_, {{"Content-Type", "application/json"}},
-                       encode_otlp_json(options_.resource, batch), post);
-    if (result.error.empty() && result.status >= 200 && result.status < 300) {
-        exported_.fetch_add(batch.size(), std::memory_order_relaxed);
-        return true;
+    const std::string body = encode_otlp_json(options_.resource, batch);
+    const auto first_attempt = std::chrono::steady_clock::now();
+    std::chrono::milliseconds backoff = options_.first_backoff;
+    for (int attempt = 1;; ++attempt) {
+        const outbound::PostResult result =
+            outbound::post(url_, {{"Content-Type", "application/json"}}, body, post);
+        if (result.error.empty() && result.status >= 200 && result.status < 300) {
+            exported_.fetch_add(batch.size(), std::memory_order_relaxed);
+            return true;
+        }
+        std::string why = result.error.empty()
+                              ? "the collector answered " + std::to_string(result.status)
+                              : result.error;
+        if (attempt > 1) why += " (" + std::to_string(attempt) + " attempts)";
+        // The collector asked to be tried again, or did not answer (it may be restarting): wait
+        // the backoff, or its Retry-After when that is longer, while the batch's retry time
+        // lasts. Spans recorded meanwhile queue up, and drop when the queue is full.
+        const bool retryable = !result.error.empty() || asks_for_a_retry(result.status);
+        std::chrono::milliseconds wait = jittered(backoff);
+        if (result.retry_after && result.error.empty()) {
+            wait = std::max(
+                wait, std::chrono::duration_cast<std::chrono::milliseconds>(*result.retry_after));
+        }
+        std::unique_lock lock(mutex_);
+        if (!retryable || stopping_ ||
+            std::chrono::steady_clock::now() + wait - first_attempt > options_.max_retry) {
+            lock.unlock();
+            count_failure(batch.size(), why);
+            return false;
+        }
+        retries_.fetch_add(1, std::memory_order_relaxed);
+        // Stopping ends the wait: the batch then has its last attempt at once.
+        wake_.wait_for(lock, wait, [this] { return stopping_; });
+        backoff = std::min(backoff * 2, options_.max_backoff);
     }
-    // The batch is not tried again: spans are a diagnosis, and a collector that is down would
-    // otherwise hold the queue full. Lost spans are counted; the log says why, once a minute.
-    failed_.fetch_add(batch.size(), std::memory_order_relaxed);
-    failed_unreported_ += batch.size();
+}
+
+void OtlpExporter::count_failure(std::size_t spans, const std::string& why) {
+    // Lost spans are counted; the log says why, once a minute.
+    failed_.fetch_add(spans, std::memory_order_relaxed);
+    failed_unreported_ += spans;
     const auto now = std::chrono::steady_clock::now();
     if (options_.on_failure && now - last_report_ >= std::chrono::minutes(1)) {
-        const std::string why = result.error.empty()
-                                    ? "the collector answered " + std::to_string(result.status)
-                                    : result.error;
         options_.on_failure("exporting spans to " + url_ + " failed (" +
                             std::to_string(failed_unreported_) + " spans lost): " + why);
         failed_unreported_ = 0;
         last_report_ = now;
     }
-    return false;
 }
 
 }  // namespace plantstore::telemetry

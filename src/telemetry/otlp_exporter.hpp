@@ -2,7 +2,8 @@
 // (never blocking: a full queue drops the span and counts it) and sent by one thread of its own,
 // in batches, to a collector's OTLP/HTTP endpoint (POST {endpoint}/v1/traces, JSON) through the
 // outbound layer's client (for https://, the same certificate and host-name checks as the JWKS
-// client).
+// client). A batch the collector asks to repeat, or that it does not answer, is retried with
+// backoff for a bounded time, as the OTLP specification says.
 #pragma once
 
 #include <atomic>
@@ -40,6 +41,14 @@ class OtlpExporter final : public common::SpanSink {
         std::size_t max_batch = 512;
         /// How long a span may wait for its batch to fill before it is sent anyway.
         std::chrono::milliseconds interval{1000};
+        /// How long a batch is retried, from its first attempt, when the collector asks for it
+        /// (429, 502, 503 or 504, as OTLP says) or does not answer; 0: never retried. Other
+        /// answers are final.
+        std::chrono::milliseconds max_retry{30'000};
+        /// The wait before the first retry; it doubles for each next one, up to max_backoff,
+        /// each with up to ±20% of jitter. A Retry-After (in seconds) is waited instead.
+        std::chrono::milliseconds first_backoff{1000};
+        std::chrono::milliseconds max_backoff{5000};
         Resource resource;
         /// Told when an export fails (at most once a minute, with how many spans were lost
         /// since the last time); may be empty.
@@ -57,8 +66,9 @@ class OtlpExporter final : public common::SpanSink {
     void record(common::Span span) override;
     common::SpanSinkStats stats() const override;
 
-    /// Sends what is queued (each batch tried once, within the time-out) and stops the thread.
-    /// Spans recorded later are dropped. Idempotent.
+    /// Sends what is queued and stops the thread: a batch waiting to be retried is tried once
+    /// more at once, the rest each once, within the time-out, and not retried. Spans recorded
+    /// later are dropped. Idempotent.
     void stop();
 
     /// The URL spans are posted to: {endpoint}/v1/traces.
@@ -66,8 +76,10 @@ class OtlpExporter final : public common::SpanSink {
 
   private:
     void run();
-    /// Exports `batch` once; whether the collector took it.
-    bool send(std::vector<common::Span>& batch);
+    /// Exports `batch`, retried as Options say; whether the collector took it.
+    bool send(const std::vector<common::Span>& batch);
+    /// Counts `batch` as failed, and tells on_failure (at most once a minute) why.
+    void count_failure(std::size_t spans, const std::string& why);
 
     const Options options_;
     const std::string url_;
@@ -78,6 +90,7 @@ class OtlpExporter final : public common::SpanSink {
     std::atomic<std::uint64_t> exported_{0};
     std::atomic<std::uint64_t> dropped_{0};
     std::atomic<std::uint64_t> failed_{0};
+    std::atomic<std::uint64_t> retries_{0};
     std::uint64_t failed_unreported_ = 0;                // export thread only
     std::chrono::steady_clock::time_point last_report_;  // export thread only
     std::thread thread_;

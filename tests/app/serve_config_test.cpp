@@ -80,6 +80,8 @@ TEST(ServeConfig, EachBadSettingIsRefusedNamingItsOption) {
     EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_max_queue = 0; }), "--otlp-max-queue");
     EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_interval_ms = 0; }),
               "--otlp-interval-ms");
+    EXPECT_EQ(refused_option([](auto& c) { c.tracing.otlp_max_retry_ms = -1; }),
+              "--otlp-max-retry-ms");
     for (const char* retention : {"1s", "90m", "12h", "365d"}) {
         SCOPED_TRACE(retention);
         EXPECT_EQ(refused_option([&](auto& c) { c.feed.event_retention = retention; }),

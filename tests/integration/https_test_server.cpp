@@ -162,6 +162,11 @@ std::vector<std::string> HttpsTestServer::all_requests() {
     return requests_received_;
 }
 
+std::vector<int> HttpsTestServer::all_statuses() {
+    std::lock_guard lock(mutex_);
+    return statuses_answered_;
+}
+
 void HttpsTestServer::serve() {
     while (!stopping_) {
         pollfd ready{listener_, POLLIN, 0};
@@ -211,6 +216,7 @@ void HttpsTestServer::serve() {
                         reply = script_.front();
                         script_.erase(script_.begin());
                     }
+                    statuses_answered_.push_back(reply.status);
                     delay_ms = reply.delay_ms;
                     response = "HTTP/1.1 " + std::to_string(reply.status) +
                                " Test\r\nContent-Type: application/json\r\nContent-Length: " +

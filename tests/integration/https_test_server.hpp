@@ -48,6 +48,8 @@ class HttpsTestServer {
     std::string last_request();
     /// Every request received so far, in order.
     std::vector<std::string> all_requests();
+    /// The status each of those requests was answered with, in the same order.
+    std::vector<int> all_statuses();
     /// Answers the next requests with `replies`, in order, before falling back to respond().
     void script(std::vector<TestReply> replies);
 
@@ -63,6 +65,7 @@ class HttpsTestServer {
     std::string body_;                            // guarded by mutex_
     std::vector<std::string> headers_;            // guarded by mutex_
     std::vector<std::string> requests_received_;  // guarded by mutex_
+    std::vector<int> statuses_answered_;          // guarded by mutex_
     std::vector<TestReply> script_;               // guarded by mutex_, next first
     std::atomic<int> requests_{0};
     std::atomic<bool> stopping_{false};

@@ -161,17 +161,39 @@ TEST_F(Tracing, ASlowCollectorDropsSpansAndHoldsNoRequest) {
     EXPECT_LE(metric(text, "plantstore_trace_spans_queued"), 4) << text;
 }
 
-// A collector that refuses exports loses spans, counted and logged (without repeating the log
-// line for every batch); requests go on.
+// A collector that keeps refusing exports loses spans after their retries (one each here: 1 s,
+// then 2 s more would pass the 2.5 s), counted and logged (without repeating the log line for
+// every batch); requests go on.
 TEST_F(Tracing, ARefusingCollectorLosesSpansNotRequests) {
     collector.respond(503, "");
-    start_traced({"--trace-sample-ratio", "1"});
+    start_traced({"--trace-sample-ratio", "1", "--otlp-max-retry-ms", "2500"});
     for (int i = 0; i < 5; ++i) ASSERT_EQ(request("GET", "/plants/" + std::to_string(i)), 404);
     ASSERT_TRUE(
         within([&] { return metric(metrics(), "plantstore_trace_spans_failed_total") >= 5; }));
     EXPECT_TRUE(server->wait_for_log(R"("event":"trace_export_failed")", 5s));
     EXPECT_NE(server->log().find("the collector answered 503"), std::string::npos);
-    EXPECT_EQ(metric(metrics(), "plantstore_trace_spans_exported_total"), 0);
+    const std::string text = metrics();
+    EXPECT_EQ(metric(text, "plantstore_trace_spans_exported_total"), 0) << text;
+    EXPECT_GE(metric(text, "plantstore_trace_export_retries_total"), 1) << text;
+}
+
+// A collector that is briefly unavailable (a restart behind its proxy: 503, then 502) gets the
+// spans once it is back: retried, none lost.
+TEST_F(Tracing, ACollectorBackFromARestartGetsTheSpansItAskedToRetry) {
+    collector.script({{503, {}, 0}, {502, {}, 0}});
+    start_traced({"--trace-sample-ratio", "1"});
+    ASSERT_EQ(request("GET", "/plants/1"), 404);
+    ASSERT_TRUE(
+        within([&] { return metric(metrics(), "plantstore_trace_spans_exported_total") >= 1; }));
+    const std::string text = metrics();
+    EXPECT_EQ(metric(text, "plantstore_trace_spans_failed_total"), 0) << text;
+    EXPECT_EQ(metric(text, "plantstore_trace_export_retries_total"), 2) << text;
+    // The first export three times (the scrapes above are spans too, in later exports).
+    const std::vector<std::string> exports = collector.all_requests();
+    ASSERT_GE(exports.size(), 3U);
+    const auto body = [](const std::string& raw) { return raw.substr(raw.find("\r\n\r\n")); };
+    EXPECT_EQ(body(exports[1]), body(exports[0]));
+    EXPECT_EQ(body(exports[2]), body(exports[0]));
 }
 
 // Without --otlp-endpoint nothing is recorded and /metrics shows no span counters.
