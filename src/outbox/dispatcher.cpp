@@ -1,9 +1,9 @@
 #include "outbox/dispatcher.hpp"
 
 #include <optional>
-#include <random>
 #include <utility>
 
+#include "common/jitter.hpp"
 #include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "common/trace_context.hpp"
@@ -16,12 +16,6 @@
 namespace plantstore::outbox {
 
 namespace {
-
-// A uniform value in [-1, 1], for the schedule's jitter (not a secret: std::mt19937 is enough).
-double jitter() {
-    thread_local std::mt19937 engine{std::random_device{}()};
-    return std::uniform_real_distribution<double>(-1.0, 1.0)(engine);
-}
 
 bool status_asks_to_slow_down(int status) {
     return status == 429 || status == 502 || status == 504;
@@ -290,8 +284,8 @@ Dispatcher::Done Dispatcher::attempt(const store::ClaimedDelivery& delivery) con
         }
         if (record.status == 410) {
             record.disable_reason = "the receiver answered 410 Gone";
-        } else if (auto delay =
-                       webhooks::delay_before(options_.schedule, delivery.attempts + 2, jitter())) {
+        } else if (auto delay = webhooks::delay_before(options_.schedule, delivery.attempts + 2,
+                                                       common::random_jitter())) {
             if (record.status && status_asks_to_slow_down(*record.status) && result.retry_after) {
                 *delay = webhooks::honour_retry_after(
                     *delay,

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 #include <stdexcept>
 #include <utility>
 
+#include "common/jitter.hpp"
 #include "common/thread_name.hpp"
 #include "outbound/https_client.hpp"
 
@@ -106,13 +106,10 @@ bool asks_for_a_retry(int status) {
     return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
-// `wait` scaled by a random factor in [0.8, 1.2], so that instances that failed together do not
-// retry together.
+// `wait` scaled by 1 ± up to 20%, as the webhook retries are.
 std::chrono::milliseconds jittered(std::chrono::milliseconds wait) {
-    thread_local std::minstd_rand random(std::random_device{}());
-    std::uniform_real_distribution<double> factor(0.8, 1.2);
-    return std::chrono::milliseconds(
-        static_cast<std::int64_t>(static_cast<double>(wait.count()) * factor(random)));
+    return std::chrono::milliseconds(static_cast<std::int64_t>(
+        static_cast<double>(wait.count()) * (1.0 + 0.2 * common::random_jitter())));
 }
 
 }  // namespace

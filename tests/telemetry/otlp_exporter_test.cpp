@@ -19,11 +19,13 @@
 #include <variant>
 #include <vector>
 
+#include "haproxy.hpp"  // free_port
 #include "https_test_server.hpp"
 
 namespace plantstore::telemetry {
 namespace {
 
+using testing_support::free_port;
 using testing_support::HttpsTestServer;
 
 struct Record {
@@ -208,6 +210,28 @@ TEST(OtlpExporter, ARefusalIsFinalAndRetriesEndAtTheRetryTime) {
     EXPECT_GE(exporter.stats().retries, 1U);
     EXPECT_LE(exporter.stats().retries, 126U);
     EXPECT_EQ(collector.requests(), 1 + 1 + static_cast<int>(exporter.stats().retries));
+}
+
+// A collector that does not answer (nothing listens on its port: it may be restarting) is
+// retried as well, until the retry time ends; the failure names why.
+TEST(OtlpExporter, ACollectorThatDoesNotAnswerIsRetriedUntilTheRetryTime) {
+    HttpsTestServer unused;  // only for retrying_options' other fields
+    auto options = retrying_options(unused);
+    options.endpoint = "http://127.0.0.1:" + std::to_string(free_port());
+    options.max_retry = std::chrono::milliseconds(500);
+    std::mutex mutex;
+    std::string report;  // guarded by mutex
+    options.on_failure = [&](std::string_view what) {
+        std::lock_guard lock(mutex);
+        report = what;
+    };
+    OtlpExporter exporter(options);
+    exporter.record(span_named(0));
+    ASSERT_TRUE(within([&] { return exporter.stats().failed == 1; }));
+    exporter.stop();
+    EXPECT_GE(exporter.stats().retries, 1U);
+    std::lock_guard lock(mutex);
+    EXPECT_NE(report.find("attempts)"), std::string::npos) << report;
 }
 
 // Stopping does not wait out a backoff: the batch waiting for its retry is tried once more at
