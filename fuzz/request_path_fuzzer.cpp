@@ -9,7 +9,9 @@
 // - none is 5xx (the store is healthy, so a 5xx could only answer a client's mistake);
 // - every final response has an X-Request-Id and (but for /metrics' text) a JSON body; every
 //   error is Error-shaped with `error` equal to the status;
-// - nothing follows a response that said "Connection: close".
+// - nothing follows a response that said "Connection: close";
+// - the bytes buffered before parsing (a head, a chunk-size line with its extensions, a
+//   trailer section) never outgrew --max-header-bytes, whatever the framing.
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -196,6 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto connection = std::make_shared<Connection<beast::test::stream>>(
         std::move(server_side), nullptr, worker, service.api, service.limits, service.proxies,
         draining, open_connections, recorder);
+    const auto observed = connection;
     net::co_spawn(io, Connection<beast::test::stream>::run(std::move(connection)),
                   [&](const std::exception_ptr&) {
                       finished = true;
@@ -204,5 +207,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     io.run_for(std::chrono::seconds(10));
     if (!finished) fail("the connection did not finish within 10 s", client_side.str());
     check_responses(client_side.str(), recorder.methods);
+    if (observed->read_buffer_capacity() > service.limits.max_header_bytes) {
+        fail("the read buffer outgrew --max-header-bytes", client_side.str());
+    }
     return 0;
 }

@@ -78,6 +78,7 @@ class Connection final : public ConnectionBase,
                ConnectionCount& open_connections, ExchangeObserver& observer)
         : socket_(std::move(stream)),
           tls_(std::move(tls)),
+          buffer_(limits.max_header_bytes),
           handler_timer_(socket_.get_executor()),
           watch_done_(socket_.get_executor()),
           worker_(worker),
@@ -112,6 +113,10 @@ class Connection final : public ConnectionBase,
         }
         if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
     }
+
+    /// How large the read buffer ever grew: never past --max-header-bytes (a flat buffer keeps
+    /// its largest allocation). For the request-path fuzzer's check of that bound.
+    std::size_t read_buffer_capacity() const { return buffer_.capacity(); }
 
     void drain() override {
         if (phase_ == Phase::reading && !request_has_begun()) shorten_idle_for_drain();
@@ -206,9 +211,12 @@ class Connection final : public ConnectionBase,
     net::awaitable<bool> serve_one() {
         expired_ = false;
         exchange_ = {};
+        framing_problem_.clear();
         auto& parser = parser_.emplace();
         parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
         parser.body_limit(limits_.max_body_bytes);
+        chunk_extensions_ = {limits_.max_header_bytes, false};
+        parser.on_chunk_header(chunk_extensions_);
         // Until a first byte arrives the connection is idle; check_deadline then switches to
         // the request time-out. A pipelined request is already under way.
         request_started_ = buffer_.size() > 0;
@@ -438,6 +446,7 @@ class Connection final : public ConnectionBase,
     // Reads the next request's head, as http::async_read_header would, after checking the raw
     // header bytes for obsolete line folding: Beast unfolds it silently, and a proxy in front
     // may not, so the two could see different fields. RFC 9112 §5.2 lets a server reject it.
+    // Reads at most what the bounded buffer has room for (the head's limit is the parser's).
     net::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser) {
         constexpr std::size_t kReadSize = std::size_t{64} * 1024;
         std::size_t search_from = 0;  // where the end of the head may still begin
@@ -458,8 +467,10 @@ class Connection final : public ConnectionBase,
                 if (ec != http::error::need_more) co_return ec;
                 ec = {};
             }
-            const auto read =
-                co_await socket_.async_read_some(buffer_.prepare(kReadSize), use_ec(ec));
+            const std::size_t room = buffer_.max_size() - buffer_.size();
+            if (room == 0) co_return http::error::header_limit;
+            const auto read = co_await socket_.async_read_some(
+                buffer_.prepare(std::min(kReadSize, room)), use_ec(ec));
             buffer_.commit(read);
             if (ec == net::error::eof) {
                 if (!parser.got_some() && buffer_.size() == 0) co_return http::error::end_of_stream;
@@ -546,6 +557,25 @@ class Connection final : public ConnectionBase,
         }
         if (ec == http::error::body_limit) {
             co_return co_await send(body_too_large(), kVersion, false);
+        }
+        if (ec == http::error::buffer_overflow) {
+            // A chunk-size line or the trailer section outgrew the bounded read buffer.
+            const std::string_view pending(static_cast<const char*>(buffer_.data().data()),
+                                           buffer_.size());
+            const std::string limit = std::to_string(limits_.max_header_bytes) + " bytes";
+            if (pending_is_trailer_section(pending)) {
+                co_return co_await send(refuse(431, "the trailer fields exceed " + limit), kVersion,
+                                        false);
+            }
+            co_return co_await send(
+                malformed("a chunk-size line with its extensions exceeds " + limit), kVersion,
+                false);
+        }
+        if (chunk_extensions_.exceeded) {
+            co_return co_await send(
+                malformed("the chunk extensions exceed " +
+                          std::to_string(limits_.max_header_bytes) + " bytes in all"),
+                kVersion, false);
         }
         if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
             ec != http::error::partial_message) {
@@ -641,9 +671,29 @@ class Connection final : public ConnectionBase,
         }
     }
 
+    // Counts the chunk extensions of a request's body, which are ignored (RFC 9112 §7.1.1 asks a
+    // server to limit their total length); past the budget the parser stops with an error.
+    struct ChunkExtensionBudget {
+        std::size_t left = 0;
+        bool exceeded = false;
+        void operator()(std::uint64_t /*size*/, beast::string_view extensions, error_code& ec) {
+            if (extensions.size() > left) {
+                exceeded = true;
+                ec = http::error::bad_chunk_extension;
+                return;
+            }
+            left -= extensions.size();
+        }
+    };
+
     Stream socket_;
     std::shared_ptr<net::ssl::context> tls_;  // kept alive for the stream; null for TCP
+    // What was read and not parsed yet. Bounded (--max-header-bytes): a request's head, a
+    // chunk-size line with its extensions or a trailer section that does not fit is refused
+    // when the buffer is full, instead of growing it; a body goes on into its own bounded
+    // string (--max-body-bytes) as it arrives.
     beast::flat_buffer buffer_;
+    ChunkExtensionBudget chunk_extensions_;  // the parser holds a reference
     std::optional<http::request_parser<http::string_body>> parser_;
     std::string out_;
     net::steady_timer handler_timer_;  // bounds the wait for the handler
@@ -684,7 +734,7 @@ class Connection final : public ConnectionBase,
     Clock::time_point phase_since_{};  // when the current phase began
     bool request_started_ = false;
     bool expired_ = false;
-    std::string_view framing_problem_;  // overrides the parser's message for a 400
+    std::string framing_problem_;  // overrides the parser's message for a 400
 };
 
 }  // namespace plantstore::transport::internal

@@ -23,6 +23,17 @@ bool has_obsolete_line_folding(std::string_view head) {
     return false;
 }
 
+bool pending_is_trailer_section(std::string_view pending) {
+    if (pending.starts_with("\r\n")) pending.remove_prefix(2);  // the previous chunk's end
+    const std::size_t zeros = std::min(pending.find_first_not_of('0'), pending.size());
+    if (zeros == 0) return false;
+    const std::string_view rest = pending.substr(zeros);
+    // The last chunk's size is all zeros, then its extensions (anything up to CRLF) and CRLF;
+    // a size with any other digit is an ordinary chunk's.
+    return !rest.empty() && !std::isxdigit(static_cast<unsigned char>(rest.front())) &&
+           rest.find("\r\n") != std::string_view::npos;
+}
+
 void serialize_response(std::string& out, const http::Response& response, const Framing& framing) {
     namespace beast_http = boost::beast::http;
     out += framing.version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";

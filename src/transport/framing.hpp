@@ -17,6 +17,12 @@ bool well_formed_request_id(std::string_view id);
 /// value on a line that starts with a space or tab: obsolete line folding (RFC 9112 §5.2).
 bool has_obsolete_line_folding(std::string_view head);
 
+/// Whether the unparsed bytes of a chunked body, `pending` (what the parser could not use yet:
+/// the rest of the previous chunk's CRLF, then an unfinished line), have passed the last chunk's
+/// line ("0", any extensions, CRLF) and so are its trailer section (RFC 9112 §7.1.2) rather than
+/// a chunk-size line. Tells the two apart when one outgrows the read buffer.
+bool pending_is_trailer_section(std::string_view pending);
+
 /// How a response is written.
 struct Framing {
     unsigned version = 11;  ///< 10 or 11

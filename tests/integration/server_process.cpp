@@ -416,19 +416,18 @@ std::string HttpConnection::peer_common_name() const {
     return name;
 }
 
-void HttpConnection::send_raw(const std::string& bytes) {
+bool HttpConnection::send_raw(const std::string& bytes) {
     if (ssl_context_ != nullptr) {
-        if (ssl_ != nullptr) {
-            SSL_write(static_cast<SSL*>(ssl_), bytes.data(), static_cast<int>(bytes.size()));
-        }
-        return;
+        return ssl_ != nullptr &&
+               SSL_write(static_cast<SSL*>(ssl_), bytes.data(), static_cast<int>(bytes.size())) > 0;
     }
     std::size_t sent = 0;
     while (sent < bytes.size()) {
         const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) return;  // the server closed: the following read tells the test
+        if (n <= 0) return false;  // the server closed: the following read tells the test
         sent += static_cast<std::size_t>(n);
     }
+    return true;
 }
 
 std::optional<HttpResponse> HttpConnection::read_response(bool to_head) {

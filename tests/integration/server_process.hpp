@@ -129,7 +129,9 @@ class HttpConnection {
     HttpConnection& operator=(const HttpConnection&) = delete;
     ~HttpConnection();
 
-    void send_raw(const std::string& bytes);
+    /// Sends all of `bytes`; false when the server closed (or stopped reading past the write
+    /// time-out) first, which the following read tells the test about.
+    bool send_raw(const std::string& bytes);
     /// Parses one response; nullopt when the server closed the connection (or timed out)
     /// before a complete response. `to_head`: the response to a HEAD, whose Content-Length
     /// describes a body that is not sent.

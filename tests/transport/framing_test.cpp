@@ -1,4 +1,5 @@
-// The transport's pure framing pieces: request ids, obsolete line folding, response bytes.
+// The transport's pure framing pieces: request ids, obsolete line folding, what a chunked body's
+// pending bytes are, response bytes.
 #include "transport/framing.hpp"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,18 @@ TEST(ObsoleteLineFolding, FoundOnlyAtTheStartOfAContinuationLine) {
     EXPECT_TRUE(has_obsolete_line_folding("GET / HTTP/1.1\r\nX: a\r\n\tb\r\n"));
     EXPECT_FALSE(has_obsolete_line_folding("GET / HTTP/1.1\r\nX: a b\r\nY: c\r\n"));
     EXPECT_FALSE(has_obsolete_line_folding("GET / HTTP/1.1\r\n"));
+}
+
+TEST(PendingChunkBytes, ATrailerSectionFollowsOnlyACompleteLastChunkLine) {
+    EXPECT_TRUE(pending_is_trailer_section("0\r\nX-Trailer: aaaa"));
+    EXPECT_TRUE(pending_is_trailer_section("\r\n000;ext=1\r\nX: a"));
+    EXPECT_TRUE(pending_is_trailer_section("0\r\n"));
+    EXPECT_FALSE(pending_is_trailer_section("0000000000000000"));    // zeros, no end yet
+    EXPECT_FALSE(pending_is_trailer_section("0;aaaaaaaaaaaaaaaa"));  // the line goes on
+    EXPECT_FALSE(pending_is_trailer_section("1;aaaa\r\n"));
+    EXPECT_FALSE(pending_is_trailer_section("\r\n00a\r\nX: b"));
+    EXPECT_FALSE(pending_is_trailer_section(""));
+    EXPECT_FALSE(pending_is_trailer_section("\r\n"));
 }
 
 http::Response json(int status, std::string body) {

@@ -16,6 +16,7 @@
 
 #include "common/thread_name.hpp"
 #include "common/time_text.hpp"
+#include "store/postgres/committed_batch.hpp"
 #include "store/postgres/event_listener.hpp"
 #include "store/postgres/pipelined_connection.hpp"
 #include "store/postgres/schema.hpp"
@@ -463,18 +464,6 @@ class PgPlantStore::Engine {
             });
     }
 
-    // Whether `pending` is a delete without a precondition (a statement of its own).
-    static bool unconditional_delete(const Pending& pending) {
-        switch (pending.kind) {
-            case WriteRequest::Kind::remove:
-                return !pending.precondition.if_match && !pending.precondition.required;
-            case WriteRequest::Kind::create:
-            case WriteRequest::Kind::update:
-                return false;
-        }
-        return false;
-    }
-
     // The request span a write carries for its webhook deliveries, or NULL.
     static std::optional<std::string_view> traceparent_of(const Pending& pending) {
         if (pending.traceparent.empty()) return std::nullopt;
@@ -516,23 +505,6 @@ class PgPlantStore::Engine {
         throw std::logic_error("a create has no change statement");
     }
 
-    // The outcome of a change_statement() from its rows.
-    static WriteResult change_outcome(const Pending& pending, const PGresult* rows) {
-        using Outcome = WriteResult::Outcome;
-        if (unconditional_delete(pending)) {
-            return {PQntuples(rows) == 1 ? Outcome::deleted : Outcome::not_found, {}, {}};
-        }
-        if (PQntuples(rows) == 0) return {Outcome::not_found, {}, {}};
-        const std::string_view code = text_at(rows, 0, 0);
-        domain::Plant plant{std::string(text_at(rows, 0, 1)), optional_text_at(rows, 0, 2)};
-        if (code == "q") return {Outcome::precondition_required, {}, {}};
-        if (code == "f") return {Outcome::precondition_failed, std::move(plant), {}};
-        if (code == "d") return {Outcome::deleted, {}, {}};
-        if (code == "u") return {Outcome::unchanged, std::move(plant), {}};
-        if (code == "w") return {Outcome::updated, std::move(plant), {}};
-        throw PgError({}, "PostgreSQL answered an unknown outcome: " + std::string(code));
-    }
-
     void complete_batch(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
                         const std::vector<std::size_t>& changes, SegmentOutcome outcome,
                         std::chrono::steady_clock::time_point started) {
@@ -561,11 +533,12 @@ class PgPlantStore::Engine {
         } else if (!batch.empty()) {
             try {
                 tell_appended(outcome.results[outcome.results.size() - 3].get());
-                complete_rows(batch, creates, changes, outcome.results, again);
             } catch (const PgError& error) {  // a malformed answer: nothing can be promised
                 failure = error.what();
                 for (Pending& pending : batch) pending.done(unavailable(failure));
             }
+            if (failure.empty())
+                failure = complete_rows(batch, creates, changes, outcome.results, again);
         }
         if (options_.writes.observer != nullptr) {
             store::BatchReport report;
@@ -589,48 +562,29 @@ class PgPlantStore::Engine {
         }
     }
 
-    // Answers each row of a committed batch; puts the rows to run again into `again`.
-    // @throws PgError, before answering any, when an answer does not fit the batch
-    void complete_rows(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
-                       const std::vector<std::size_t>& changes, const std::vector<Result>& results,
-                       std::vector<Pending>& again) {
-        const PGresult* inserted = creates.empty() ? nullptr : results[2].get();
-        if (inserted != nullptr && PQntuples(inserted) != static_cast<int>(creates.size())) {
-            throw PgError({}, "PostgreSQL answered a row count unlike the batch's");
-        }
-        std::vector<std::size_t> rerun;
-        for (std::size_t row = 0; row < creates.size(); ++row) {
-            const int r = static_cast<int>(row);
-            Pending& pending = batch[creates[row]];
-            const std::string_view code = text_at(inserted, r, 1);
-            if (code == "r") {
-                rerun.push_back(creates[row]);
-            } else if (code == "c") {
-                pending.done({WriteResult::Outcome::created, pending.plant.plant, {}});
-            } else if (code == "p") {
-                pending.done({WriteResult::Outcome::replayed, pending.plant.plant, {}});
-            } else if (code == "o") {
-                WriteResult refused{WriteResult::Outcome::over_quota};
-                refused.quota = {int64_at(inserted, r, 4), int64_at(inserted, r, 5)};
-                pending.done(std::move(refused));
-            } else {
-                pending.done(
-                    {WriteResult::Outcome::id_taken,
-                     {std::string(text_at(inserted, r, 2)), optional_text_at(inserted, r, 3)},
-                     {}});
-            }
-        }
+    // Answers each write of a committed batch exactly once (committed_batch.hpp); puts those to
+    // run again into `again`. Returns why no row could be trusted (each write was then answered
+    // unavailable), or "".
+    static std::string complete_rows(std::vector<Pending>& batch,
+                                     const std::vector<std::size_t>& creates,
+                                     const std::vector<std::size_t>& changes,
+                                     const std::vector<Result>& results,
+                                     std::vector<Pending>& again) {
+        std::vector<WriteRequest*> writes;
+        writes.reserve(batch.size());
+        for (Pending& pending : batch) writes.push_back(&pending);
+        // BEGIN, the tenants' rows, then the inserts (when there are creates), then one result
+        // per delete or update.
         const std::size_t first_change = creates.empty() ? 2 : 3;
-        std::vector<WriteResult> outcomes;  // all decoded before any is answered
-        outcomes.reserve(changes.size());
+        std::vector<const PGresult*> change_rows;
+        change_rows.reserve(changes.size());
         for (std::size_t row = 0; row < changes.size(); ++row) {
-            outcomes.push_back(
-                change_outcome(batch[changes[row]], results[first_change + row].get()));
+            change_rows.push_back(results[first_change + row].get());
         }
-        for (std::size_t row = 0; row < changes.size(); ++row) {
-            batch[changes[row]].done(std::move(outcomes[row]));
-        }
-        for (const std::size_t i : rerun) again.push_back(std::move(batch[i]));
+        CommittedAnswers answers = answer_committed_rows(
+            writes, creates, creates.empty() ? nullptr : results[2].get(), changes, change_rows);
+        for (const std::size_t i : answers.rerun) again.push_back(std::move(batch[i]));
+        return std::move(answers.failure);
     }
 
     // Puts writes back at the front of the queue (before anything that arrived after them), or

@@ -1,0 +1,225 @@
+// A hostile tenant beside a working one, against the real binary: each attack gets its documented
+// refusal within its bound, the server's memory stays bounded, and the victim tenant, creating
+// plants all along on a connection of its own, sees no error. (OWASP API4:2023, unrestricted
+// resource consumption; docs/explanation/security.md lists the limits.)
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "fixture.hpp"
+
+namespace plantstore::testing_support {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// How much the server's resident memory may grow under an attack of 64 connections in the
+/// builds that can bound it (see kResidentMemoryIsBounded): the figure the security page
+/// documents.
+constexpr std::size_t kMemoryBoundKib = std::size_t{64} * 1024;
+
+/// A tenant working beside the attack: creates plants one after another on one keep-alive
+/// connection until stopped, and counts what did not succeed.
+class Victim {
+  public:
+    Victim(unsigned short port, std::string token) : port_(port), token_(std::move(token)) {
+        thread_ = std::thread([this] { run(); });
+    }
+    Victim(const Victim&) = delete;
+    Victim& operator=(const Victim&) = delete;
+    ~Victim() { stop(); }
+
+    /// Stops and returns how many creates succeeded; every failure is a test failure.
+    int stop() {
+        if (thread_.joinable()) {
+            stopping_ = true;
+            thread_.join();
+            std::lock_guard lock(mutex_);
+            for (const std::string& failure : failures_) ADD_FAILURE() << "victim: " << failure;
+            EXPECT_GT(created_, 0) << "the victim created nothing during the attack";
+        }
+        return created_;
+    }
+
+  private:
+    void run() {
+        std::int64_t id = 1'000'000;
+        std::unique_ptr<HttpConnection> connection;
+        while (!stopping_) {
+            if (!connection) connection = std::make_unique<HttpConnection>(port_, 10s);
+            connection->send_raw(
+                plant_request(token_, R"({"id":)" + std::to_string(++id) + R"(,"name":"victim"})"));
+            const auto response = connection->read_response();
+            std::lock_guard lock(mutex_);
+            if (!response) {
+                failures_.push_back("no answer to create " + std::to_string(id));
+                connection.reset();
+                if (failures_.size() > 10) return;
+            } else if (response->status != 200) {
+                failures_.push_back("create " + std::to_string(id) + ": " +
+                                    std::to_string(response->status) + " " + response->body);
+            } else {
+                ++created_;
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+
+    const unsigned short port_;
+    const std::string token_;
+    std::atomic<bool> stopping_{false};
+    std::mutex mutex_;
+    std::vector<std::string> failures_;
+    int created_ = 0;
+    std::thread thread_;
+};
+
+/// The highest resident memory of a process, sampled every 20 ms while it runs.
+class PeakMemory {
+  public:
+    explicit PeakMemory(const ServerProcess& server) : server_(server) {
+        thread_ = std::thread([this] {
+            while (!stopping_) {
+                peak_ = std::max<std::size_t>(peak_, server_.resident_kib());
+                std::this_thread::sleep_for(20ms);
+            }
+        });
+    }
+    PeakMemory(const PeakMemory&) = delete;
+    PeakMemory& operator=(const PeakMemory&) = delete;
+    ~PeakMemory() { peak_kib(); }
+    std::size_t peak_kib() {
+        if (thread_.joinable()) {
+            stopping_ = true;
+            thread_.join();
+        }
+        return peak_;
+    }
+
+  private:
+    const ServerProcess& server_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<std::size_t> peak_{0};
+    std::thread thread_;
+};
+
+class HostileNeighbour : public ServerTest {
+  protected:
+    void SetUp() override {
+        ServerTest::SetUp();
+        attacker = create_token(data_dir(), "mallory", "attacker");
+    }
+
+    /// A create of the attacker's whose head announces a chunked body.
+    std::string chunked_head() const {
+        return "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + attacker +
+               "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    }
+
+    /// Runs `connections` attacking connections at once, each sending `prefix` and then
+    /// `filler` for as long as the server reads (at most `total` bytes each), and returns the
+    /// answers they got (nullopt: none) and the server's peak memory growth, while the victim
+    /// tenant works beside them.
+    struct Outcome {
+        std::vector<std::optional<HttpResponse>> answers;
+        std::size_t growth_kib = 0;
+    };
+    Outcome flood(int connections, const std::string& prefix, char filler, std::size_t total) {
+        const std::size_t idle_kib = server->resident_kib();
+        Victim victim(port(), token);
+        PeakMemory peak(*server);
+        Outcome outcome;
+        outcome.answers.resize(static_cast<std::size_t>(connections));
+        std::vector<std::thread> attackers;
+        for (int i = 0; i < connections; ++i) {
+            attackers.emplace_back([&, i] {
+                HttpConnection connection(port(), 10s);
+                connection.send_raw(prefix);
+                const std::string block(64 * 1024, filler);
+                // send_raw fails once the server has answered, stopped reading and closed.
+                for (std::size_t sent = 0; sent < total; sent += block.size()) {
+                    if (!connection.send_raw(block)) break;
+                }
+                outcome.answers[static_cast<std::size_t>(i)] = connection.read_response();
+            });
+        }
+        for (auto& thread : attackers) thread.join();
+        const std::size_t peak_kib = peak.peak_kib();
+        outcome.growth_kib = peak_kib > idle_kib ? peak_kib - idle_kib : 0;
+        victim.stop();
+        return outcome;
+    }
+
+    void expect_refused_within_bound(const Outcome& outcome, int status,
+                                     const std::string& message) {
+        for (const auto& answer : outcome.answers) {
+            ASSERT_TRUE(answer) << "an attacking connection got no answer";
+            expect_error(*answer, status, message);
+        }
+        if (kResidentMemoryIsBounded) {
+            EXPECT_LT(outcome.growth_kib, kMemoryBoundKib)
+                << "the server's memory grew by " << outcome.growth_kib << " KiB";
+        }
+    }
+
+    std::string attacker;
+};
+
+// Each attacking connection sends up to 16 MiB; without the bound, the server buffered all of
+// it (1 GiB for 64 connections).
+constexpr std::size_t kFloodBytes = std::size_t{16} * 1024 * 1024;
+
+TEST_F(HostileNeighbour, AChunkSizeLineThatNeverEndsIsRefusedAtTheHeaderLimit) {
+    start();
+    const auto outcome = flood(64, chunked_head() + "1;", 'a', kFloodBytes);
+    expect_refused_within_bound(outcome, 400,
+                                "a chunk-size line with its extensions exceeds 16384 bytes");
+}
+
+TEST_F(HostileNeighbour, AChunkSizePaddedWithZerosIsRefusedAtTheHeaderLimit) {
+    start();
+    const auto outcome = flood(64, chunked_head(), '0', kFloodBytes);
+    expect_refused_within_bound(outcome, 400,
+                                "a chunk-size line with its extensions exceeds 16384 bytes");
+}
+
+TEST_F(HostileNeighbour, ATrailerSectionThatNeverEndsIs431) {
+    start();
+    const auto outcome =
+        flood(64, chunked_head() + "5\r\n{\"id\"\r\n0\r\nX-Trailer: ", 'a', kFloodBytes);
+    expect_refused_within_bound(outcome, 431, "the trailer fields exceed 16384 bytes");
+}
+
+TEST_F(HostileNeighbour, AHeaderThatNeverEndsIs431) {
+    start();
+    const auto outcome =
+        flood(64, "POST /plants HTTP/1.1\r\nHost: x\r\nX-Long: ", 'a', kFloodBytes);
+    expect_refused_within_bound(outcome, 431, "exceed 16384 bytes");
+}
+
+TEST_F(HostileNeighbour, ChunkExtensionsAreBoundedInAllNotOnlyPerLine) {
+    start({"--max-header-bytes", "4096"});
+    // Each line is well under the limit; together their extensions are not.
+    std::string body;
+    for (int chunk = 0; chunk < 10; ++chunk)
+        body += "1;note=" + std::string(1000, 'x') + "\r\n{\r\n";
+    HttpConnection connection(port(), 10s);
+    connection.send_raw(chunked_head() + body);
+    const auto response = connection.read_response();
+    ASSERT_TRUE(response);
+    expect_error(*response, 400, "the chunk extensions exceed 4096 bytes in all");
+}
+
+TEST_F(HostileNeighbour, ChunkExtensionsWithinTheLimitAreIgnored) {
+    start();
+    HttpConnection connection(port(), 10s);
+    connection.send_raw(chunked_head() +
+                        "5;a=1\r\n{\"id\"\r\n12;b=\"two\"\r\n:1,\"name\":\"chunk\"}\r\n0;c\r\n"
+                        "X-Trailer: fine\r\n\r\n");
+    const auto response = connection.read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200) << response->body;
+}
+
+}  // namespace
+}  // namespace plantstore::testing_support
