@@ -115,6 +115,7 @@ struct MethodRecorder final : transport::ExchangeObserver {
     void on_tick(unsigned worker) override { next.on_tick(worker); }
     void on_connection_opened() override { next.on_connection_opened(); }
     void on_connection_closed() override { next.on_connection_closed(); }
+    void on_connection_refused(bool per_client) override { next.on_connection_refused(per_client); }
     void on_failure(const transport::RequestIdentity& request, std::string_view where,
                     std::string_view what) override {
         next.on_failure(request, where, what);

@@ -10,6 +10,7 @@
 #include "auth/bearer_credentials.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token_registry.hpp"
+#include "common/client_key.hpp"
 
 namespace plantstore::api {
 
@@ -178,12 +179,14 @@ http::Response Api::refuse_credentials(const http::RequestHead& head, http::Resp
                                        bool guessed) const {
     // The failed-authentication limit meets only requests that fail authentication: a valid
     // token is never refused because of other requests from the same address (a NAT, a proxy).
+    // Keyed by the client's address, an IPv6 client by its /64 (common/client_key.hpp).
     const auto now = auth::RateLimiter::Clock::now();
-    if (const double wait = auth_failures_.peek(head.peer_address, now).wait; wait > 0) {
+    const std::string client = common::client_key(head.peer_address);
+    if (const double wait = auth_failures_.peek(client, now).wait; wait > 0) {
         return retry_later(429, "too many failed authentications from this address; retry later",
                            wait);
     }
-    if (guessed) auth_failures_.take(head.peer_address, now);  // guessing tokens gets slow
+    if (guessed) auth_failures_.take(client, now);  // guessing tokens gets slow
     return refusal;
 }
 

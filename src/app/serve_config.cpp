@@ -99,8 +99,13 @@ void add_options(OptionAdder& add, ListenerSettings& listener) {
               "Largest request line plus headers; larger gets 431");
     add.value("--max-connections", listener.max_connections, "PLANTSTORE_MAX_CONNECTIONS",
               "Open connections at most; more are closed at once");
+    add.value("--max-connections-per-client", listener.max_connections_per_client,
+              "PLANTSTORE_MAX_CONNECTIONS_PER_CLIENT",
+              "Open connections one client (an IPv4 address, an IPv6 /64) may hold; more are "
+              "closed at once (trusted proxies are not limited)");
     add.value("--request-timeout-ms", listener.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",
-              "Time to receive a whole request; slower gets 408");
+              "Time to receive a whole request, and a new connection's first one from its "
+              "accept; slower gets 408");
     add.value("--idle-timeout-ms", listener.idle_timeout_ms, "PLANTSTORE_IDLE_TIMEOUT_MS",
               "Time a keep-alive connection may wait for its next request");
     add.value("--write-timeout-ms", listener.write_timeout_ms, "PLANTSTORE_WRITE_TIMEOUT_MS",
@@ -135,6 +140,9 @@ void validate(const ListenerSettings& listener) {
     }
     if (listener.drain_idle_ms < 0) {
         throw CLI::ValidationError("--drain-idle-ms", "must be 0 or more");
+    }
+    if (listener.max_connections_per_client < 1) {
+        throw CLI::ValidationError("--max-connections-per-client", "must be 1 or more");
     }
 }
 
@@ -304,6 +312,7 @@ transport::ServerOptions server_options(const ListenerSettings& listener, const 
     limits.max_body_bytes = listener.max_body_bytes;
     limits.max_header_bytes = listener.max_header_bytes;
     limits.max_connections = listener.max_connections;
+    limits.max_connections_per_client = listener.max_connections_per_client;
     limits.request_timeout = milliseconds(listener.request_timeout_ms);
     limits.idle_timeout = milliseconds(listener.idle_timeout_ms);
     limits.write_timeout = milliseconds(listener.write_timeout_ms);

@@ -282,6 +282,15 @@ void Service::start() {
     for (const std::string& one : parts.server->local_addresses()) {
         listeners += (listeners.empty() ? "" : " ") + one;
     }
+    if (config.webhooks.allow_private_addresses && parts.webhooks.service) {
+        // Meant for tests and closed networks; anyone with webhooks:manage can then make this
+        // server send requests to its own network (server-side request forgery).
+        ops::log_event(ops::LogLevel::warn, "webhook_private_addresses_allowed",
+                       {{"reason",
+                         "--webhook-allow-private-addresses is on: webhook subscriptions may "
+                         "point at loopback, private and link-local addresses (no protection "
+                         "against server-side request forgery)"}});
+    }
     ops::log_event(
         ops::LogLevel::info, "started",
         {{"version", PLANTSTORE_VERSION},
@@ -315,6 +324,7 @@ void Service::start() {
          {"otlp_endpoint", parts.exporter ? parts.exporter->url() : "off"},
          {"trace_sample_ratio", std::to_string(trace_sample_ratio(config.tracing))},
          {"webhooks", parts.webhooks.service ? "on" : "off: " + parts.webhooks.off_reason},
+         {"webhook_private_addresses", config.webhooks.allow_private_addresses ? "on" : "off"},
          {"metrics_listen",
           parts.metrics_server ? parts.metrics_server->local_address() : "main listener"}});
     parts.server->start();

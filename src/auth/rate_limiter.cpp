@@ -13,11 +13,16 @@ void RateLimiter::refill(Bucket& bucket, Clock::time_point now) const {
     bucket.updated = now;
 }
 
-void RateLimiter::forget_full_buckets(Clock::time_point now) {
-    std::erase_if(buckets_, [&](const auto& entry) {
-        const double elapsed = std::chrono::duration<double>(now - entry.second.updated).count();
-        return entry.second.units + elapsed * rate_ >= burst_;
-    });
+RateLimiter::Buckets::iterator RateLimiter::touch(std::string_view key) {
+    const auto found = index_.find(key);
+    if (found == index_.end()) return buckets_.end();
+    buckets_.splice(buckets_.begin(), buckets_, found->second);
+    return found->second;
+}
+
+std::size_t RateLimiter::size() {
+    std::lock_guard lock(mutex_);
+    return buckets_.size();
 }
 
 RateLimiter::Level RateLimiter::level(const Bucket& bucket, bool taken) const {
@@ -28,13 +33,17 @@ RateLimiter::Level RateLimiter::level(const Bucket& bucket, bool taken) const {
 RateLimiter::Level RateLimiter::take(std::string_view key, Clock::time_point now) {
     if (!enabled()) return {};
     std::lock_guard lock(mutex_);
-    auto found = buckets_.find(key);
+    auto found = touch(key);
     if (found == buckets_.end()) {
-        if (buckets_.size() >= max_keys_) forget_full_buckets(now);
-        if (buckets_.size() >= max_keys_) buckets_.clear();  // a flood of distinct keys
-        found = buckets_.emplace(std::string(key), Bucket{burst_, now}).first;
+        if (buckets_.size() >= std::max<std::size_t>(1, max_keys_)) {
+            index_.erase(buckets_.back().key);
+            buckets_.pop_back();
+        }
+        buckets_.push_front({std::string(key), burst_, now});
+        found = buckets_.begin();
+        index_.emplace(found->key, found);
     }
-    Bucket& bucket = found->second;
+    Bucket& bucket = *found;
     refill(bucket, now);
     if (bucket.units >= 1) {
         bucket.units -= 1;
@@ -46,10 +55,10 @@ RateLimiter::Level RateLimiter::take(std::string_view key, Clock::time_point now
 RateLimiter::Level RateLimiter::peek(std::string_view key, Clock::time_point now) {
     if (!enabled()) return {};
     std::lock_guard lock(mutex_);
-    const auto found = buckets_.find(key);
+    const auto found = touch(key);
     if (found == buckets_.end()) return {0, burst_, 0};  // never took anything: a full bucket
-    refill(found->second, now);
-    return level(found->second, false);
+    refill(*found, now);
+    return level(*found, false);
 }
 
 }  // namespace plantstore::auth

@@ -3,7 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
-#include <functional>
+#include <list>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -11,9 +11,10 @@
 
 namespace plantstore::auth {
 
-/// Token buckets keyed by a string (a token name, a peer address): each key may take `rate`
+/// Token buckets keyed by a string (a token name, a client's address): each key may take `rate`
 /// units per second on average and `burst` at once. Thread-safe. Memory is bounded: past
-/// `max_keys`, buckets that have refilled are forgotten (they hold no information).
+/// `max_keys`, the least recently used bucket is forgotten, so a flood of new keys evicts the
+/// keys it made itself first and a key still in use keeps its bucket.
 class RateLimiter {
   public:
     using Clock = std::chrono::steady_clock;
@@ -40,29 +41,29 @@ class RateLimiter {
     /// stored.
     Level peek(std::string_view key, Clock::time_point now);
 
+    /// How many keys have a bucket now (at most max_keys).
+    std::size_t size();
+
   private:
     struct Bucket {
+        std::string key;
         double units = 0;
         Clock::time_point updated;
     };
-    // Lets the map be searched with a string_view, without building a std::string.
-    struct KeyHash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view key) const {
-            return std::hash<std::string_view>{}(key);
-        }
-    };
-    using Buckets = std::unordered_map<std::string, Bucket, KeyHash, std::equal_to<>>;
+    // Most recently used first; the index's keys view the buckets' own (stable in a list).
+    using Buckets = std::list<Bucket>;
 
     void refill(Bucket& bucket, Clock::time_point now) const;
     Level level(const Bucket& bucket, bool taken) const;
-    void forget_full_buckets(Clock::time_point now);
+    // The bucket of `key`, made most recently used; end() when there is none.
+    Buckets::iterator touch(std::string_view key);
 
     double rate_;
     double burst_;
     std::size_t max_keys_;
     std::mutex mutex_;
     Buckets buckets_;
+    std::unordered_map<std::string_view, Buckets::iterator> index_;
 };
 
 }  // namespace plantstore::auth

@@ -105,6 +105,14 @@ void HttpMetrics::render(PrometheusText& out) const {
 
     out.family("plantstore_open_connections", "gauge", "Client connections open now.");
     out.sample("plantstore_open_connections", "", open_connections_.load());
+    out.family("plantstore_connections_refused_total", "counter",
+               "Connections closed as soon as they were accepted: the server held "
+               "--max-connections (server_full) or their client --max-connections-per-client "
+               "(client_share).");
+    out.sample("plantstore_connections_refused_total", "reason=\"server_full\"",
+               refused_server_full_.load());
+    out.sample("plantstore_connections_refused_total", "reason=\"client_share\"",
+               refused_client_share_.load());
     out.family("plantstore_http_requests_in_flight", "gauge",
                "Requests read but not yet answered.");
     out.sample("plantstore_http_requests_in_flight", "", in_flight_.load());

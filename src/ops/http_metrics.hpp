@@ -1,4 +1,5 @@
-// Ops layer (see log.hpp): the HTTP server's metrics (plantstore_http_*, open connections).
+// Ops layer (see log.hpp): the HTTP server's metrics (plantstore_http_*, open and refused
+// connections).
 #pragma once
 
 #include <atomic>
@@ -34,6 +35,10 @@ class HttpMetrics {
     void on_exchange(unsigned worker, const transport::Exchange& exchange);
     void on_connection_opened() { open_connections_.fetch_add(1, std::memory_order_relaxed); }
     void on_connection_closed() { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
+    void on_connection_refused(bool per_client) {
+        (per_client ? refused_client_share_ : refused_server_full_)
+            .fetch_add(1, std::memory_order_relaxed);
+    }
 
     /// Thread-safe.
     void render(PrometheusText& out) const;
@@ -46,6 +51,8 @@ class HttpMetrics {
     std::vector<std::unique_ptr<Shard>> shards_;
     std::atomic<std::int64_t> open_connections_{0};
     std::atomic<std::int64_t> in_flight_{0};
+    std::atomic<std::int64_t> refused_server_full_{0};
+    std::atomic<std::int64_t> refused_client_share_{0};
 };
 
 }  // namespace plantstore::ops

@@ -62,6 +62,10 @@ void Observability::on_connection_opened() { http_.on_connection_opened(); }
 
 void Observability::on_connection_closed() { http_.on_connection_closed(); }
 
+void Observability::on_connection_refused(bool per_client) {
+    http_.on_connection_refused(per_client);
+}
+
 void Observability::on_failure(const transport::RequestIdentity& request, std::string_view where,
                                std::string_view what) {
     log_event(LogLevel::error, "internal_error",

@@ -54,6 +54,7 @@ class Observability final : public transport::ExchangeObserver,
     void on_tick(unsigned worker) override;
     void on_connection_opened() override;
     void on_connection_closed() override;
+    void on_connection_refused(bool per_client) override;
     void on_failure(const transport::RequestIdentity& request, std::string_view where,
                     std::string_view what) override;
     void on_read_failed(std::string_view peer, std::string_view reason) override;

@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/url_host.hpp"
+
 namespace plantstore::outbound {
 
 namespace {
@@ -44,6 +46,9 @@ Target parse_target(const std::string& url, bool allow_http) {
                                                : "only https:// URLs are requested");
     }
     if (parsed->has_userinfo()) throw std::invalid_argument("URLs with user-info are refused");
+    if (const auto problem = common::url_host_problem(*parsed)) {
+        throw std::invalid_argument("the URL " + std::string(*problem));
+    }
     Target target;
     target.tls = https;
     target.host = parsed->host_address();

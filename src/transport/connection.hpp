@@ -97,8 +97,12 @@ class Connection final : public ConnectionBase,
 
     ~Connection() override {
         observer_.on_connection_closed();
-        open_connections_.remove();
+        open_connections_.remove(client_key_);
     }
+
+    /// The key it was counted under per client by ConnectionCount::add; given back when it
+    /// closes.
+    void count_as(std::string client_key) { client_key_ = std::move(client_key); }
 
     // `self` keeps the connection alive for as long as the coroutine runs.
     static net::awaitable<void> run(std::shared_ptr<Connection> self) {
@@ -107,9 +111,10 @@ class Connection final : public ConnectionBase,
 
     void check_deadline(Clock::time_point now) override {
         if (phase_ == Phase::reading && !request_started_ && request_has_begun()) {
-            // The first bytes of a request arrived: from now on it has request_timeout to finish.
+            // The first bytes of a request arrived: from now on it has request_timeout to finish
+            // (a new connection's first request: from when it was accepted, as before).
             request_started_ = true;
-            deadline_ = now + limits_.request_timeout;
+            if (!fresh_) deadline_ = now + limits_.request_timeout;
         }
         if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
     }
@@ -137,6 +142,7 @@ class Connection final : public ConnectionBase,
                 open = !ec;
             }
             while (open && co_await serve_one()) {
+                fresh_ = false;
             }
         } catch (const std::exception& error) {
             // A bug on this connection must not take the others down; it closes, and says why.
@@ -218,9 +224,17 @@ class Connection final : public ConnectionBase,
         chunk_extensions_ = {limits_.max_header_bytes, false};
         parser.on_chunk_header(chunk_extensions_);
         // Until a first byte arrives the connection is idle; check_deadline then switches to
-        // the request time-out. A pipelined request is already under way.
+        // the request time-out. A pipelined request is already under way. A new connection is
+        // not idle: its first request has request_timeout from the accept (a connection that
+        // sends nothing is not kept for the idle time-out).
         request_started_ = buffer_.size() > 0;
-        enter(Phase::reading, request_started_ ? limits_.request_timeout : limits_.idle_timeout);
+        if (fresh_) {
+            enter(Phase::reading, limits_.request_timeout);
+            deadline_ = accepted_ + limits_.request_timeout;
+        } else {
+            enter(Phase::reading,
+                  request_started_ ? limits_.request_timeout : limits_.idle_timeout);
+        }
         if (draining_ && !request_started_) shorten_idle_for_drain();
         error_code ec = co_await read_header(parser);
         if (ec) co_return co_await answer_read_failure(ec);
@@ -712,7 +726,10 @@ class Connection final : public ConnectionBase,
     ConnectionCount& open_connections_;
     ExchangeObserver& observer_;
     std::string peer_address_;
-    std::string peer_;  // address:port
+    std::string peer_;        // address:port
+    std::string client_key_;  // counted under, per client (count_as); "": not counted
+    const Clock::time_point accepted_ = Clock::now();
+    bool fresh_ = true;  // no request served yet
     // What the current exchange will report; owned copies, since the parser may be gone.
     struct {
         std::string request_id;

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/client_key.hpp"
 #include "common/thread_name.hpp"
 #include "transport/connection.hpp"
 
@@ -270,28 +271,41 @@ class HttpServer::Impl {
         }
     }
 
-    // Starts serving an accepted socket on `worker`, unless the connection cap is reached.
+    // Starts serving an accepted socket on `worker`, unless the server holds its cap of
+    // connections or the client its share (then it is closed at once, the others unaffected).
     void serve(Worker& worker, tcp::socket socket) {
         error_code ec;
-        if (open_connections_.load() >= options_.limits.max_connections) {
-            socket.close(ec);  // over the cap: refused at once, existing ones unaffected
+        const ServerLimits& limits = options_.limits;
+        std::string client;  // per client: by address (an IPv6 /64); a trusted proxy is not
+        if (limits.max_connections_per_client < limits.max_connections) {
+            if (const auto remote = socket.remote_endpoint(ec); !ec) {
+                const std::string address = remote.address().to_string();
+                if (!proxies_.trusts(address)) client = common::client_key(address);
+            }
+        }
+        const auto refusal = open_connections_.add(client, limits.max_connections,
+                                                   limits.max_connections_per_client);
+        if (refusal != ConnectionCount::Refusal::none) {
+            socket.close(ec);
+            observer_.on_connection_refused(refusal == ConnectionCount::Refusal::client_share);
             return;
         }
         socket.set_option(tcp::no_delay(true), ec);
-        open_connections_.add();
         if (auto tls = current_tls()) {
             TlsStream stream(std::move(socket), *tls);
-            spawn<TlsStream>(worker, std::move(stream), std::move(tls));
+            spawn<TlsStream>(worker, std::move(stream), std::move(tls), std::move(client));
         } else {
-            spawn<tcp::socket>(worker, std::move(socket), nullptr);
+            spawn<tcp::socket>(worker, std::move(socket), nullptr, std::move(client));
         }
     }
 
     template <class Stream>
-    void spawn(Worker& worker, Stream stream, std::shared_ptr<net::ssl::context> tls) {
+    void spawn(Worker& worker, Stream stream, std::shared_ptr<net::ssl::context> tls,
+               std::string client) {
         auto connection = std::make_shared<Connection<Stream>>(
             std::move(stream), std::move(tls), worker, handler_, options_.limits, proxies_,
             draining_, open_connections_, observer_);
+        connection->count_as(std::move(client));
         net::co_spawn(worker.context, Connection<Stream>::run(std::move(connection)),
                       net::detached);
     }

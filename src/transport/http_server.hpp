@@ -28,9 +28,14 @@ struct ServerLimits {
     std::size_t max_body_bytes = std::size_t{64} * 1024;
     std::size_t max_header_bytes = std::size_t{16} * 1024;
     std::size_t max_connections = 10000;
+    /// Connections one client may hold open at once (common/client_key.hpp: an IPv4 address,
+    /// an IPv6 /64); past it a new one is closed at once. Trusted proxies are not limited.
+    std::size_t max_connections_per_client = 1000;
     /// From a request's first byte to its last; a slower client gets 408 and is disconnected.
+    /// A new connection's first request must also arrive whole within it of the connection
+    /// being accepted (its TLS handshake included); one that sends nothing is closed.
     std::chrono::milliseconds request_timeout{10'000};
-    /// How long an open connection may wait for its next request.
+    /// How long an open connection may wait for its next request after a response.
     std::chrono::milliseconds idle_timeout{60'000};
     /// How long writing one response may take before the connection is dropped.
     std::chrono::milliseconds write_timeout{10'000};
@@ -93,6 +98,9 @@ class ExchangeObserver {
     virtual void on_tick(unsigned worker) = 0;
     virtual void on_connection_opened() = 0;
     virtual void on_connection_closed() = 0;
+    /// A connection was closed as soon as it was accepted: the server holds --max-connections
+    /// (`per_client` false) or its client --max-connections-per-client (true).
+    virtual void on_connection_refused(bool per_client) = 0;
     /// Something failed unexpectedly (an exception from the handler or on a connection): the
     /// request it concerned (empty if none), where, and what. The request got a 500 or the
     /// connection closed.

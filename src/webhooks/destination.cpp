@@ -5,6 +5,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include "common/url_host.hpp"
+
 namespace plantstore::webhooks {
 
 namespace {
@@ -93,17 +95,22 @@ bool is_public_address(const IpAddress& address) {
     };
     const Range blocked[] = {
         {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 96},  // ::, ::1 and IPv4-compatible ::a.b.c.d
+        // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765, SIIT; RFC 6052 §2.1)
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0, 0}, 96},
         {{0x00, 0x64, 0xFF, 0x9B}, 96},              // NAT64 64:ff9b::/96
         {{0x00, 0x64, 0xFF, 0x9B, 0x00, 0x01}, 48},  // local-use NAT64 64:ff9b:1::/48
         {{0x01, 0x00, 0, 0, 0, 0, 0, 0}, 64},        // discard-only 100::/64
-        {{0x20, 0x01, 0x00, 0x00}, 32},              // Teredo 2001::/32
-        {{0x20, 0x01, 0x00, 0x02, 0x00, 0x00}, 48},  // benchmarking 2001:2::/48
-        {{0x20, 0x01, 0x0D, 0xB8}, 32},              // documentation 2001:db8::/32
-        {{0x20, 0x02}, 16},                          // 6to4 2002::/16
-        {{0xFC}, 7},                                 // unique-local fc00::/7
-        {{0xFE, 0x80}, 10},                          // link-local fe80::/10
-        {{0xFE, 0xC0}, 10},                          // site-local (deprecated) fec0::/10
-        {{0xFF}, 8},                                 // multicast ff00::/8
+        // IETF protocol assignments 2001::/23: Teredo 2001::/32 (an IPv4 address inside),
+        // benchmarking 2001:2::/48, ORCHIDv2 2001:20::/28 and the rest
+        {{0x20, 0x01, 0x00}, 23},
+        {{0x20, 0x01, 0x0D, 0xB8}, 32},  // documentation 2001:db8::/32
+        {{0x20, 0x02}, 16},              // 6to4 2002::/16 (an IPv4 address inside)
+        {{0x3F, 0xFF, 0x00}, 20},        // documentation 3fff::/20 (RFC 9637)
+        {{0x5F, 0x00}, 16},              // segment routing SIDs 5f00::/16 (RFC 9602)
+        {{0xFC}, 7},                     // unique-local fc00::/7
+        {{0xFE, 0x80}, 10},              // link-local fe80::/10
+        {{0xFE, 0xC0}, 10},              // site-local (deprecated) fec0::/10
+        {{0xFF}, 8},                     // multicast ff00::/8
     };
     for (const Range& range : blocked) {
         if (starts_with(b, range.head, range.prefix)) return false;
@@ -125,6 +132,7 @@ std::optional<std::string> url_problem(std::string_view url, const DestinationPo
         return "url must be an absolute " + schemes + " URL";
     }
     if (!view.has_authority() || view.host().empty()) return "url must name a host";
+    if (const auto problem = common::url_host_problem(view)) return "url " + std::string(*problem);
     if (view.has_userinfo()) return "url must not contain a user name or password";
     if (view.has_fragment()) return "url must not contain a fragment (#...)";
     // The port's text, not port_number(), which is 16 bits: 99999 does not fit in it.

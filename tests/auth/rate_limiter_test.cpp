@@ -54,7 +54,23 @@ TEST(RateLimiter, ZeroRateIsUnlimitedAndKeysAreBounded) {
     for (int i = 0; i < 100; ++i) EXPECT_EQ(unlimited.take("a", now).wait, 0);
     RateLimiter bounded(1, 1, 10);
     for (int i = 0; i < 1000; ++i) bounded.take(std::to_string(i), now);  // must not grow forever
+    EXPECT_EQ(bounded.size(), 10U);
     EXPECT_EQ(bounded.take("fresh", now).wait, 0);
+}
+
+TEST(RateLimiter, AFloodOfNewKeysEvictsItselfNotAKeyInUse) {
+    const auto now = RateLimiter::Clock::time_point{} + std::chrono::hours(1);
+    RateLimiter limiter(1, 1, 10);
+    EXPECT_EQ(limiter.take("guesser", now).wait, 0);
+    EXPECT_GT(limiter.take("guesser", now).wait, 0);  // empty: limited
+    for (int i = 0; i < 1000; ++i) {
+        limiter.take("new-" + std::to_string(i), now);
+        // The guesser keeps trying between the others' requests and stays limited: its bucket
+        // is the most recently used, never the one forgotten.
+        if (i % 5 == 0) {
+            EXPECT_GT(limiter.peek("guesser", now).wait, 0) << "forgotten after " << i;
+        }
+    }
 }
 
 }  // namespace

@@ -18,8 +18,11 @@ using namespace std::chrono_literals;
 /// documents.
 constexpr std::size_t kMemoryBoundKib = std::size_t{64} * 1024;
 
-/// A tenant working beside the attack: creates plants one after another on one keep-alive
-/// connection until stopped, and counts what did not succeed.
+/// The victim's own address: another client than the attacker's 127.0.0.1.
+constexpr std::uint32_t kVictimAddress = 0x7f000002;  // 127.0.0.2
+
+/// A tenant working beside the attack, from its own address: creates plants one after another
+/// on one keep-alive connection until stopped, and counts what did not succeed.
 class Victim {
   public:
     Victim(unsigned short port, std::string token) : port_(port), token_(std::move(token)) {
@@ -46,7 +49,9 @@ class Victim {
         std::int64_t id = 1'000'000;
         std::unique_ptr<HttpConnection> connection;
         while (!stopping_) {
-            if (!connection) connection = std::make_unique<HttpConnection>(port_, 10s);
+            if (!connection) {
+                connection = std::make_unique<HttpConnection>(port_, 10s, false, 0, kVictimAddress);
+            }
             connection->send_raw(
                 plant_request(token_, R"({"id":)" + std::to_string(++id) + R"(,"name":"victim"})"));
             const auto response = connection->read_response();
@@ -219,6 +224,52 @@ TEST_F(HostileNeighbour, ChunkExtensionsWithinTheLimitAreIgnored) {
     const auto response = connection.read_response();
     ASSERT_TRUE(response);
     EXPECT_EQ(response->status, 200) << response->body;
+}
+
+/// The value of the metric sample `name{labels}` in a scrape of `port` (-1: none).
+long metric(unsigned short port, const std::string& sample) {
+    HttpConnection connection(port, 10s, false, 0, kVictimAddress);
+    const auto scrape = connection.request("GET", "/metrics", "", {});
+    if (!scrape) return -1;
+    const auto at = scrape->body.find("\n" + sample + " ");
+    if (at == std::string::npos) return -1;
+    return std::stol(scrape->body.substr(at + sample.size() + 2));
+}
+
+TEST_F(HostileNeighbour, OneClientsIdleConnectionsTakeOnlyItsShare) {
+    // Scaled down from 10,000 connections against the default 10,000 and 1,000 per client.
+    start({"--max-connections", "300", "--max-connections-per-client", "100"});
+    Victim victim(port(), token);
+    std::vector<std::unique_ptr<HttpConnection>> idle;
+    for (int i = 0; i < 400; ++i) idle.push_back(std::make_unique<HttpConnection>(port(), 5s));
+    // The first 100 are held, sending nothing; every one past them is closed at once.
+    for (std::size_t i = 100; i < idle.size(); i += 20) {
+        EXPECT_TRUE(idle[i]->closed_by_server()) << "connection " << i << " was kept";
+    }
+    std::this_thread::sleep_for(500ms);
+    EXPECT_GT(victim.stop(), 0);
+    EXPECT_EQ(metric(port(), R"(plantstore_connections_refused_total{reason="client_share"})"),
+              300);
+    EXPECT_EQ(metric(port(), R"(plantstore_connections_refused_total{reason="server_full"})"), 0);
+    // Another client still gets connections of its own.
+    HttpConnection other(port(), 5s, false, 0, 0x7f000003);
+    const auto answer = other.request("GET", "/plants", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200);
+}
+
+TEST_F(HostileNeighbour, ANewConnectionThatSendsNothingIsClosedAtTheRequestTimeOut) {
+    start({"--request-timeout-ms", "500", "--idle-timeout-ms", "60000"});
+    HttpConnection silent(port(), 5s);
+    EXPECT_TRUE(silent.closed_by_server()) << "kept past the request time-out, as if idle";
+    // After a response the idle time-out applies, not the request time-out.
+    HttpConnection used(port(), 5s);
+    const auto first = used.request("GET", "/plants", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(first);
+    std::this_thread::sleep_for(1s);
+    const auto second = used.request("GET", "/plants", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(second) << "a used keep-alive connection was closed before its idle time-out";
+    EXPECT_EQ(second->status, 200);
 }
 
 }  // namespace

@@ -333,6 +333,18 @@ TEST_F(HttpApiOptions, TrustedProxiesNameTheClientForLimitsAndLogs) {
     EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "203.0.113.2"), 429);  // same peer
 }
 
+// One subscriber commonly holds a whole IPv6 /64: its addresses share one failure bucket.
+TEST_F(HttpApiOptions, AnIpv6ClientCannotWalkItsSlash64AroundTheFailureLimit) {
+    start({"--trusted-proxy", "127.0.0.0/8", "--auth-failure-limit", "0.001",
+           "--auth-failure-burst", "1"});
+    EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "2001:db8:1:2::1"), 401);
+    for (const char* sibling : {"2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:ffff"}) {
+        EXPECT_EQ(get_as_forwarded(port(), "ps_guess", sibling), 429) << sibling;
+    }
+    EXPECT_EQ(get_as_forwarded(port(), "ps_guess", "2001:db8:1:3::1"), 401);  // another /64
+    EXPECT_EQ(get_as_forwarded(port(), token, "2001:db8:1:2::7"), 200);  // a valid token passes
+}
+
 TEST_F(HttpApiOptions, AnInvalidTrustedProxyStopsTheStart) {
     const auto result = run_plantstore({"serve", "--listen", "127.0.0.1:0", "--data-dir",
                                         data_dir().string(), "--trusted-proxy", "10.0.0.0/33"});

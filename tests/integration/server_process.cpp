@@ -370,8 +370,8 @@ std::string HttpResponse::header(const std::string& lower_name) const {
 }
 
 HttpConnection::HttpConnection(unsigned short port, std::chrono::milliseconds read_timeout,
-                               bool tls, int max_tls_version) {
-    fd_ = connect_to_loopback(port, read_timeout);
+                               bool tls, int max_tls_version, std::uint32_t source) {
+    fd_ = connect_to_loopback(port, read_timeout, source);
     if (fd_ < 0) throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
     const int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

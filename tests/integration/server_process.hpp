@@ -119,12 +119,13 @@ class HttpConnection;
 bool begin_request(HttpConnection& connection, const std::string& partial);
 
 /// A blocking HTTP/1.1 connection to 127.0.0.1 with a receive time-out on every read; over TLS
-/// (any certificate accepted) when `tls` is set.
+/// (any certificate accepted) when `tls` is set; from the loopback address `source` (e.g.
+/// 0x7f000002 for 127.0.0.2; 0: the kernel's choice), to be another client.
 class HttpConnection {
   public:
     explicit HttpConnection(unsigned short port,
                             std::chrono::milliseconds read_timeout = std::chrono::seconds(10),
-                            bool tls = false, int max_tls_version = 0);
+                            bool tls = false, int max_tls_version = 0, std::uint32_t source = 0);
     HttpConnection(const HttpConnection&) = delete;
     HttpConnection& operator=(const HttpConnection&) = delete;
     ~HttpConnection();

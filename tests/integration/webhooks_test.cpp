@@ -741,11 +741,32 @@ TEST_F(Webhooks, InternalAddressesAreRefusedWithoutTheDevelopmentFlag) {
     for (const std::string url :
          {"https://127.0.0.1/hook", "https://10.1.2.3/hook", "https://192.168.0.1/hook",
           "https://169.254.169.254/latest", "https://[::1]/hook", "https://[fe80::1]/hook",
-          "https://[::ffff:127.0.0.1]/hook", "https://localhost/hook"}) {
+          "https://[::ffff:127.0.0.1]/hook", "https://localhost/hook",
+          "https://[::ffff:0:7f00:1]/hook",  // IPv4-translated 127.0.0.1
+          "https://[64:ff9b::a9fe:a9fe]/latest"}) {
         expect_error(call("POST", "/webhooks", R"({"url":")" + url + R"("})"), 400, "url");
     }
     expect_error(call("POST", "/webhooks", R"({"url":"http://example.com/hook"})"), 400, "url");
+    // A URL whose host Boost.URL and a strict reading disagree on, or with a control character
+    // in its host, names no one place: refused, whatever the flags.
+    expect_error(call("POST", "/webhooks", R"({"url":"https://1.1.1.1.nip.io/hook"})"), 400,
+                 "ambiguous");
+    expect_error(call("POST", "/webhooks", R"({"url":"https://a%0d%0ainjected.example/h"})"), 400,
+                 "DNS name");
     EXPECT_EQ(boost::json::parse(call("GET", "/webhooks").body).as_array().size(), 0U);
+    EXPECT_EQ(server->stop(SIGTERM), 0);
+    EXPECT_NE(server->log().find(R"("webhook_private_addresses":"off")"), std::string::npos);
+    EXPECT_EQ(server->log().find("webhook_private_addresses_allowed"), std::string::npos);
+}
+
+TEST_F(Webhooks, AllowingPrivateAddressesIsWarnedAboutAndShownAtStart) {
+    start(webhook_options());
+    EXPECT_EQ(server->stop(SIGTERM), 0);
+    const std::string log = server->log();
+    EXPECT_NE(log.find(R"("level":"warn","event":"webhook_private_addresses_allowed")"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find(R"("webhook_private_addresses":"on")"), std::string::npos) << log;
 }
 
 TEST_F(Webhooks, DuringARotationDeliveriesCarryBothSignatures) {

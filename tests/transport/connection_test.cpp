@@ -137,6 +137,7 @@ struct NoObserver final : ExchangeObserver {
     void on_tick(unsigned) override {}
     void on_connection_opened() override {}
     void on_connection_closed() override { closed_on = std::this_thread::get_id(); }
+    void on_connection_refused(bool /*per_client*/) override {}
     void on_failure(const RequestIdentity&, std::string_view, std::string_view) override {}
     void on_read_failed(std::string_view, std::string_view) override {}
     std::atomic<std::thread::id> closed_on{};

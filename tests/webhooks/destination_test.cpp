@@ -45,7 +45,14 @@ TEST(WebhookDestination, NonPublicAddressesAreRefused) {
                                 "2001:db8::1",
                                 "2002:7f00:1::1",
                                 "2001::1",
-                                "100::1"}) {
+                                "100::1",
+                                "::ffff:0:7f00:1",   // IPv4-translated 127.0.0.1
+                                "::ffff:0:8.8.8.8",  // translated: refused whatever it holds
+                                "2001:20::1",        // ORCHIDv2
+                                "2001:1ff:ffff::1",  // the end of 2001::/23
+                                "3fff::1",           // documentation (RFC 9637)
+                                "3fff:fff::1",
+                                "5f00::1"}) {  // SRv6 SIDs
         EXPECT_FALSE(is_public(address)) << address;
     }
 }
@@ -53,7 +60,8 @@ TEST(WebhookDestination, NonPublicAddressesAreRefused) {
 TEST(WebhookDestination, PublicAddressesAreAccepted) {
     for (const char* address :
          {"93.184.216.34", "8.8.8.8", "1.1.1.1", "172.32.0.1", "192.169.0.1", "100.128.0.1",
-          "2606:4700:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8", "[2606:4700::1]"}) {
+          "2606:4700:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8", "[2606:4700::1]",
+          "2001:200::1", "2620:4f:8000::1", "3fff:1000::1"}) {
         EXPECT_TRUE(is_public(address)) << address;
     }
 }
@@ -72,6 +80,8 @@ TEST(WebhookDestination, SubscriptionUrlsAreAbsoluteHttpsWithAHostAndNothingHidd
     EXPECT_EQ(url_problem("https://receiver.example:65535/hooks", policy), std::nullopt);
     EXPECT_EQ(url_problem("https://receiver.example:/hooks", policy), std::nullopt);  // default
     EXPECT_EQ(url_problem("https://93.184.216.34/hooks", policy), std::nullopt);
+    EXPECT_EQ(url_problem("https://xn--bcher-kva.example/hooks", policy), std::nullopt);
+    EXPECT_EQ(url_problem("https://hooks_1.receiver-2.example", policy), std::nullopt);
     const std::pair<const char*, const char*> refused[] = {
         {"http://receiver.example/hooks", "https://"},
         {"ftp://receiver.example/", "https://"},
@@ -88,6 +98,13 @@ TEST(WebhookDestination, SubscriptionUrlsAreAbsoluteHttpsWithAHostAndNothingHidd
         {"https://receiver.example:99999/hooks", "port"},
         {"https://receiver.example:000000443/", "port"},
         {"https://exa mple.com/", "absolute"},
+        // Boost.URL reads the host as 1.1.1.1 and the path as ".nip.io/"
+        {"https://1.1.1.1.nip.io/hooks", "ambiguous"},
+        {"https://1.1.1.1:443.nip.io/", "ambiguous"},
+        {"https://receiver%0d%0ainjected.example/", "DNS name"},
+        {"https://receiver%0d%0aX-Injected:%20yes.example/", "url "},
+        {"https://b%C3%BCcher.example/", "DNS name"},
+        {"https://receiver%2eexample/", "DNS name"},
     };
     for (const auto& [url, reason] : refused) {
         const auto problem = url_problem(url, policy);
