@@ -67,8 +67,10 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       webhooks_(webhooks == nullptr
                     ? nullptr
                     : std::make_unique<WebhookCalls>(*webhooks, options_.base_path, cors_)),
-      events_(feed == nullptr ? nullptr
-                              : std::make_unique<EventCalls>(*feed, options_.base_path, cors_)),
+      held_(options_.holds, tokens),
+      events_(feed == nullptr
+                  ? nullptr
+                  : std::make_unique<EventCalls>(*feed, held_, options_.base_path, cors_)),
       routes_(api_routes(plants_, quota_, options_.base_path, options_.docs, webhooks_.get(),
                          events_.get())),
       per_token_(options_.rate_limit, options_.rate_burst),

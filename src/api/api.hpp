@@ -19,6 +19,7 @@
 
 #include "api/cors.hpp"
 #include "api/event_calls.hpp"
+#include "api/held_requests.hpp"
 #include "api/plant_calls.hpp"
 #include "api/quota_calls.hpp"
 #include "api/routes.hpp"
@@ -62,6 +63,8 @@ struct ApiOptions {
     bool docs = true;
     /// PUT, PATCH and DELETE of a plant without If-Match are 428 (--require-if-match).
     bool require_if_match = false;
+    /// The shares of event streams and long polls, and how long a stream lasts.
+    HoldLimits holds;
 };
 
 class Api final : public http::Handler {
@@ -117,7 +120,8 @@ class Api final : public http::Handler {
     PlantCalls plants_;
     QuotaCalls quota_;
     std::unique_ptr<WebhookCalls> webhooks_;  // null: no {base}/webhooks
-    std::unique_ptr<EventCalls> events_;      // null: no {base}/events
+    HeldRequests held_;
+    std::unique_ptr<EventCalls> events_;  // null: no {base}/events
     RouteTable routes_;
     mutable auth::RateLimiter per_token_;
     mutable auth::RateLimiter per_subject_;  // JWT callers, by `sub`: a namespace of their own

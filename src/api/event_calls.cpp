@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "api/call.hpp"
+#include "api/held_requests.hpp"
 #include "api/page_query.hpp"
 #include "api/responses.hpp"
 #include "common/http_text.hpp"
@@ -55,20 +56,31 @@ http::Response gone_response(const feed::FeedPage& page) {
 // The feed as server-sent events, after the first page (which the response's body carries):
 // each next piece is the next page, waited for up to kKeepAliveEvery, or a keep-alive comment.
 // A page that is gone or unavailable ends the stream; the client reconnects with Last-Event-ID
-// and is then told why (410, 503).
+// and is then told why (410, 503). So does the end of its hold (held_requests.hpp): before each
+// piece, a stream whose credential is no longer accepted or whose time is up sends a comment
+// saying why instead, and ends.
 class EventStream final : public http::BodyStream,
                           public std::enable_shared_from_this<EventStream> {
   public:
-    EventStream(feed::FeedService& feed, std::string tenant, std::int64_t after, std::uint64_t sent)
-        : feed_(feed), tenant_(std::move(tenant)), after_(after), sent_(sent) {}
+    EventStream(feed::FeedService& feed, std::string tenant, std::int64_t after, std::uint64_t sent,
+                std::shared_ptr<const Hold> hold)
+        : feed_(feed),
+          tenant_(std::move(tenant)),
+          after_(after),
+          sent_(sent),
+          hold_(std::move(hold)) {}
 
     void next(http::Ready ready) override {
+        if (ending_) {  // the comment saying why went out: the stream ends now
+            ready({});
+            return;
+        }
         feed::FeedQuery query;
         query.tenant = tenant_;
         query.start = feed::FeedQuery::Start::after;
         query.after = after_;
         query.limit = kStreamPage;
-        query.wait = kKeepAliveEvery;
+        query.wait = std::min(kKeepAliveEvery, hold_->time_left());
         feed_.poll(std::move(query),
                    completion<feed::FeedPage>(shared_from_this(), std::move(ready)));
     }
@@ -76,6 +88,13 @@ class EventStream final : public http::BodyStream,
     void record(feed::FeedPage page) { page_ = std::move(page); }
 
     std::optional<std::string> take() override {
+        if (ending_) return std::nullopt;
+        if (const auto why = hold_->ended()) {  // what the page holds is not sent
+            ending_ = true;
+            page_.reset();
+            return ": stream ended: " + *why +
+                   "; reconnect with Last-Event-ID: " + std::to_string(after_) + " to go on\n\n";
+        }
         if (!page_ || page_->outcome != feed::FeedPage::Outcome::events) return std::nullopt;
         const feed::FeedPage page = std::move(*page_);
         page_.reset();
@@ -95,22 +114,35 @@ class EventStream final : public http::BodyStream,
     const std::string tenant_;
     std::int64_t after_;
     std::uint64_t sent_;
+    const std::shared_ptr<const Hold> hold_;  // its place in its caller's shares, and its end
     std::optional<feed::FeedPage> page_;
+    bool ending_ = false;
 };
 
-// GET /events as JSON: a page of events, with a Link to continue from.
+// A held request's answer when its credential ended while it waited.
+http::Response credential_ended(const std::string& why) {
+    return error_response(401, why + " while the request waited; authenticate again");
+}
+
+// GET /events as JSON: a page of events, with a Link to continue from. A long poll (`wait`) is
+// held in its caller's shares (`hold`; null for a page answered at once).
 struct ListEvents {
     using Result = feed::FeedPage;
     feed::FeedService& feed;
     const std::string& events_path;
     feed::FeedQuery query;
+    std::shared_ptr<const Hold> hold;
 
     void call(const std::string& tenant, std::function<void(Result)> done) {
         query.tenant = tenant;
+        if (hold) query.wait = std::min(query.wait, hold->time_left());
         feed.poll(query, std::move(done));
     }
     std::chrono::milliseconds patience() const { return query.wait; }
     http::Response respond(const Result& result) const {
+        if (hold) {
+            if (const auto why = hold->ended()) return credential_ended(*why);
+        }
         if (result.outcome == Result::Outcome::unavailable) return unavailable_response();
         if (result.outcome == Result::Outcome::gone) return gone_response(result);
         std::string body = "[";
@@ -139,6 +171,7 @@ struct StreamEvents {
     using Result = feed::FeedPage;
     feed::FeedService& feed;
     feed::FeedQuery query;
+    std::shared_ptr<const Hold> hold;
 
     void call(const std::string& tenant, std::function<void(Result)> done) {
         query.tenant = tenant;
@@ -152,7 +185,7 @@ struct StreamEvents {
         result.for_each([&response](const feed::FeedEvent& event) { response.body += event.sse; });
         response.headers.emplace_back(kLastSeqHeader, std::to_string(result.last));
         response.stream =
-            std::make_shared<EventStream>(feed, query.tenant, result.next(), result.size());
+            std::make_shared<EventStream>(feed, query.tenant, result.next(), result.size(), hold);
         return response;
     }
 };
@@ -187,9 +220,9 @@ std::optional<std::int64_t> parse_seq(std::string_view text) {
 
 }  // namespace
 
-EventCalls::EventCalls(feed::FeedService& feed, const std::string& base_path,
+EventCalls::EventCalls(feed::FeedService& feed, HeldRequests& held, const std::string& base_path,
                        const CorsPolicy& cors)
-    : feed_(feed), events_path_(base_path + "/events"), cors_(cors) {}
+    : feed_(feed), held_(held), events_path_(base_path + "/events"), cors_(cors) {}
 
 std::vector<Route> EventCalls::routes() const {
     return {{"/events",
@@ -230,11 +263,22 @@ Prepared EventCalls::list(const CallRequest& request) const {
             query.after = *seq;
         }
         query.limit = kStreamPage;
-        return service_call(StreamEvents{feed_, std::move(query)}, request, cors_);
+        auto hold = held_.hold(request.caller, true);
+        if (auto* refusal = std::get_if<http::Response>(&hold)) return std::move(*refusal);
+        return service_call(
+            StreamEvents{feed_, std::move(query), std::get<std::shared_ptr<const Hold>>(hold)},
+            request, cors_);
     }
     query.wait = std::chrono::seconds(wait_seconds);
-    if (wait_seconds > 0) query.traceparent = request.head.traceparent;  // its wait is a span
-    return service_call(ListEvents{feed_, events_path_, std::move(query)}, request, cors_);
+    std::shared_ptr<const Hold> held;
+    if (wait_seconds > 0) {
+        query.traceparent = request.head.traceparent;  // its wait is a span
+        auto hold = held_.hold(request.caller, false);
+        if (auto* refusal = std::get_if<http::Response>(&hold)) return std::move(*refusal);
+        held = std::get<std::shared_ptr<const Hold>>(std::move(hold));
+    }
+    return service_call(ListEvents{feed_, events_path_, std::move(query), std::move(held)}, request,
+                        cors_);
 }
 
 }  // namespace plantstore::api

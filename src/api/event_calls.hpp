@@ -17,10 +17,14 @@ class FeedService;
 
 namespace plantstore::api {
 
+class HeldRequests;
+
 class EventCalls {
   public:
-    /// `feed` and `cors` must outlive this object, which must outlive its routes.
-    EventCalls(feed::FeedService& feed, const std::string& base_path, const CorsPolicy& cors);
+    /// `feed`, `held` (the shares of streams and long polls) and `cors` must outlive this
+    /// object, which must outlive its routes.
+    EventCalls(feed::FeedService& feed, HeldRequests& held, const std::string& base_path,
+               const CorsPolicy& cors);
     EventCalls(const EventCalls&) = delete;
     EventCalls& operator=(const EventCalls&) = delete;
 
@@ -31,6 +35,7 @@ class EventCalls {
     Prepared list(const CallRequest& request) const;
 
     feed::FeedService& feed_;
+    HeldRequests& held_;
     const std::string events_path_;
     const CorsPolicy& cors_;
 };

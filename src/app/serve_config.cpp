@@ -244,9 +244,30 @@ void add_options(OptionAdder& add, ApiSettings& api) {
               "past its burst, its requests that fail authentication get 429 (valid ones never)");
     add.value("--auth-failure-burst", api.auth_failure_burst, "PLANTSTORE_AUTH_FAILURE_BURST",
               "Failed authentications one address may make at once");
+    add.value("--max-streams-per-tenant", api.max_streams_per_tenant,
+              "PLANTSTORE_MAX_STREAMS_PER_TENANT",
+              "Event streams and long polls one tenant may hold open; more get 429");
+    add.value("--max-streams-per-token", api.max_streams_per_token,
+              "PLANTSTORE_MAX_STREAMS_PER_TOKEN",
+              "Event streams and long polls one token (or JWT subject) may hold open; more get "
+              "429");
+    add.value("--max-stream-seconds", api.max_stream_seconds, "PLANTSTORE_MAX_STREAM_SECONDS",
+              "Longest life of an event stream (it ends in its last tenth, so that clients "
+              "reconnect and authenticate again); 1 to 86400");
 }
 
-void validate(const ApiSettings& api) { normalized_base_path(api.base_path); }
+void validate(const ApiSettings& api) {
+    normalized_base_path(api.base_path);
+    if (api.max_streams_per_tenant < 1) {
+        throw CLI::ValidationError("--max-streams-per-tenant", "must be 1 or more");
+    }
+    if (api.max_streams_per_token < 1) {
+        throw CLI::ValidationError("--max-streams-per-token", "must be 1 or more");
+    }
+    if (api.max_stream_seconds < 1 || api.max_stream_seconds > 86400) {
+        throw CLI::ValidationError("--max-stream-seconds", "must be 1 to 86400 (a day)");
+    }
+}
 
 }  // namespace
 
@@ -259,7 +280,9 @@ api::ApiOptions api_options(const ApiSettings& settings) {
             settings.auth_failure_limit,
             settings.auth_failure_burst,
             settings.docs,
-            settings.require_if_match};
+            settings.require_if_match,
+            {settings.max_streams_per_tenant, settings.max_streams_per_token,
+             std::chrono::seconds(settings.max_stream_seconds)}};
 }
 
 namespace {

@@ -95,6 +95,9 @@ struct ApiSettings {
     double rate_burst = 20;
     double auth_failure_limit = 5;
     double auth_failure_burst = 20;
+    std::size_t max_streams_per_tenant = 100;
+    std::size_t max_streams_per_token = 20;
+    long max_stream_seconds = 3600;
 };
 api::ApiOptions api_options(const ApiSettings& settings);
 

@@ -181,8 +181,10 @@ struct Service::Parts {
           store_observer(observability, webhooks.dispatcher.get()),
           store(open_store(store_config, store_observer)),
           feed(*store, feed_options(config, *store, exporter.get(), observability)),
+          // A change of the tokens wakes the held requests of the feed: one whose token was
+          // revoked ends now (api/held_requests.hpp).
           refresher([this] { return store::open_token_repository(store_config); }, tokens,
-                    kTokenPollInterval) {
+                    kTokenPollInterval, [this] { feed.wake(); }) {
         observability.watch_store(*store);
         store_observer.set_feed(&feed);
         // JWTs from an identity provider, when configured: the key set is loaded before serving

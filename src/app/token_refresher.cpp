@@ -8,8 +8,11 @@
 namespace plantstore::app {
 
 TokenRefresher::TokenRefresher(OpenRepository open, auth::TokenRegistry& registry,
-                               std::chrono::milliseconds interval)
-    : open_(std::move(open)), registry_(registry), interval_(interval) {
+                               std::chrono::milliseconds interval, std::function<void()> on_change)
+    : open_(std::move(open)),
+      registry_(registry),
+      interval_(interval),
+      on_change_(std::move(on_change)) {
     registry_.replace(open_()->list());
     thread_ = std::thread([this] {
         common::name_this_thread("ps-tokens");
@@ -38,6 +41,7 @@ void TokenRefresher::poll() {
             const std::int64_t changes = repository->change_count();
             if (changes != seen_changes) {
                 registry_.replace(repository->list());
+                if (on_change_ && seen_changes >= 0) on_change_();
                 seen_changes = changes;
             }
             if (failing) {

@@ -24,10 +24,11 @@ class TokenRefresher {
     /// Opens a repository (again after a failure); each is used by one thread only.
     using OpenRepository = std::function<std::unique_ptr<store::TokenRepository>()>;
 
-    /// Loads the tokens once (so the server starts with them), then polls in a thread.
+    /// Loads the tokens once (so the server starts with them), then polls in a thread;
+    /// `on_change` (may be empty) is called on that thread after each change it applies.
     /// @throws std::exception when the tokens cannot be read
     TokenRefresher(OpenRepository open, auth::TokenRegistry& registry,
-                   std::chrono::milliseconds interval);
+                   std::chrono::milliseconds interval, std::function<void()> on_change = {});
     ~TokenRefresher();
 
   private:
@@ -36,6 +37,7 @@ class TokenRefresher {
     OpenRepository open_;
     auth::TokenRegistry& registry_;
     std::chrono::milliseconds interval_;
+    std::function<void()> on_change_;
     std::mutex mutex_;
     std::condition_variable stop_requested_;
     bool stopping_ = false;

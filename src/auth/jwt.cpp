@@ -113,6 +113,7 @@ std::variant<VerifiedJwt, JwtRejection> check_claims(const json::object& claims,
     VerifiedJwt verified;
     verified.expires_at = *exp;
     verified.principal.kind = Principal::Kind::jwt;
+    verified.principal.expires_at_unix = *exp + policy.leeway_seconds;
     verified.principal.name = std::string(sub->get_string());
     if (const json::value* tenant = member(claims, policy.tenant_claim)) {
         if (!tenant->is_string() || !valid_name(tenant->get_string())) {

@@ -51,6 +51,12 @@ struct Principal {
     std::string name;    ///< the token's name, or a JWT's `sub`: shown in the access log
     std::string tenant;  ///< the only tenant whose plants the caller can see
     ScopeSet scopes = 0;
+    /// A `ps_` token's digest: whether it is still accepted (TokenRegistry::accepts) is asked
+    /// again by what outlives the request, such as a stream. Zeros for a JWT.
+    TokenDigest digest{};
+    /// A JWT's `exp` plus the leeway (seconds since the Unix epoch): not accepted after it. 0:
+    /// no expiry (a `ps_` token, accepted until revoked).
+    std::int64_t expires_at_unix = 0;
 };
 
 /// A new token: "ps_" followed by 32 bytes (256 bits) from OpenSSL's CSPRNG, base64url without

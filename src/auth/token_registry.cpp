@@ -14,9 +14,9 @@ TokenRegistry::TokenRegistry() : snapshot_(std::make_shared<const Snapshot>()) {
 void TokenRegistry::replace(std::vector<TokenRecord> records) {
     auto next = std::make_shared<Snapshot>();
     for (auto& record : records) {
-        next->by_digest.emplace(record.digest,
-                                Principal{Principal::Kind::token, std::move(record.name),
-                                          std::move(record.tenant), record.scopes});
+        next->by_digest.emplace(
+            record.digest, Principal{Principal::Kind::token, std::move(record.name),
+                                     std::move(record.tenant), record.scopes, record.digest, 0});
     }
     std::shared_ptr<const Snapshot> previous;  // destroyed outside the lock
     {
@@ -34,6 +34,16 @@ std::shared_ptr<const Principal> TokenRegistry::authenticate(std::string_view to
     const auto found = snapshot->by_digest.find(digest_token(token));
     if (found == snapshot->by_digest.end()) return nullptr;
     return {snapshot, &found->second};  // aliasing: shares ownership of the whole snapshot
+}
+
+bool TokenRegistry::accepts(const Principal& principal) const {
+    std::shared_ptr<const Snapshot> snapshot;
+    {
+        std::lock_guard lock(mutex_);
+        snapshot = snapshot_;
+    }
+    return principal.kind == Principal::Kind::token &&
+           snapshot->by_digest.contains(principal.digest);
 }
 
 }  // namespace plantstore::auth

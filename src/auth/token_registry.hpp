@@ -27,6 +27,9 @@ class TokenRegistry {
     /// constant-time; the returned pointer keeps its snapshot alive.
     std::shared_ptr<const Principal> authenticate(std::string_view token) const;
 
+    /// Whether the token `principal` was authenticated with is still accepted (not revoked).
+    bool accepts(const Principal& principal) const;
+
   private:
     struct Snapshot;
     mutable std::mutex mutex_;

@@ -152,22 +152,31 @@ class FeedService::Impl {
     void drain() {
         gate_->post([this] {
             draining_ = true;
-            for (auto& [name, state] : tenants_) {
-                std::vector<Waiter> answered;
-                for (auto waiter = state.waiters.begin(); waiter != state.waiters.end();) {
-                    waiter->second.waits = false;
-                    if (waiter->second.settled && waiter->second.after >= state.last) {
-                        answered.push_back(std::move(waiter->second));
-                        waiter = state.waiters.erase(waiter);
-                    } else {
-                        ++waiter;  // its read answers it
-                    }
-                }
-                if (needs_read(state)) read(name, state);
-                for (Waiter& waiter : answered) answer_empty(state, waiter);
-            }
-            forget_idle();
+            answer_waiting();
         });
+    }
+
+    void wake() {
+        gate_->post([this] { answer_waiting(); });
+    }
+
+    // Answers every read that waits for news now, with what there is (on the feed's thread).
+    void answer_waiting() {
+        for (auto& [name, state] : tenants_) {
+            std::vector<Waiter> answered;
+            for (auto waiter = state.waiters.begin(); waiter != state.waiters.end();) {
+                waiter->second.waits = false;
+                if (waiter->second.settled && waiter->second.after >= state.last) {
+                    answered.push_back(std::move(waiter->second));
+                    waiter = state.waiters.erase(waiter);
+                } else {
+                    ++waiter;  // its read answers it
+                }
+            }
+            if (needs_read(state)) read(name, state);
+            for (Waiter& waiter : answered) answer_empty(state, waiter);
+        }
+        forget_idle();
     }
 
     void sync() {
@@ -564,6 +573,8 @@ void FeedService::committed(std::string_view tenant, std::int64_t last) {
 }
 
 void FeedService::drain() { impl_->drain(); }
+
+void FeedService::wake() { impl_->wake(); }
 
 void FeedService::sync() { impl_->sync(); }
 

@@ -138,6 +138,9 @@ class FeedService {
     /// The server drains: every waiting read is answered now (with what there is), and later
     /// ones do not wait.
     void drain();
+    /// Every waiting read is answered now (with what there is); later ones wait as usual. For
+    /// the held requests to look again at what ends them (a token revoked).
+    void wake();
     /// Returns once everything handed to the feed before this call has run on its thread (tests:
     /// then the answers that need no read of the store have been given).
     void sync();

@@ -133,6 +133,7 @@ std::optional<StreamedEvent> FeedClient::next_event(std::chrono::milliseconds li
             text_.erase(0, end + 2);
             if (block.starts_with(":")) {
                 ++comments_;
+                last_comment_ = block;
                 continue;
             }
             StreamedEvent event;

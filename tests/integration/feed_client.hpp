@@ -50,8 +50,10 @@ class FeedClient {
     /// The next event, skipping comments; nullopt when none came within `limit` or the stream
     /// ended.
     std::optional<StreamedEvent> next_event(std::chrono::milliseconds limit);
-    /// Keep-alive comments seen so far.
+    /// Comments (keep-alives, and the one that says why a stream ends) seen so far.
     int comments() const { return comments_; }
+    /// The last comment seen, with its ':' ("" before any).
+    const std::string& last_comment() const { return last_comment_; }
     /// Waits, at most `limit`, for the end of the body: whether it ended with the last chunk
     /// (not a reset or a bare close).
     bool ended_cleanly(std::chrono::milliseconds limit);
@@ -73,6 +75,7 @@ class FeedClient {
     bool ended_ = false;
     bool closed_ = false;
     int comments_ = 0;
+    std::string last_comment_;
 };
 
 }  // namespace plantstore::testing_support

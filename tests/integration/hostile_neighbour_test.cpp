@@ -3,10 +3,13 @@
 // plants all along on a connection of its own, sees no error. (OWASP API4:2023, unrestricted
 // resource consumption; docs/explanation/security.md lists the limits.)
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "feed_client.hpp"
 #include "fixture.hpp"
+#include "support/jwt_signer.hpp"
 
 namespace plantstore::testing_support {
 namespace {
@@ -270,6 +273,116 @@ TEST_F(HostileNeighbour, ANewConnectionThatSendsNothingIsClosedAtTheRequestTimeO
     const auto second = used.request("GET", "/plants", "", {"Authorization: Bearer " + token});
     ASSERT_TRUE(second) << "a used keep-alive connection was closed before its idle time-out";
     EXPECT_EQ(second->status, 200);
+}
+
+/// A stream of the feed for `token`, from after the tenant's latest event.
+std::unique_ptr<FeedClient> open_stream(unsigned short port, const std::string& token) {
+    return std::make_unique<FeedClient>(port, "/events?after=now",
+                                        std::vector<std::string>{"Authorization: Bearer " + token});
+}
+
+TEST_F(HostileNeighbour, StreamsAndLongPollsAreHeldWithinTheirTenantsAndTokensShares) {
+    const std::string second = create_token(data_dir(), "mallory-2", "attacker");
+    start({"--max-streams-per-tenant", "5", "--max-streams-per-token", "3"});
+    std::vector<std::unique_ptr<FeedClient>> held;
+    for (int i = 0; i < 3; ++i) {
+        held.push_back(open_stream(port(), attacker));
+        ASSERT_EQ(held.back()->status(), 200);
+    }
+    // The token holds its share: a fourth stream, or a long poll, is refused.
+    auto refused = open_stream(port(), attacker);
+    EXPECT_EQ(refused->status(), 429);
+    EXPECT_NE(refused->header("retry-after"), "<absent>");
+    EXPECT_NE(refused->rest_of_body().find("this token holds 3"), std::string::npos);
+    HttpConnection poll(port(), 10s);
+    const auto long_poll =
+        poll.request("GET", "/events?after=now&wait=30", "", {"Authorization: Bearer " + attacker});
+    ASSERT_TRUE(long_poll);
+    expect_error(*long_poll, 429, "this token holds 3");
+    // Another token of the tenant has room until the tenant holds its share.
+    for (int i = 0; i < 2; ++i) {
+        held.push_back(open_stream(port(), second));
+        ASSERT_EQ(held.back()->status(), 200);
+    }
+    auto over_tenant = open_stream(port(), second);
+    EXPECT_EQ(over_tenant->status(), 429);
+    EXPECT_NE(over_tenant->rest_of_body().find("this tenant holds 5"), std::string::npos);
+    // The victim tenant streams, and creates, as usual.
+    {
+        Victim victim(port(), token);
+        auto own = open_stream(port(), token);
+        ASSERT_EQ(own->status(), 200);
+        const auto event = own->next_event(10s);
+        ASSERT_TRUE(event) << "the victim's stream got none of its creates";
+        EXPECT_EQ(event->type, "plant.created");
+    }
+    // A stream that ends gives its place back.
+    held.front().reset();
+    std::unique_ptr<FeedClient> again;
+    for (int attempt = 0; attempt < 50; ++attempt) {  // the server sees the close at once
+        again = open_stream(port(), attacker);
+        if (again->status() == 200) break;
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(again->status(), 200);
+}
+
+TEST_F(HostileNeighbour, AStreamEndsWhenItsTokenIsRevoked) {
+    const std::string other = create_token(data_dir(), "mallory-2", "attacker");
+    start();
+    auto stream = open_stream(port(), attacker);
+    ASSERT_EQ(stream->status(), 200);
+    const auto revoked =
+        run_plantstore({"token", "revoke", "mallory", "--data-dir", data_dir().string()});
+    ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
+    // A revocation reaches the running server within a second (as documented); from then on,
+    // what changes in the tenant (through another token) does not reach the revoked stream,
+    // which ends, saying why.
+    for (int attempt = 0; attempt < 100 && get_status(port(), attacker, "/plants") != 401;
+         ++attempt) {
+        std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_EQ(get_status(port(), attacker, "/plants"), 401);
+    EXPECT_EQ(post_plant(port(), other, R"({"id":1,"name":"after"})").status, 200);
+    EXPECT_FALSE(stream->next_event(10s)) << "an event reached a stream whose token was revoked";
+    EXPECT_TRUE(stream->ended_cleanly(1s));
+    EXPECT_NE(stream->last_comment().find("stream ended: the token was revoked"), std::string::npos)
+        << stream->last_comment();
+}
+
+TEST_F(HostileNeighbour, AStreamEndsAtItsLongestLifetime) {
+    start({"--max-stream-seconds", "2"});
+    const auto opened = std::chrono::steady_clock::now();
+    auto stream = open_stream(port(), token);
+    ASSERT_EQ(stream->status(), 200);
+    EXPECT_FALSE(stream->next_event(10s));
+    EXPECT_TRUE(stream->ended_cleanly(1s));
+    EXPECT_GE(std::chrono::steady_clock::now() - opened, 1800ms);  // its last tenth, not before
+    EXPECT_NE(stream->last_comment().find("longest lifetime; reconnect with Last-Event-ID: 0"),
+              std::string::npos)
+        << stream->last_comment();
+}
+
+TEST_F(HostileNeighbour, AJwtsStreamEndsWhenTheJwtExpires) {
+    const SigningKey key{SigningKey::Kind::ec_p256};
+    const auto jwks = dir.path() / "jwks.json";
+    std::ofstream(jwks) << jwks_document(key.jwk("k1"));
+    start({"--jwt-issuer", "https://idp.test", "--jwt-audience", "plantstore", "--jwt-jwks-file",
+           jwks.string(), "--jwt-leeway-seconds", "0"});
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    const std::string jwt = signed_jwt(
+        key, "ES256", jwt_header("ES256", "k1"),
+        R"({"iss":"https://idp.test","aud":"plantstore","sub":"svc","tenant":"attacker",)"
+        R"("scope":"plants:read","iat":)" +
+            std::to_string(now - 5) + R"(,"exp":)" + std::to_string(now + 2) + "}");
+    auto stream = open_stream(port(), jwt);
+    ASSERT_EQ(stream->status(), 200);
+    EXPECT_FALSE(stream->next_event(10s));
+    EXPECT_TRUE(stream->ended_cleanly(1s));
+    EXPECT_NE(stream->last_comment().find("stream ended: the token has expired"), std::string::npos)
+        << stream->last_comment();
 }
 
 }  // namespace
