@@ -90,20 +90,21 @@ std::variant<std::shared_ptr<const Hold>, http::Response> HeldRequests::hold(con
         (caller->kind == auth::Principal::Kind::jwt ? "jwt:" : "token:") + caller->name;
     {
         std::lock_guard lock(mutex_);
+        std::optional<std::string> whose;
         if (!take(per_tenant_, caller->tenant, limits_.per_tenant)) {
-            return retry_later(429,
-                               "this tenant holds " + std::to_string(limits_.per_tenant) +
-                                   " event streams and long polls, its share; close one or "
-                                   "retry later",
-                               kRetryAfterSeconds);
-        }
-        if (!take(per_token_, token_key, limits_.per_token)) {
+            whose = "this tenant holds " + std::to_string(limits_.per_tenant);
+        } else if (!take(per_token_, token_key, limits_.per_token)) {
             give_back(per_tenant_, caller->tenant);
-            return retry_later(429,
-                               "this token holds " + std::to_string(limits_.per_token) +
-                                   " event streams and long polls, its share; close one or "
-                                   "retry later",
-                               kRetryAfterSeconds);
+            whose = "this token holds " + std::to_string(limits_.per_token);
+        }
+        if (whose) {
+            // The connection closes after the refusal: a client turned away from a held request
+            // does not keep holding a connection instead.
+            http::Response refusal = retry_later(
+                429, *whose + " event streams and long polls, its share; close one or retry later",
+                kRetryAfterSeconds);
+            refusal.close = true;
+            return refusal;
         }
     }
     const Clock::time_point ends =

@@ -64,7 +64,8 @@ class HeldRequests {
     HeldRequests(HoldLimits limits, const auth::TokenRegistry& tokens);
 
     /// A hold for a request of `caller` (a stream when `stream`, else a long poll, which ends by
-    /// itself), or the 429 that refuses it when its tenant or credential holds its share.
+    /// itself), or the 429 that refuses it when its tenant or credential holds its share (the
+    /// connection then closes after it).
     std::variant<std::shared_ptr<const Hold>, http::Response> hold(const Caller& caller,
                                                                    bool stream);
 

@@ -102,7 +102,8 @@ void add_options(OptionAdder& add, ListenerSettings& listener) {
     add.value("--max-connections-per-client", listener.max_connections_per_client,
               "PLANTSTORE_MAX_CONNECTIONS_PER_CLIENT",
               "Open connections one client (an IPv4 address, an IPv6 /64) may hold; more are "
-              "closed at once (trusted proxies are not limited)");
+              "closed at once (trusted proxies are not limited); 0: a tenth of "
+              "--max-connections");
     add.value("--request-timeout-ms", listener.request_timeout_ms, "PLANTSTORE_REQUEST_TIMEOUT_MS",
               "Time to receive a whole request, and a new connection's first one from its "
               "accept; slower gets 408");
@@ -140,9 +141,6 @@ void validate(const ListenerSettings& listener) {
     }
     if (listener.drain_idle_ms < 0) {
         throw CLI::ValidationError("--drain-idle-ms", "must be 0 or more");
-    }
-    if (listener.max_connections_per_client < 1) {
-        throw CLI::ValidationError("--max-connections-per-client", "must be 1 or more");
     }
 }
 
@@ -335,7 +333,10 @@ transport::ServerOptions server_options(const ListenerSettings& listener, const 
     limits.max_body_bytes = listener.max_body_bytes;
     limits.max_header_bytes = listener.max_header_bytes;
     limits.max_connections = listener.max_connections;
-    limits.max_connections_per_client = listener.max_connections_per_client;
+    limits.max_connections_per_client =
+        listener.max_connections_per_client != 0
+            ? listener.max_connections_per_client
+            : std::max<std::size_t>(1, listener.max_connections / 10);
     limits.request_timeout = milliseconds(listener.request_timeout_ms);
     limits.idle_timeout = milliseconds(listener.idle_timeout_ms);
     limits.write_timeout = milliseconds(listener.write_timeout_ms);

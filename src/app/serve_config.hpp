@@ -58,7 +58,8 @@ struct ListenerSettings {
     std::size_t max_body_bytes = std::size_t{64} * 1024;
     std::size_t max_header_bytes = std::size_t{16} * 1024;
     std::size_t max_connections = 10000;
-    std::size_t max_connections_per_client = 1000;
+    /// 0: a tenth of max_connections (at least 1).
+    std::size_t max_connections_per_client = 0;
     long request_timeout_ms = 10'000;
     long idle_timeout_ms = 60'000;
     long write_timeout_ms = 10'000;

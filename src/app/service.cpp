@@ -308,6 +308,9 @@ void Service::start() {
          {"max_header_bytes", std::to_string(config.listener.max_header_bytes)},
          {"max_text_length", std::to_string(config.api.max_text_length)},
          {"max_connections", std::to_string(config.listener.max_connections)},
+         {"max_connections_per_client",
+          std::to_string(server_options(config.listener, config.tls)
+                             .limits.max_connections_per_client)},
          {"request_timeout_ms", std::to_string(config.listener.request_timeout_ms)},
          {"idle_timeout_ms", std::to_string(config.listener.idle_timeout_ms)},
          {"store_timeout_ms", std::to_string(config.listener.store_timeout_ms)},

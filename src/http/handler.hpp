@@ -56,6 +56,9 @@ struct Response {
     /// A body that goes on after the head (server-sent events): `body` is then written first,
     /// and the stream's pieces after it. Null for an ordinary response.
     std::shared_ptr<BodyStream> stream;
+    /// The connection closes after this response (Connection: close), whatever the request
+    /// asked: a caller refused a held request gives its connection back at once.
+    bool close = false;
 };
 
 /// How a continuation hands its outcome back to the transport: `record` (which stores the

@@ -606,7 +606,7 @@ class Connection final : public ConnectionBase,
 
     net::awaitable<bool> send(plantstore::http::Response response, unsigned version,
                               bool keep_alive) {
-        keep_alive = keep_alive && !draining_;
+        keep_alive = keep_alive && !draining_ && !response.close;
         if (exchange_.request_id.empty()) exchange_.request_id = worker_.request_ids.next();
         if (exchange_.started == Clock::time_point{}) exchange_.started = Clock::now();
         if (response.stream && !exchange_.head_request) {

@@ -299,6 +299,7 @@ TEST_F(HostileNeighbour, StreamsAndLongPollsAreHeldWithinTheirTenantsAndTokensSh
         poll.request("GET", "/events?after=now&wait=30", "", {"Authorization: Bearer " + attacker});
     ASSERT_TRUE(long_poll);
     expect_error(*long_poll, 429, "this token holds 3");
+    EXPECT_TRUE(poll.closed_by_server()) << "a refused caller kept its connection";
     // Another token of the tenant has room until the tenant holds its share.
     for (int i = 0; i < 2; ++i) {
         held.push_back(open_stream(port(), second));
