@@ -663,7 +663,8 @@ def scaling(args, binary, workdir, ids):
     # Memory of idle keep-alive connections.
     data_dir = os.path.join(workdir, "idle")
     mint_token(binary, data_dir)
-    server = start_plantstore(binary, data_dir, ["--max-connections", "20000"])
+    server = start_plantstore(binary, data_dir, ["--max-connections", "20000",
+                                                 "--max-connections-per-client", "20000"])
     try:
         pids = server.pids()
         before = memory_kib(pids, "VmRSS")

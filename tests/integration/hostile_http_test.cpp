@@ -124,7 +124,7 @@ TEST_F(HostileHttp, SlowlorisDoesNotStarveANormalClient) {
 
 TEST_F(HostileHttp, ConnectionFloodPastTheCapIsRefusedAndMemoryStaysBounded) {
     server.reset();
-    start({"--max-connections", "50", "--threads", "1"});
+    start({"--max-connections", "50", "--max-connections-per-client", "50", "--threads", "1"});
     std::vector<std::unique_ptr<HttpConnection>> held;
     for (int i = 0; i < 50; ++i) held.push_back(std::make_unique<HttpConnection>(port(), 5s));
     // Each held connection has been accepted once it is served.

@@ -142,7 +142,7 @@ TEST_F(HttpProtocol, IdleConnectionsAreClosedAfterTheIdleTimeout) {
 }
 
 TEST_F(HttpProtocol, ConnectionsOverTheCapAreClosedAndOthersKeepWorking) {
-    start({"--max-connections", "2", "--threads", "1"});
+    start({"--max-connections", "2", "--max-connections-per-client", "2", "--threads", "1"});
     HttpConnection first(port());
     HttpConnection second(port());
     first.send_raw(plant_request(token, body_for(1)));
