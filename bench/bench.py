@@ -204,11 +204,11 @@ PG_CLUSTER = os.path.join(BENCH_DIR, "..", "scripts", "pg-cluster.sh")
 
 
 class Postgres:
-    """A throwaway PostgreSQL 15 cluster (scripts/pg-cluster.sh: a Unix socket in the work
-    directory, fsync and synchronous_commit on), measured with the instances that use it."""
+    """A throwaway PostgreSQL 15 cluster (scripts/pg-cluster.sh: a Unix socket in a short
+    directory of its own, fsync and synchronous_commit on), measured with the instances that use
+    it."""
 
     def __init__(self, workdir):
-        os.chmod(workdir, 0o711)  # its server runs as nobody when we are root
         self.dir = os.path.join(workdir, "postgres")
         self.url = subprocess.run([PG_CLUSTER, "start", self.dir], check=True,
                                   capture_output=True, text=True).stdout.strip()
@@ -226,7 +226,7 @@ class Postgres:
             return []
 
     def stop(self):
-        subprocess.run([PG_CLUSTER, "stop", self.dir, "fast"], capture_output=True)
+        subprocess.run([PG_CLUSTER, "remove", self.dir, "fast"], capture_output=True)
 
 
 class Group:

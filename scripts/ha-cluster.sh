@@ -29,10 +29,20 @@ node_ips=(127.0.0.21 127.0.0.22)
 owner=()
 [[ $(id -u) == 0 ]] && owner=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
 
-# A port the kernel considers free on address $1 (bound, read, released).
+# A port on address $1 (one of this cluster's own loopback addresses, which no other test
+# binds) that is free now and below the kernel's ephemeral range (32768 and up), so that no
+# outgoing connection takes it as its own before its server binds it.
 free_port() {
-    python3 -c 'import socket, sys
-s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$1"
+    python3 -c 'import random, socket, sys
+for _ in range(200):
+    port = random.randint(20000, 32000)
+    try:
+        with socket.socket() as s:
+            s.bind((sys.argv[1], port))
+    except OSError:
+        continue
+    print(port)
+    break' "$1"
 }
 
 http_status() {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian package plantstore_<version>_<arch>.deb into build/package/ with debhelper
 # (debian/), from the tracked files of this tree (uncommitted changes to them included), then
-# runs lintian on it. Usage: scripts/package.sh
+# runs lintian on it. Usage: scripts/package.sh [--prebuilt]
+# --prebuilt packages build/release/plantstore (the release preset, which debian/rules would
+# build, built from this tree) instead of building it again; the test command uses it.
 # Installs the build dependencies it lacks (scripts/install-deps.sh --package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +23,12 @@ mkdir -p "$out" "$work/plantstore-$version"
 # The tracked files as they are now: a stash commit when there are changes, HEAD otherwise.
 snapshot=$(git stash create)
 git archive "${snapshot:-HEAD}" | tar -x -C "$work/plantstore-$version"
+if [[ ${1:-} == --prebuilt ]]; then
+    [[ -x build/release/plantstore ]] || { echo "package: no build/release/plantstore" >&2; exit 1; }
+    install -D -m 0755 build/release/plantstore "$work/plantstore-$version/prebuilt/plantstore"
+fi
 
-echo "== package: dpkg-buildpackage (Release build, man page, configuration)" >&2
+echo "== package: dpkg-buildpackage (release build, man page, configuration)" >&2
 (cd "$work/plantstore-$version" && dpkg-buildpackage -us -uc -b -j2 >"$work/build.log" 2>&1) || {
     tail -40 "$work/build.log" >&2
     exit 1

@@ -25,8 +25,10 @@ What runs, and how:
 - Every process a page starts is killed when the page ends (its own process group).
 """
 
+import fcntl
 import glob
 import os
+import random
 import re
 import shutil
 import signal
@@ -73,10 +75,31 @@ def blocks(text):
     return found
 
 
+HELD_PORT_LOCKS = []  # open until this process exits
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for a server a page starts itself: below the kernel's ephemeral range (so no
+    outgoing connection takes it), free now, and reserved among the tests running beside this one
+    by a lock on /tmp/plantstore-ports/PORT (the C++ tests' free_port() takes the same locks)."""
+    os.makedirs("/tmp/plantstore-ports", exist_ok=True)
+    for _ in range(200):
+        port = random.randint(20000, 32000)
+        lock = open("/tmp/plantstore-ports/%d" % port, "a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                lock.close()
+                continue
+        HELD_PORT_LOCKS.append(lock)
+        return port
+    raise RuntimeError("no free port between 20000 and 32000")
 
 
 def matches(expected, line):
@@ -103,7 +126,6 @@ def start_server(root):
 
 def run_page(path, runnable, failures):
     root = tempfile.mkdtemp(prefix="ex-", dir=work_dir)
-    os.chmod(root, 0o755)  # pg-cluster.sh runs PostgreSQL as nobody, below this directory
     for name in ("scripts", "deploy"):
         os.symlink(os.path.join(source_dir, name), os.path.join(root, name))
     os.makedirs(os.path.join(root, "build", "release"))
@@ -164,7 +186,7 @@ def run_page(path, runnable, failures):
     finally:
         cluster = os.path.join(root, "plantstore-pg")
         if os.path.isdir(cluster):
-            subprocess.run([os.path.join(source_dir, "scripts", "pg-cluster.sh"), "stop",
+            subprocess.run([os.path.join(source_dir, "scripts", "pg-cluster.sh"), "remove",
                             cluster, "immediate"], check=False, capture_output=True)
         for group in (page.pid, server.pid):  # what the page left running in the background
             try:

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,14 +28,26 @@ unsigned short free_port() {
     static std::mt19937 random(std::random_device{}());
     static std::set<unsigned short> given;  // never the same port twice in one run
     std::uniform_int_distribution<int> ports(20'000, 32'000);
+    const std::filesystem::path locks = "/tmp/plantstore-ports";
+    std::error_code ignored;
+    std::filesystem::create_directories(locks, ignored);
+    std::filesystem::permissions(locks, std::filesystem::perms::all, ignored);
     for (int attempt = 0; attempt < 200; ++attempt) {
         auto port = static_cast<unsigned short>(ports(random));
         if (!given.insert(port).second) continue;
+        // The lock stays held (its descriptor open) until this process exits.
+        const int lock = ::open((locks / std::to_string(port)).c_str(),
+                                O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (lock < 0) continue;
+        if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+            ::close(lock);
+            continue;  // another test holds it
+        }
         try {
             ::close(listen_on_loopback(port));
             return port;
         } catch (const std::runtime_error&) {
-            // taken: try another
+            ::close(lock);  // taken by something else: try another
         }
     }
     throw std::runtime_error("no free port on 127.0.0.1 between 20000 and 32000");

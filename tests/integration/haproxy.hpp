@@ -10,10 +10,12 @@
 
 namespace plantstore::testing_support {
 
-/// A port on 127.0.0.1 that was free a moment ago, below the kernel's range of ephemeral ports
-/// (32768 and up on Linux): a restarted instance binds its port again, and an outgoing
-/// connection of any test (a client, HAProxy's checks) could otherwise take that port as its own
-/// meanwhile. Never the same port twice in one run.
+/// A port on 127.0.0.1 for a process that binds it itself (HAProxy, an instance restarted in
+/// place): below the kernel's range of ephemeral ports (32768 and up on Linux), so that no
+/// outgoing connection takes it as its own, and reserved for this test process until it exits
+/// by a lock on /tmp/plantstore-ports/PORT (tests/docs/examples_test.py and
+/// scripts/ha-cluster.sh take the same locks), so that no test running beside it is given it
+/// too. Free when given; never the same port twice in one run.
 unsigned short free_port();
 
 /// HAProxy in the foreground on deploy/haproxy.cfg with its four addresses moved to the test's

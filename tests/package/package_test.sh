@@ -4,13 +4,14 @@
 # (as root or through sudo; otherwise it is unpacked with dpkg-deb -x and the install steps are
 # skipped, saying so), creates its user and private data directory, has a unit systemd-analyze
 # accepts with an exposure of 2.0 or lower, serves a create from the installed binary as the
-# service user, and removes and purges cleanly. Usage: tests/package/package_test.sh
+# service user, and removes and purges cleanly. Usage: tests/package/package_test.sh [--prebuilt]
+# (--prebuilt: package the release build already made from this tree, see scripts/package.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 fail() { echo "package test: FAILED: $*" >&2; exit 1; }
 
-deb=$(scripts/package.sh | tail -1)
+deb=$(scripts/package.sh "$@" | tail -1)
 [[ -f "$deb" ]] || fail "no package built"
 
 page=docs/how-to/debian-service.md

@@ -101,9 +101,8 @@ PrivateCluster::PrivateCluster(const std::filesystem::path& directory)
     : directory_(directory), url_(cluster_script("start " + directory.string())), running_(true) {}
 
 PrivateCluster::~PrivateCluster() {
-    if (!running_) return;
     try {
-        cluster_script("stop " + directory_.string() + " immediate");
+        cluster_script("remove " + directory_.string() + " immediate");
     } catch (const std::exception&) {
         // nothing more to do: the directory is removed with the test's
     }
