@@ -7,7 +7,8 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
           libboost-url1.81-dev libsqlite3-dev libssl-dev
-          libcli11-dev libtomlplusplus-dev libsystemd-dev libpq-dev pkg-config libjs-marked)
+          libcli11-dev libtomlplusplus-dev libsystemd-dev libpq-dev libc-ares-dev pkg-config
+          libjs-marked)
 case "${1:-}" in
     --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
                         clang-tidy debhelper help2man lintian dpkg-dev systemd curl

@@ -29,8 +29,15 @@ as_owner() {
     fi
 }
 
-# The cluster's own directory, or "" when DIR has none.
-home() { [[ -f $dir/cluster ]] && cat "$dir/cluster" || true; }
+# The cluster's own directory, or "" when DIR has none (DIR itself for a cluster made by an
+# earlier version of this script, whose data lives in DIR/data).
+home() {
+    if [[ -f $dir/cluster ]]; then
+        cat "$dir/cluster"
+    elif [[ -d $dir/data && ! -L $dir/data ]]; then
+        echo "$dir"
+    fi
+}
 
 start_server() {
     local home
@@ -101,7 +108,7 @@ CONF
                 >/dev/null || true
         fi
         [[ -n $home && $home == /tmp/ps-pg.* ]] && rm -rf "$home"
-        rm -f "$dir/cluster" "$dir/data" "$dir/server.log" "$dir/url"
+        rm -rf "$dir/cluster" "$dir/data" "$dir/server.log" "$dir/url"
         ;;
     *)
         echo "pg-cluster.sh: unknown action $action" >&2

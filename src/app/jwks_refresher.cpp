@@ -99,7 +99,14 @@ bool JwksRefresher::load() {
     }
     bool changed = std::exchange(file_changed_, false);
     if (!options_.url.empty()) {
-        const auto fetched = outbound::fetch_https(options_.url, options_.fetch);
+        outbound::Request request;
+        request.method = "GET";
+        request.url = options_.url;
+        request.headers = {{"Accept", "application/json"}, {"User-Agent", "plantstore"}};
+        request.timeout = options_.timeout;
+        request.ca_file = options_.ca_file;
+        request.max_body_bytes = std::size_t{1} << 20;  // a key set is a few KiB
+        const outbound::Response fetched = options_.client->send_and_wait(std::move(request));
         std::string problem = fetched.error;
         if (problem.empty() && fetched.status != 200) {
             problem = "answered HTTP " + std::to_string(fetched.status);

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "outbound/https_client.hpp"
+#include "outbound/client.hpp"
 
 namespace plantstore::auth {
 class JwtAuthenticator;
@@ -26,7 +26,12 @@ class JwksRefresher {
     struct Options {
         std::string file;  ///< a JWKS document on disk (reread at each refresh); may be empty
         std::string url;   ///< an https:// JWKS endpoint; may be empty
-        outbound::FetchOptions fetch;
+        /// The process's outbound client, for the URL; must outlive the refresher.
+        outbound::Client* client = nullptr;
+        /// Authorities trusted for the URL besides the system's (--jwt-ca-file); may be empty.
+        std::string ca_file;
+        /// One fetch, every phase included, at most.
+        std::chrono::milliseconds timeout{5000};
         std::chrono::seconds interval{300};
         std::chrono::seconds min_interval{10};
     };

@@ -592,8 +592,8 @@ JwksRefresher::Options jwks_options(const JwtSettings& settings) {
     JwksRefresher::Options options;
     options.file = settings.jwks_file;
     options.url = settings.jwks_url;
-    options.fetch.ca_file = settings.ca_file;
-    options.fetch.timeout = milliseconds(settings.jwks_timeout_ms);
+    options.ca_file = settings.ca_file;
+    options.timeout = milliseconds(settings.jwks_timeout_ms);
     options.interval = std::chrono::seconds(settings.jwks_refresh_seconds);
     options.min_interval = std::chrono::seconds(settings.jwks_min_refresh_seconds);
     return options;
@@ -621,7 +621,12 @@ void add_options(OptionAdder& add, WebhookConfig& webhooks) {
     add.value("--webhook-concurrency", webhooks.concurrency, "PLANTSTORE_WEBHOOK_CONCURRENCY",
               "Delivery requests in flight to one subscription from this instance at most");
     add.value("--webhook-workers", webhooks.workers, "PLANTSTORE_WEBHOOK_WORKERS",
-              "Delivery requests in flight from this instance at most");
+              "Delivery requests in flight from this instance at most, shared round-robin "
+              "across the tenants with deliveries due");
+    add.value("--webhook-tenant-workers", webhooks.tenant_workers,
+              "PLANTSTORE_WEBHOOK_TENANT_WORKERS",
+              "Delivery requests in flight for one tenant's subscriptions together at most "
+              "(no more than --webhook-workers in effect)");
     add.value("--webhook-max-subscriptions", webhooks.max_subscriptions,
               "PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS",
               "Webhook subscriptions per tenant at most; more get 409");

@@ -24,6 +24,7 @@
 #include "app/service_manager.hpp"
 #include "app/token_refresher.hpp"
 #include "app/webhook_setup.hpp"
+#include "outbound/client.hpp"
 #include "auth/jwt.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token.hpp"
@@ -144,10 +145,12 @@ feed::FeedService::Options feed_options(const ServeConfig& config, const store::
 
 // The span exporter, when --otlp-endpoint is set; export failures are logged (at most once a
 // minute, by the exporter).
-std::unique_ptr<telemetry::OtlpExporter> start_exporter(const TracingSettings& settings) {
+std::unique_ptr<telemetry::OtlpExporter> start_exporter(const TracingSettings& settings,
+                                                        outbound::Client& client) {
     auto options =
         otlp_options(settings, PLANTSTORE_VERSION, common::TraceContext::random_trace_id_hex());
     if (!options) return nullptr;
+    options->client = &client;
     options->on_failure = [](std::string_view what) {
         ops::log_event(ops::LogLevel::warn, "trace_export_failed", {{"reason", std::string(what)}});
     };
@@ -171,13 +174,14 @@ ops::Observability::Options observed(const ServeConfig& config, common::SpanSink
 struct Service::Parts {
     Parts(const ServeConfig& config, std::vector<int> listen_fds)
         : socket_activated(!listen_fds.empty()),
-          exporter(start_exporter(config.tracing)),
+          exporter(start_exporter(config.tracing, outbound)),
           observability(observed(config, exporter.get())),
           store_config(app::store_config(config.store)),
           // Webhooks: the subscription service and the dispatcher, on the same store. Every
           // committed batch wakes the dispatcher (it looks only when some tenant subscribes).
           webhooks(start_webhooks(config.webhooks, store_config,
-                                  std::string("plantstore/") + PLANTSTORE_VERSION, observability)),
+                                  std::string("plantstore/") + PLANTSTORE_VERSION, observability,
+                                  outbound)),
           store_observer(observability, webhooks.dispatcher.get()),
           store(open_store(store_config, store_observer)),
           feed(*store, feed_options(config, *store, exporter.get(), observability)),
@@ -192,7 +196,9 @@ struct Service::Parts {
         // built first, because it loads the keys, and destroyed first (declared after jwt), as
         // its thread hands keys to the authenticator.
         if (const auto policy = jwt_policy(config.jwt)) {
-            jwks = std::make_unique<JwksRefresher>(jwks_options(config.jwt));
+            auto options = jwks_options(config.jwt);
+            options.client = &outbound;
+            jwks = std::make_unique<JwksRefresher>(std::move(options));
             jwt = std::make_unique<auth::JwtAuthenticator>(
                 *policy, config.jwt.cache_size,
                 [refresher = jwks.get()] { refresher->request_refresh(); });
@@ -237,8 +243,12 @@ struct Service::Parts {
     }
 
     const bool socket_activated;
-    // Spans go here (null: tracing is off); declared first, so it is destroyed last, once
-    // nothing makes spans, and sends what is left.
+    // Every request plantstore makes (deliveries, exports, key fetches) goes through this one
+    // client: one trust store per CA file, pooled keep-alive connections, asynchronous name
+    // resolution. Declared first: it outlives everything that calls out.
+    outbound::Client outbound;
+    // Spans go here (null: tracing is off); destroyed after everything else but the client,
+    // once nothing makes spans, and sends what is left.
     const std::unique_ptr<telemetry::OtlpExporter> exporter;
     ops::Observability observability;
     const store::StoreConfig store_config;
@@ -341,6 +351,9 @@ void Service::start() {
 
 void Service::reload() {
     notify_reloading();
+    // The trust stores of outbound requests are read again (updated system CAs, a new CA file).
+    parts_->outbound.reload_trust();
+    ops::log_event(ops::LogLevel::info, "outbound_trust_reloaded", {});
     if (!config_.tls.cert.empty()) {
         try {
             parts_->server->reload_tls();

@@ -83,6 +83,9 @@ void validate_webhook_config(const WebhookConfig& config) {
     if (config.workers < 1 || config.workers > 256) {
         throw std::invalid_argument("--webhook-workers: must be 1 to 256");
     }
+    if (config.tenant_workers < 1 || config.tenant_workers > 256) {
+        throw std::invalid_argument("--webhook-tenant-workers: must be 1 to 256");
+    }
     if (config.max_subscriptions < 1 || config.max_subscriptions > 1000) {
         throw std::invalid_argument("--webhook-max-subscriptions: must be 1 to 1000");
     }
@@ -95,7 +98,8 @@ void validate_webhook_config(const WebhookConfig& config) {
 }
 
 Webhooks start_webhooks(const WebhookConfig& config, const store::StoreConfig& store,
-                        const std::string& user_agent, outbox::DeliveryObserver& observer) {
+                        const std::string& user_agent, outbox::DeliveryObserver& observer,
+                        outbound::Client& client) {
     Webhooks webhooks;
     if (!config.enabled) {
         webhooks.off_reason = "--webhooks off";
@@ -118,6 +122,7 @@ Webhooks start_webhooks(const WebhookConfig& config, const store::StoreConfig& s
     delivery.timeout = std::chrono::milliseconds(config.timeout_ms);
     delivery.per_subscription = config.concurrency;
     delivery.workers = config.workers;
+    delivery.per_tenant = config.tenant_workers;
     delivery.allow_http = config.allow_http;
     delivery.allow_private_addresses = config.allow_private_addresses;
     delivery.ca_file = config.ca_file;
@@ -125,7 +130,7 @@ Webhooks start_webhooks(const WebhookConfig& config, const store::StoreConfig& s
     delivery.disable_after = std::chrono::hours(config.disable_after_hours);
     delivery.user_agent = user_agent;
     webhooks.dispatcher = std::make_unique<outbox::Dispatcher>(
-        std::move(delivery), key, std::move(dispatcher_repository), observer);
+        std::move(delivery), key, std::move(dispatcher_repository), observer, client);
     outbox::SubscriptionOptions subscriptions;
     subscriptions.max_per_tenant = config.max_subscriptions;
     subscriptions.policy.allow_http = config.allow_http;
@@ -134,7 +139,7 @@ Webhooks start_webhooks(const WebhookConfig& config, const store::StoreConfig& s
         dispatcher->subscriptions_changed();
     };
     webhooks.service = std::make_unique<outbox::SubscriptionService>(
-        subscriptions, key, std::move(service_repository), &observer);
+        subscriptions, key, std::move(service_repository), client, &observer);
 
     return webhooks;
 }

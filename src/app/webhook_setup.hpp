@@ -19,6 +19,7 @@ struct WebhookConfig {
     std::string retry_schedule;  ///< empty: webhooks::kDefaultRetrySchedule
     std::size_t concurrency = 4;
     std::size_t workers = 16;
+    std::size_t tenant_workers = 8;
     std::size_t max_subscriptions = 20;
     bool allow_http = false;
     bool allow_private_addresses = false;
@@ -42,6 +43,7 @@ void validate_webhook_config(const WebhookConfig& config);
 /// dispatcher on the store `store` names. @throws std::exception when the key file is missing
 /// or unreadable, or the store cannot be opened
 Webhooks start_webhooks(const WebhookConfig& config, const store::StoreConfig& store,
-                        const std::string& user_agent, outbox::DeliveryObserver& observer);
+                        const std::string& user_agent, outbox::DeliveryObserver& observer,
+                        outbound::Client& client);
 
 }  // namespace plantstore::app

@@ -8,7 +8,6 @@
 #include "common/time_text.hpp"
 #include "common/trace_context.hpp"
 #include "domain/event.hpp"
-#include "outbound/https_client.hpp"
 #include "outbox/random_id.hpp"
 #include "webhooks/destination.hpp"
 #include "webhooks/signature.hpp"
@@ -17,9 +16,9 @@ namespace plantstore::outbox {
 
 namespace {
 
-bool status_asks_to_slow_down(int status) {
-    return status == 429 || status == 502 || status == 504;
-}
+// Jobs held here (queued or in flight) per worker at most: enough to keep the workers busy
+// between two claims (each a transaction).
+constexpr std::size_t kHeldPerWorker = 16;
 
 }  // namespace
 
@@ -51,20 +50,17 @@ SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
 
 Dispatcher::Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
                        std::unique_ptr<store::WebhookRepository> repository,
-                       DeliveryObserver& observer)
+                       DeliveryObserver& observer, outbound::Client& client)
     : options_(std::move(options)),
       key_(std::move(key)),
       repository_(std::move(repository)),
       observer_(observer),
+      client_(client),
       owner_(random_id("instance-")) {
     if (options_.schedule.delays.empty()) throw std::invalid_argument("an empty retry schedule");
     options_.workers = std::max<std::size_t>(options_.workers, 1);
     options_.per_subscription = std::max<std::size_t>(options_.per_subscription, 1);
-    for (std::size_t i = 0; i < options_.workers; ++i)
-        workers_.emplace_back([this] {
-            common::name_this_thread("ps-hook-send");
-            run_worker();
-        });
+    options_.per_tenant = std::clamp<std::size_t>(options_.per_tenant, 1, options_.workers);
     claimer_ = std::thread([this] {
         common::name_this_thread("ps-hook-claim");
         run_claimer();
@@ -90,32 +86,27 @@ void Dispatcher::subscriptions_changed() {
 void Dispatcher::stop() {
     {
         std::lock_guard lock(mutex_);
-        if (stopping_ && !claimer_.joinable()) return;
         stopping_ = true;
     }
-    worker_wake_.notify_all();
-    // Workers finish the attempt they are making (each bounded by the time-out), then the
-    // claimer records what they found.
-    for (std::thread& worker : workers_) {
-        if (worker.joinable()) worker.join();
-    }
     claimer_wake_.notify_all();
-    if (claimer_.joinable()) claimer_.join();
+    // The claimer waits for the attempts in flight (each bounded by the time-out), records them
+    // and ends; a second caller, also at the same time, waits for the same end.
+    std::call_once(joined_, [this] { claimer_.join(); });
 }
 
 void Dispatcher::run_claimer() {
     std::int64_t next_housekeeping = 0;
     std::unique_lock lock(mutex_);
     for (;;) {
-        if (!done_.empty() && busy_workers_ > 0 && !stopping_) {
+        if (!done_.empty() && in_flight_ > 0 && !stopping_) {
             // More attempts are about to end: record them together (one commit for all).
             claimer_wake_.wait_for(lock, std::chrono::milliseconds(2),
-                                   [&] { return stopping_ || busy_workers_ == 0; });
+                                   [&] { return stopping_ || in_flight_ == 0; });
         }
         std::vector<Done> done = std::exchange(done_, {});
         const bool woken = std::exchange(woken_, false);
         const bool stopping = stopping_;
-        const bool finished = stopping && busy_workers_ == 0 && ready_.empty();
+        const bool finished = stopping && in_flight_ == 0;
         lock.unlock();
         const std::int64_t now = common::unix_ms_now();
         record(done);
@@ -128,14 +119,15 @@ void Dispatcher::run_claimer() {
             }
             // A wake means plants were stored; it matters only when some tenant subscribes.
             if (!woken || outbox_active_) claim(now);
+            pump();
         }
         lock.lock();
         if (stopping_) {
             // Jobs not yet sent keep their leases until they expire, then are claimed again.
-            ready_.clear();
-            waiting_.clear();
+            tenants_.clear();
+            queued_ = 0;
             claimer_wake_.wait_for(lock, std::chrono::milliseconds(50),
-                                   [&] { return !done_.empty() || busy_workers_ == 0; });
+                                   [&] { return !done_.empty() || in_flight_ == 0; });
             continue;
         }
         if (!done_.empty() || woken_) continue;
@@ -151,43 +143,33 @@ void Dispatcher::run_claimer() {
     }
 }
 
-void Dispatcher::promote_waiting(std::int64_t now) {
-    // Jobs that waited for their subscription: send those that have room; give up those whose
-    // lease would run out before an attempt could finish (they are claimed again later).
-    std::deque<Job> still_waiting;
-    for (Job& job : waiting_) {
-        if (job.lease_until < now + options_.timeout.count()) continue;
-        std::size_t& count = in_flight_[job.delivery.subscription_id];
-        if (count < options_.per_subscription) {
-            ++count;
-            ready_.push_back(std::move(job));
-        } else {
-            still_waiting.push_back(std::move(job));
-        }
-    }
-    waiting_ = std::move(still_waiting);
-}
-
 void Dispatcher::claim(std::int64_t now) {
     std::vector<std::string> busy;
     std::size_t free = 0;
     {
         std::lock_guard lock(mutex_);
-        promote_waiting(now);
-        std::erase_if(in_flight_, [](const auto& entry) { return entry.second == 0; });
-        // A subscription with a backlog of twice its concurrency here is not claimed for; the
-        // rest of the budget (four jobs per worker) goes to others.
-        std::map<std::string, std::size_t> held_by;
-        for (const auto& [subscription, count] : in_flight_) held_by[subscription] += count;
-        for (const Job& job : waiting_) ++held_by[job.delivery.subscription_id];
-        for (const auto& [subscription, count] : held_by) {
-            if (count >= 2 * options_.per_subscription) busy.push_back(subscription);
+        // Not claimed for: a subscription, or every subscription of a tenant, that holds enough
+        // here to keep its share of the workers busy; the budget goes to the others.
+        const std::size_t subscription_full = kHeldPerWorker * options_.per_subscription;
+        const std::size_t tenant_full = kHeldPerWorker * options_.per_tenant;
+        for (const auto& [name, tenant] : tenants_) {
+            const bool tenant_busy = tenant.queued + tenant.in_flight >= tenant_full;
+            for (const auto& [subscription, jobs] : tenant.subscriptions) {
+                const auto found = subscription_in_flight_.find(subscription);
+                const std::size_t sending =
+                    found == subscription_in_flight_.end() ? 0 : found->second;
+                if (tenant_busy || jobs.size() + sending >= subscription_full) {
+                    busy.push_back(subscription);
+                }
+            }
         }
-        const std::size_t held = ready_.size() + busy_workers_ + waiting_.size();
-        const std::size_t budget = 4 * options_.workers;
+        for (const auto& [subscription, sending] : subscription_in_flight_) {
+            if (sending >= subscription_full) busy.push_back(subscription);
+        }
+        const std::size_t held = queued_ + in_flight_;
+        const std::size_t budget = kHeldPerWorker * options_.workers;
         free = held < budget ? budget - held : 0;
     }
-    worker_wake_.notify_all();
     if (free == 0) return;
     // Long enough for the attempt and for recording it; a dead instance's leases expire soon
     // after, and another instance delivers.
@@ -201,43 +183,71 @@ void Dispatcher::claim(std::int64_t now) {
     }
     if (claimed.empty()) return;
     outbox_active_ = true;
-    {
-        std::lock_guard lock(mutex_);
-        for (store::ClaimedDelivery& delivery : claimed) {
-            waiting_.push_back({std::move(delivery), lease_until});
-        }
-        promote_waiting(now);
+    std::lock_guard lock(mutex_);
+    for (store::ClaimedDelivery& delivery : claimed) {
+        Tenant& tenant = tenants_[delivery.tenant];
+        tenant.subscriptions[delivery.subscription_id].push_back({std::move(delivery), lease_until});
+        ++tenant.queued;
+        ++queued_;
     }
-    worker_wake_.notify_all();
 }
 
-void Dispatcher::run_worker() {
-    std::unique_lock lock(mutex_);
+std::optional<Dispatcher::Job> Dispatcher::next_job(std::int64_t now) {
+    if (stopping_ || in_flight_ >= options_.workers || tenants_.empty()) return std::nullopt;
+    // Tenants in turn, starting after the one served last; in a tenant, its subscriptions in
+    // turn the same way.
+    auto tenant_at = tenants_.upper_bound(last_tenant_);
+    for (std::size_t seen = 0; seen < tenants_.size(); ++seen, ++tenant_at) {
+        if (tenant_at == tenants_.end()) tenant_at = tenants_.begin();
+        Tenant& tenant = tenant_at->second;
+        if (tenant.in_flight >= options_.per_tenant || tenant.queued == 0) continue;
+        auto& subscriptions = tenant.subscriptions;
+        auto at = subscriptions.upper_bound(tenant.last_subscription);
+        for (std::size_t looked = 0; looked < subscriptions.size(); ++looked, ++at) {
+            if (at == subscriptions.end()) at = subscriptions.begin();
+            std::deque<Job>& jobs = at->second;
+            // A job whose lease would run out before an attempt could finish is left to be
+            // claimed again later.
+            while (!jobs.empty() && jobs.front().lease_until < now + options_.timeout.count()) {
+                jobs.pop_front();
+                --tenant.queued;
+                --queued_;
+            }
+            if (jobs.empty()) continue;
+            std::size_t& sending = subscription_in_flight_[at->first];
+            if (sending >= options_.per_subscription) continue;
+            Job job = std::move(jobs.front());
+            jobs.pop_front();
+            --tenant.queued;
+            --queued_;
+            ++sending;
+            ++tenant.in_flight;
+            ++in_flight_;
+            tenant.last_subscription = at->first;
+            last_tenant_ = tenant_at->first;
+            if (jobs.empty()) subscriptions.erase(at);
+            return job;
+        }
+    }
+    return std::nullopt;
+}
+
+void Dispatcher::pump() {
+    const std::int64_t now = common::unix_ms_now();
     for (;;) {
-        worker_wake_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
-        if (stopping_) return;
-        Job job = std::move(ready_.front());
-        ready_.pop_front();
-        ++busy_workers_;
-        lock.unlock();
-        Done done = attempt(job.delivery);
-        lock.lock();
-        --busy_workers_;
-        if (auto found = in_flight_.find(job.delivery.subscription_id);
-            found != in_flight_.end() && found->second > 0) {
-            --found->second;
+        std::optional<Job> job;
+        {
+            std::lock_guard lock(mutex_);
+            job = next_job(now);
         }
-        done_.push_back(std::move(done));
-        // The subscription has room again: its next waiting job goes at once.
-        if (!waiting_.empty()) promote_waiting(common::unix_ms_now());
-        claimer_wake_.notify_one();
+        if (!job) return;
+        send(std::move(*job));
     }
 }
 
-Dispatcher::Done Dispatcher::attempt(const store::ClaimedDelivery& delivery) const {
-    Done done{delivery, {}, {}, {}, {}};
-    store::AttemptRecord& record = done.record;
-    record.at = common::unix_ms_now();
+void Dispatcher::send(Job job) {
+    const store::ClaimedDelivery& delivery = job.delivery;
+    const std::int64_t at = common::unix_ms_now();
     const std::string context = delivery.tenant + "/" + delivery.subscription_id;
     std::vector<std::string> keys;
     const auto add_key = [&](const std::string& sealed) {
@@ -246,53 +256,109 @@ Dispatcher::Done Dispatcher::attempt(const store::ClaimedDelivery& delivery) con
             keys.push_back(*bytes);
         }
     };
-    add_key(delivery.sealed_secret);
-    if (keys.empty()) {
-        record.error =
-            "the subscription's signing secret does not open with this server's webhook key "
-            "(--webhook-key-file)";
-    } else {
-        if (delivery.sealed_previous_secret && delivery.previous_secret_until > record.at) {
+    try {
+        add_key(delivery.sealed_secret);
+        if (!keys.empty() && delivery.sealed_previous_secret && delivery.previous_secret_until > at) {
             add_key(*delivery.sealed_previous_secret);
         }
-        const SignedRequest request =
-            sign_delivery(delivery, keys, record.at / 1000, options_.user_agent);
-        done.traceparent = request.traceparent;
-        outbound::PostOptions post;
-        post.ca_file = options_.ca_file;
-        post.timeout = options_.timeout;
-        post.allow_http = options_.allow_http;
-        if (!options_.allow_private_addresses) {
-            post.address_allowed = [](const std::string& address) {
-                return webhooks::is_public_address_text(address);
-            };
+    } catch (const std::exception& error) {
+        keys.clear();
+        ended(delivery.tenant, delivery.subscription_id,
+              unsent(delivery, at, std::string("signing failed: ") + error.what()));
+        return;
+    }
+    if (keys.empty()) {
+        ended(delivery.tenant, delivery.subscription_id,
+              unsent(delivery, at,
+                     "the subscription's signing secret does not open with this server's webhook "
+                     "key (--webhook-key-file)"));
+        return;
+    }
+    SignedRequest signed_request;
+    try {
+        signed_request = sign_delivery(delivery, keys, at / 1000, options_.user_agent);
+    } catch (const std::exception& error) {
+        ended(delivery.tenant, delivery.subscription_id,
+              unsent(delivery, at, std::string("signing failed: ") + error.what()));
+        return;
+    }
+    outbound::Request request;
+    request.url = delivery.url;
+    request.headers = std::move(signed_request.headers);
+    request.body = std::move(signed_request.body);
+    request.timeout = options_.timeout;
+    request.allow_http = options_.allow_http;
+    request.ca_file = options_.ca_file;
+    if (!options_.allow_private_addresses) {
+        request.address_allowed = [](const std::string& address) {
+            return webhooks::is_public_address_text(address);
+        };
+    }
+    client_.send(std::move(request), [this, job = std::move(job), at,
+                                      traceparent = std::move(signed_request.traceparent)](
+                                         outbound::Response response) {
+        Done done = finish(job.delivery, at, traceparent, response);
+        ended(job.delivery.tenant, job.delivery.subscription_id, std::move(done));
+    });
+}
+
+void Dispatcher::ended(const std::string& tenant, const std::string& subscription, Done done) {
+    {
+        std::lock_guard lock(mutex_);
+        --in_flight_;
+        if (const auto found = tenants_.find(tenant); found != tenants_.end()) {
+            Tenant& state = found->second;
+            --state.in_flight;
+            if (state.in_flight == 0 && state.queued == 0) tenants_.erase(found);
         }
-        const outbound::PostResult result =
-            outbound::post(delivery.url, request.headers, request.body, post);
-        record.duration_ms = result.duration.count();
-        if (result.error.empty()) record.status = result.status;
-        record.error = result.error;
-        record.delivered = result.error.empty() && result.status >= 200 && result.status < 300;
-        if (record.delivered) {
-            done.outcome = "delivered";
-            return done;
+        if (const auto found = subscription_in_flight_.find(subscription);
+            found != subscription_in_flight_.end() && --found->second == 0) {
+            subscription_in_flight_.erase(found);
         }
-        if (result.error.empty()) {
-            record.error = result.status >= 300 && result.status < 400
-                               ? "redirects are not followed"
-                               : "the receiver did not answer with a 2xx status";
+        done_.push_back(std::move(done));
+    }
+    claimer_wake_.notify_one();
+    // The room it leaves goes to the next job at once, without waiting for the claimer.
+    pump();
+}
+
+Dispatcher::Done Dispatcher::unsent(const store::ClaimedDelivery& delivery, std::int64_t at,
+                                    std::string error) const {
+    outbound::Response response;
+    response.error = std::move(error);
+    return finish(delivery, at, {}, response);
+}
+
+Dispatcher::Done Dispatcher::finish(const store::ClaimedDelivery& delivery, std::int64_t at,
+                                    const std::string& traceparent,
+                                    const outbound::Response& response) const {
+    Done done{delivery, {}, {}, {}, traceparent};
+    store::AttemptRecord& record = done.record;
+    record.at = at;
+    record.duration_ms = response.duration.count();
+    if (response.error.empty()) record.status = response.status;
+    record.error = response.error;
+    record.delivered =
+        response.error.empty() && response.status >= 200 && response.status < 300;
+    if (record.delivered) {
+        done.outcome = "delivered";
+        return done;
+    }
+    if (response.error.empty()) {
+        record.error = response.status >= 300 && response.status < 400
+                           ? "redirects are not followed"
+                           : "the receiver did not answer with a 2xx status";
+    }
+    if (record.status == 410) {
+        record.disable_reason = "the receiver answered 410 Gone";
+    } else if (auto delay = webhooks::delay_before(options_.schedule, delivery.attempts + 2,
+                                                   common::random_jitter())) {
+        // A receiver that asks to slow down (429, 503) with Retry-After gets at least that long.
+        if (record.status && outbound::asks_to_slow_down(*record.status) && response.retry_after) {
+            *delay = webhooks::honour_retry_after(
+                *delay, std::chrono::duration_cast<std::chrono::milliseconds>(*response.retry_after));
         }
-        if (record.status == 410) {
-            record.disable_reason = "the receiver answered 410 Gone";
-        } else if (auto delay = webhooks::delay_before(options_.schedule, delivery.attempts + 2,
-                                                       common::random_jitter())) {
-            if (record.status && status_asks_to_slow_down(*record.status) && result.retry_after) {
-                *delay = webhooks::honour_retry_after(
-                    *delay,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(*result.retry_after));
-            }
-            record.next_attempt_at = record.at + record.duration_ms + delay->count();
-        }
+        record.next_attempt_at = record.at + record.duration_ms + delay->count();
     }
     done.problem = record.status ? "status " + std::to_string(*record.status) + ": " + record.error
                                  : record.error;

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "outbound/client.hpp"
 #include "outbox/delivery_observer.hpp"
 #include "store/webhook_repository.hpp"
 #include "webhooks/retry_schedule.hpp"
@@ -37,10 +38,15 @@ struct DeliveryOptions {
     std::size_t per_subscription = 4;
     /// Requests in flight from this instance in all (--webhook-workers).
     std::size_t workers = 16;
+    /// Requests in flight for one tenant's subscriptions together (--webhook-tenant-workers):
+    /// the workers are shared round-robin across the tenants with deliveries due, and no tenant
+    /// holds more than this many of them.
+    std::size_t per_tenant = 8;
     bool allow_http = false;               ///< --webhook-allow-http
     bool allow_private_addresses = false;  ///< --webhook-allow-private-addresses
     std::string ca_file;                   ///< --webhook-ca-file: trusted besides the system's
-    /// Finished deliveries are kept this long for the deliveries endpoint (--webhook-retention).
+    /// Finished deliveries are kept this long for the deliveries endpoint
+    /// (--webhook-retention-hours).
     std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};
     /// A subscription whose every attempt failed for this long is disabled.
     std::chrono::milliseconds disable_after{std::chrono::hours(24 * 5)};
@@ -61,14 +67,20 @@ SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
                             const std::vector<std::string>& keys, std::int64_t timestamp,
                             std::string_view user_agent);
 
-/// Delivers the outbox: one thread claims due deliveries and records attempts; `workers`
-/// threads make the requests. Starts on construction; stop() (or the destructor) ends it: the
-/// attempts in flight finish (each bounded by the time-out) and are recorded; claimed jobs not
-/// yet sent keep their leases until they expire and are then claimed again (at least once).
+/// Delivers the outbox. One thread claims due deliveries and records attempts, each batch in
+/// one transaction; the requests go through the process's outbound client (keep-alive
+/// connections, no thread each), at most `workers` at once, shared round-robin across tenants
+/// and then across a tenant's subscriptions, at most `per_tenant` for one tenant and
+/// `per_subscription` for one subscription. An attempt that ends starts the next one at once.
+/// Starts on construction; stop() (or the destructor) ends it: the attempts in flight finish
+/// (each bounded by the time-out) and are recorded; claimed jobs not yet sent keep their leases
+/// until they expire and are then claimed again (at least once).
 class Dispatcher {
   public:
+    /// `client` must outlive the dispatcher.
     Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
-               std::unique_ptr<store::WebhookRepository> repository, DeliveryObserver& observer);
+               std::unique_ptr<store::WebhookRepository> repository, DeliveryObserver& observer,
+               outbound::Client& client);
     ~Dispatcher();
     Dispatcher(const Dispatcher&) = delete;
     Dispatcher& operator=(const Dispatcher&) = delete;
@@ -79,6 +91,7 @@ class Dispatcher {
     /// Subscriptions changed (one was created or enabled, an event was queued again): look
     /// soon, whatever the last look found. Any thread.
     void subscriptions_changed();
+    /// Idempotent; any thread, also several at once.
     void stop();
 
   private:
@@ -93,14 +106,29 @@ class Dispatcher {
         std::string problem;
         std::string traceparent;  // the attempt's span
     };
+    // The claimed jobs of one tenant not yet sent, by subscription (in claim order within
+    // each), and what it has in flight.
+    struct Tenant {
+        std::map<std::string, std::deque<Job>> subscriptions;
+        std::string last_subscription;  // served last: the next turn starts after it
+        std::size_t in_flight = 0;
+        std::size_t queued = 0;
+    };
 
     void run_claimer();
-    void run_worker();
-    Done attempt(const store::ClaimedDelivery& delivery) const;
-    /// Claims due deliveries within the budget (four jobs per worker held here at most).
+    /// Claims due deliveries within the budget.
     void claim(std::int64_t now);
-    /// Moves waiting jobs whose subscription has room to the workers. Under mutex_.
-    void promote_waiting(std::int64_t now);
+    /// Sends every queued job that has room now, round-robin; any thread.
+    void pump();
+    /// The next job with room (under mutex_), or nullopt; drops jobs whose lease ran out.
+    std::optional<Job> next_job(std::int64_t now);
+    void send(Job job);
+    /// The attempt's record from the receiver's answer.
+    Done finish(const store::ClaimedDelivery& delivery, std::int64_t at,
+                const std::string& traceparent, const outbound::Response& response) const;
+    /// An attempt that ended before a request could be made (the secret does not open).
+    Done unsent(const store::ClaimedDelivery& delivery, std::int64_t at, std::string error) const;
+    void ended(const std::string& tenant, const std::string& subscription, Done done);
     void record(std::vector<Done>& done);
     void housekeep(std::int64_t now);
 
@@ -108,21 +136,22 @@ class Dispatcher {
     webhooks::SecretKey key_;
     std::unique_ptr<store::WebhookRepository> repository_;  // the claimer thread's only
     DeliveryObserver& observer_;
+    outbound::Client& client_;
     std::string owner_;  // this instance's lease name
 
     std::mutex mutex_;
     std::condition_variable claimer_wake_;
-    std::condition_variable worker_wake_;
     bool stopping_ = false;
     bool woken_ = false;
-    std::deque<Job> waiting_;  // claimed, their subscription at its concurrency: not yet sent
-    std::deque<Job> ready_;    // for the workers
+    std::map<std::string, Tenant> tenants_;  // queued or in flight
+    std::string last_tenant_;                // served last: the next turn starts after it
+    std::map<std::string, std::size_t> subscription_in_flight_;
+    std::size_t queued_ = 0;
+    std::size_t in_flight_ = 0;
     std::vector<Done> done_;
-    std::map<std::string, std::size_t> in_flight_;  // by subscription, ready and sending
-    std::size_t busy_workers_ = 0;
     std::atomic<bool> outbox_active_{true};  // the last look found subscriptions or deliveries
 
-    std::vector<std::thread> workers_;
+    std::once_flag joined_;
     std::thread claimer_;
 };
 

@@ -4,7 +4,7 @@
 
 #include "common/thread_name.hpp"
 #include "common/time_text.hpp"
-#include "outbound/https_client.hpp"
+#include "outbound/client.hpp"
 #include "outbox/random_id.hpp"
 #include "webhooks/signature.hpp"
 
@@ -31,10 +31,11 @@ std::string seal_context(const std::string& tenant, const std::string& id) {
 
 SubscriptionService::SubscriptionService(SubscriptionOptions options, webhooks::SecretKey key,
                                          std::unique_ptr<store::WebhookRepository> repository,
-                                         DeliveryObserver* observer)
+                                         outbound::Client& client, DeliveryObserver* observer)
     : options_(std::move(options)),
       key_(std::move(key)),
       repository_(std::move(repository)),
+      client_(client),
       observer_(observer),
       thread_([this] {
           common::name_this_thread("ps-subscribe");
@@ -45,8 +46,11 @@ SubscriptionService::~SubscriptionService() { close(); }
 
 void SubscriptionService::close() {
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         closing_ = true;
+        // A host being resolved is answered (unavailable) when its check ends: at most the
+        // resolve time-out.
+        wake_.wait(lock, [this] { return checking_ == 0; });
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
@@ -100,43 +104,74 @@ SubscriptionOutcome SubscriptionService::found(const std::string& tenant, const 
 
 void SubscriptionService::create(std::string tenant, std::string url, domain::EventSet events,
                                  const Callback& done) {
-    submit(done, [this, tenant = std::move(tenant), url = std::move(url), events] {
-        if (auto problem = webhooks::url_problem(url, options_.policy)) {
-            return outcome(SubscriptionOutcome::Kind::invalid, *problem);
+    if (auto problem = webhooks::url_problem(url, options_.policy)) {
+        submit(done, [problem = std::move(*problem)] {
+            return outcome(SubscriptionOutcome::Kind::invalid, problem);
+        });
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (closing_) {
+            done(outcome(SubscriptionOutcome::Kind::unavailable,
+                         "the webhook subscription service is closing"));
+            return;
         }
-        // The host must resolve, now, to addresses a delivery may reach (checked again at each
-        // delivery: DNS may change).
-        outbound::PostOptions check;
-        check.allow_http = options_.policy.allow_http;
-        check.timeout = options_.resolve_timeout;
-        if (!options_.policy.allow_private_addresses) {
-            check.address_allowed = [](const std::string& address) {
-                return webhooks::is_public_address_text(address);
-            };
+        ++checking_;
+    }
+    // The host must resolve, now, to addresses a delivery may reach (checked again at each
+    // delivery: DNS may change). The client resolves it without a thread waiting: meanwhile
+    // the service goes on with other tenants' calls.
+    outbound::Request check;
+    check.url = url;
+    check.allow_http = options_.policy.allow_http;
+    check.timeout = options_.resolve_timeout;
+    if (!options_.policy.allow_private_addresses) {
+        check.address_allowed = [](const std::string& address) {
+            return webhooks::is_public_address_text(address);
+        };
+    }
+    client_.check_destination(std::move(check), [this, done, tenant = std::move(tenant),
+                                                 url = std::move(url),
+                                                 events](std::string problem) mutable {
+        if (!problem.empty()) {
+            submit(done, [problem = std::move(problem)] {
+                return outcome(SubscriptionOutcome::Kind::invalid, "url: " + problem);
+            });
+        } else {
+            submit(done, [this, tenant = std::move(tenant), url = std::move(url), events] {
+                return add(tenant, url, events);
+            });
         }
-        if (const std::string problem = outbound::check_destination(url, check); !problem.empty()) {
-            return outcome(SubscriptionOutcome::Kind::invalid, "url: " + problem);
+        {
+            std::lock_guard lock(mutex_);
+            --checking_;
         }
-        store::WebhookSubscription subscription;
-        subscription.tenant = tenant;
-        subscription.id = random_id("wh_");
-        subscription.url = url;
-        subscription.events = events;
-        subscription.created_at = common::unix_ms_now();
-        const std::string secret = webhooks::new_secret();
-        subscription.sealed_secret =
-            webhooks::seal(key_, secret, seal_context(tenant, subscription.id));
-        if (!repository_->add_subscription(subscription, options_.max_per_tenant)) {
-            return outcome(SubscriptionOutcome::Kind::conflict,
-                           "this tenant already has " + std::to_string(options_.max_per_tenant) +
-                               " webhook subscriptions, the most allowed; delete one first");
-        }
-        if (options_.on_change) options_.on_change();
-        SubscriptionOutcome result;
-        result.subscriptions.push_back(std::move(subscription));
-        result.secret = secret;
-        return result;
+        wake_.notify_all();
     });
+}
+
+SubscriptionOutcome SubscriptionService::add(const std::string& tenant, const std::string& url,
+                                             domain::EventSet events) {
+    store::WebhookSubscription subscription;
+    subscription.tenant = tenant;
+    subscription.id = random_id("wh_");
+    subscription.url = url;
+    subscription.events = events;
+    subscription.created_at = common::unix_ms_now();
+    const std::string secret = webhooks::new_secret();
+    subscription.sealed_secret =
+        webhooks::seal(key_, secret, seal_context(tenant, subscription.id));
+    if (!repository_->add_subscription(subscription, options_.max_per_tenant)) {
+        return outcome(SubscriptionOutcome::Kind::conflict,
+                       "this tenant already has " + std::to_string(options_.max_per_tenant) +
+                           " webhook subscriptions, the most allowed; delete one first");
+    }
+    if (options_.on_change) options_.on_change();
+    SubscriptionOutcome result;
+    result.subscriptions.push_back(std::move(subscription));
+    result.secret = secret;
+    return result;
 }
 
 void SubscriptionService::list(std::string tenant, const Callback& done) {

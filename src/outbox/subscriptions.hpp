@@ -1,7 +1,8 @@
 // Outbox layer (see dispatcher.hpp): what a tenant does with its webhook subscriptions, as the
 // API's management endpoints ask for it. Checks URLs (webhooks/destination.hpp, then the
-// addresses the host resolves to), mints and seals secrets, and runs the store's blocking calls
-// on a thread of its own so that no I/O thread waits on them.
+// addresses the host resolves to, through the outbound client, which waits on no thread), mints
+// and seals secrets, and runs the store's blocking calls on a thread of its own so that no I/O
+// thread waits on them; no call waits for another's name resolution.
 #pragma once
 
 #include <chrono>
@@ -64,10 +65,11 @@ class SubscriptionService {
   public:
     using Callback = std::function<void(SubscriptionOutcome)>;
 
+    /// `client` (which resolves a new subscription's host) must outlive the service;
     /// `observer`, when not null, hears why a call found the store unavailable.
     SubscriptionService(SubscriptionOptions options, webhooks::SecretKey key,
                         std::unique_ptr<store::WebhookRepository> repository,
-                        DeliveryObserver* observer = nullptr);
+                        outbound::Client& client, DeliveryObserver* observer = nullptr);
     ~SubscriptionService();
     SubscriptionService(const SubscriptionService&) = delete;
     SubscriptionService& operator=(const SubscriptionService&) = delete;
@@ -95,16 +97,21 @@ class SubscriptionService {
   private:
     void submit(const Callback& done, std::function<SubscriptionOutcome()> work);
     void run();
+    /// Stores a new subscription of `tenant` to `url` (checked) and mints its secret.
+    SubscriptionOutcome add(const std::string& tenant, const std::string& url,
+                            domain::EventSet events);
     /// The subscription `id` of `tenant`, or a not_found outcome.
     SubscriptionOutcome found(const std::string& tenant, const std::string& id);
 
     SubscriptionOptions options_;
     webhooks::SecretKey key_;
     std::unique_ptr<store::WebhookRepository> repository_;  // the service thread's only
+    outbound::Client& client_;
     DeliveryObserver* observer_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool closing_ = false;
+    std::size_t checking_ = 0;  // hosts being resolved for create(); close() waits for them
     std::deque<std::function<void()>> queue_;
     std::thread thread_;
 };

@@ -7,7 +7,7 @@
 
 #include "common/jitter.hpp"
 #include "common/thread_name.hpp"
-#include "outbound/https_client.hpp"
+#include "outbound/client.hpp"
 
 namespace plantstore::telemetry {
 std::string traces_url(std::string endpoint) {
@@ -22,6 +22,7 @@ OtlpExporter::OtlpExporter(Options options)
     : options_(std::move(options)),
       url_(traces_url(options_.endpoint)),
       last_report_(std::chrono::steady_clock::now() - std::chrono::minutes(1)) {
+    if (options_.client == nullptr) throw std::invalid_argument("no outbound client");
     queue_.reserve(options_.max_batch);
     thread_ = std::thread([this] {
         common::name_this_thread("ps-trace-send");
@@ -115,16 +116,17 @@ std::chrono::milliseconds jittered(std::chrono::milliseconds wait) {
 }  // namespace
 
 bool OtlpExporter::send(const std::vector<common::Span>& batch) {
-    outbound::PostOptions post;
-    post.ca_file = options_.ca_file;
-    post.timeout = options_.timeout;
-    post.allow_http = true;  // the operator's collector, often a local agent on plain HTTP
-    const std::string body = encode_otlp_json(options_.resource, batch);
+    outbound::Request request;
+    request.url = url_;
+    request.headers = {{"Content-Type", "application/json"}};
+    request.body = encode_otlp_json(options_.resource, batch);
+    request.ca_file = options_.ca_file;
+    request.timeout = options_.timeout;
+    request.allow_http = true;  // the operator's collector, often a local agent on plain HTTP
     const auto first_attempt = std::chrono::steady_clock::now();
     std::chrono::milliseconds backoff = options_.first_backoff;
     for (int attempt = 1;; ++attempt) {
-        const outbound::PostResult result =
-            outbound::post(url_, {{"Content-Type", "application/json"}}, body, post);
+        const outbound::Response result = options_.client->send_and_wait(request);
         if (result.error.empty() && result.status >= 200 && result.status < 300) {
             exported_.fetch_add(batch.size(), std::memory_order_relaxed);
             return true;
@@ -138,7 +140,8 @@ bool OtlpExporter::send(const std::vector<common::Span>& batch) {
         // lasts. Spans recorded meanwhile queue up, and drop when the queue is full.
         const bool retryable = !result.error.empty() || asks_for_a_retry(result.status);
         std::chrono::milliseconds wait = jittered(backoff);
-        if (result.retry_after && result.error.empty()) {
+        if (result.retry_after && result.error.empty() &&
+            outbound::asks_to_slow_down(result.status)) {
             wait = std::max(
                 wait, std::chrono::duration_cast<std::chrono::milliseconds>(*result.retry_after));
         }

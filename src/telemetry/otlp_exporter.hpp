@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/span.hpp"
+#include "outbound/client.hpp"
 #include "telemetry/otlp_json.hpp"
 
 namespace plantstore::telemetry {
@@ -31,7 +32,9 @@ class OtlpExporter final : public common::SpanSink {
     struct Options {
         /// The collector's base URL (http:// or https://); spans go to {endpoint}/v1/traces.
         std::string endpoint;
-        /// PEM certificate authorities for an https:// endpoint; empty: the system's.
+        /// The process's outbound client, which sends the exports; must outlive the exporter.
+        outbound::Client* client = nullptr;
+        /// PEM certificate authorities trusted for an https:// endpoint besides the system's.
         std::string ca_file;
         /// One export, every phase included, at most.
         std::chrono::milliseconds timeout{10'000};
@@ -43,7 +46,8 @@ class OtlpExporter final : public common::SpanSink {
         std::chrono::milliseconds interval{1000};
         /// How long a batch is retried, from its first attempt, when the collector asks for it
         /// (429, 502, 503 or 504, as OTLP says) or does not answer; 0: never retried. Other
-        /// answers are final.
+        /// answers are final. A 429 or 503 with Retry-After waits at least that long
+        /// (outbound::asks_to_slow_down, the rule webhook deliveries follow too).
         std::chrono::milliseconds max_retry{30'000};
         /// The wait before the first retry; it doubles for each next one, up to max_backoff,
         /// each with up to ±20% of jitter. A Retry-After (in seconds) is waited instead.
@@ -56,7 +60,8 @@ class OtlpExporter final : public common::SpanSink {
     };
 
     /// Starts the export thread.
-    /// @throws std::invalid_argument when the endpoint is not an http:// or https:// URL
+    /// @throws std::invalid_argument when the endpoint is not an http:// or https:// URL, or
+    /// there is no client
     explicit OtlpExporter(Options options);
     /// Same as stop().
     ~OtlpExporter() override;

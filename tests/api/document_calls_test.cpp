@@ -35,8 +35,9 @@ TEST(ApiDocument, TheRouteTablesAndTheServedDocumentNameTheSameOperations) {
     testing_support::TempDir dir;
     store::StoreConfig config;
     config.data_dir = dir.path();
+    outbound::Client client;
     outbox::SubscriptionService subscriptions({}, webhooks::SecretKey::generate(),
-                                              store::open_webhook_repository(config));
+                                              store::open_webhook_repository(config), client);
     auth::TokenRegistry tokens;
     ScriptedStore store;
     MonitoringHandler operations(store, [] { return std::string(); });

@@ -173,6 +173,7 @@ void HttpsTestServer::serve() {
         if (::poll(&ready, 1, 50) != 1) continue;
         const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) continue;
+        ++connections_;
         timeval timeout{2, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
@@ -186,28 +187,37 @@ void HttpsTestServer::serve() {
                                   : static_cast<int>(::recv(fd, buffer, size, 0));
         };
         if (ssl == nullptr || SSL_accept(ssl) == 1) {
-            std::string request;
-            char buffer[4096];
-            while (request.find("\r\n\r\n") == std::string::npos && request.size() < 65536) {
-                const int got = read_some(buffer, sizeof buffer);
-                if (got <= 0) break;
-                request.append(buffer, static_cast<std::size_t>(got));
-            }
-            const auto head_end = request.find("\r\n\r\n");
-            if (head_end != std::string::npos) {
+            std::string pending;  // read beyond the request being answered
+            for (int on_connection = 1; !stopping_; ++on_connection) {
+                std::string request = std::move(pending);
+                pending.clear();
+                char buffer[4096];
+                while (request.find("\r\n\r\n") == std::string::npos && request.size() < 65536) {
+                    const int got = read_some(buffer, sizeof buffer);
+                    if (got <= 0) break;
+                    request.append(buffer, static_cast<std::size_t>(got));
+                }
+                const auto head_end = request.find("\r\n\r\n");
+                if (head_end == std::string::npos) break;
                 // The body, up to the Content-Length the head announces (bounded).
                 std::size_t length = 0;
                 const auto field = request.find("Content-Length: ");
                 if (field != std::string::npos && field < head_end) {
                     length = std::stoul(request.substr(field + 16));
                 }
-                while (request.size() < head_end + 4 + std::min<std::size_t>(length, 65536)) {
+                const std::size_t end = head_end + 4 + std::min<std::size_t>(length, 65536);
+                while (request.size() < end) {
                     const int got = read_some(buffer, sizeof buffer);
                     if (got <= 0) break;
                     request.append(buffer, static_cast<std::size_t>(got));
                 }
+                if (request.size() > end) {
+                    pending = request.substr(end);
+                    request.resize(end);
+                }
                 std::string response;
                 int delay_ms = 0;
+                bool keep = false;
                 {
                     std::lock_guard lock(mutex_);
                     requests_received_.push_back(request);
@@ -218,9 +228,14 @@ void HttpsTestServer::serve() {
                     }
                     statuses_answered_.push_back(reply.status);
                     delay_ms = reply.delay_ms;
+                    keep = keep_alive_ && (max_per_connection_ == 0 ||
+                                           on_connection < max_per_connection_);
                     response = "HTTP/1.1 " + std::to_string(reply.status) +
                                " Test\r\nContent-Type: application/json\r\nContent-Length: " +
-                               std::to_string(body_.size()) + "\r\nConnection: close\r\n";
+                               std::to_string(body_.size()) + "\r\n";
+                    // Closing silently after a keep-alive answer is what a receiver with a short
+                    // idle time-out does: the client must not reuse the connection it closed.
+                    if (!keep && !(keep_alive_ && silent_close_)) response += "Connection: close\r\n";
                     for (const std::string& header : reply.headers) response += header + "\r\n";
                     response += "\r\n" + body_;
                 }
@@ -233,12 +248,20 @@ void HttpsTestServer::serve() {
                     ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
                 }
                 ++requests_;
+                if (!keep) break;
             }
             if (ssl != nullptr) SSL_shutdown(ssl);
         }
         if (ssl != nullptr) SSL_free(ssl);
         ::close(fd);
     }
+}
+
+void HttpsTestServer::keep_alive(int max_per_connection, bool silent_close) {
+    std::lock_guard lock(mutex_);
+    keep_alive_ = true;
+    max_per_connection_ = max_per_connection;
+    silent_close_ = silent_close;
 }
 
 }  // namespace plantstore::testing_support

@@ -26,7 +26,8 @@ struct TestReply {
 };
 
 /// Serves one connection at a time, reads each request whole, and answers it: with the next
-/// scripted reply if any is left, otherwise as respond() says. Remembers every request.
+/// scripted reply if any is left, otherwise as respond() says. Remembers every request. Closes
+/// the connection after each answer (Connection: close) unless keep_alive() says otherwise.
 class HttpsTestServer {
   public:
     /// Listens on 127.0.0.1 (a free port) with this certificate and key.
@@ -52,6 +53,12 @@ class HttpsTestServer {
     std::vector<int> all_statuses();
     /// Answers the next requests with `replies`, in order, before falling back to respond().
     void script(std::vector<TestReply> replies);
+    /// From now on, serves many requests per connection: at most `max_per_connection` (0: any),
+    /// after which it closes, with Connection: close on the last answer, or, with
+    /// `silent_close`, without saying so (as a receiver whose idle time-out ran out).
+    void keep_alive(int max_per_connection = 0, bool silent_close = false);
+    /// Connections accepted so far.
+    int connections() const { return connections_; }
 
   private:
     void listen();
@@ -67,6 +74,10 @@ class HttpsTestServer {
     std::vector<std::string> requests_received_;  // guarded by mutex_
     std::vector<int> statuses_answered_;          // guarded by mutex_
     std::vector<TestReply> script_;               // guarded by mutex_, next first
+    bool keep_alive_ = false;                     // guarded by mutex_
+    int max_per_connection_ = 0;                  // guarded by mutex_
+    bool silent_close_ = false;                   // guarded by mutex_
+    std::atomic<int> connections_{0};
     std::atomic<int> requests_{0};
     std::atomic<bool> stopping_{false};
     std::thread thread_;

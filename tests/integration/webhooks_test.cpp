@@ -736,6 +736,60 @@ TEST_F(Webhooks, HttpsReceiversAreVerifiedAgainstTheConfiguredAuthority) {
               std::set<std::string>{expected_signature(text(created.at("secret")), received)});
 }
 
+// As production runs: the receiver's authority is in the system's trust store, as large as
+// Debian's (SSL_CERT_FILE: the system bundle plus the test CA), with no --webhook-ca-file; and
+// one keep-alive connection carries the deliveries one after another.
+TEST_F(Webhooks, HttpsDeliveriesTrustTheSystemStoreAndShareKeepAliveConnections) {
+    const auto ca = dir.path() / "ca.pem";
+    const auto cert = dir.path() / "server.pem";
+    const auto key = dir.path() / "server.key";
+    write_test_pki(ca, cert, key);
+    const auto bundle = dir.path() / "system-and-test-ca.pem";
+    {
+        std::ofstream out(bundle);
+        std::ifstream system("/etc/ssl/certs/ca-certificates.crt");
+        out << system.rdbuf();
+        std::ifstream test_ca(ca);
+        out << test_ca.rdbuf();
+    }
+    ASSERT_GT(std::filesystem::file_size(bundle), 100'000U) << "no system trust store to add to";
+    server = std::make_unique<ServerProcess>(data_dir(), webhook_options({"--webhook-concurrency", "1"}),
+                                             std::vector<std::string>{"SSL_CERT_FILE=" + bundle.string()});
+    HttpsTestServer receiver(cert, key);
+    receiver.keep_alive();
+    subscribe(receiver.url("/secure"));
+    for (int id = 1; id <= 20; ++id) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":"Palm"})").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 20; })) << receiver.requests();
+    EXPECT_EQ(receiver.connections(), 1) << "each delivery paid a TCP and TLS handshake";
+}
+
+// One tenant's receivers that never answer hold at most its share of the workers
+// (--webhook-tenant-workers): another tenant's delivery goes out while they hang, not after
+// their time-out.
+TEST_F(Webhooks, ATenantsHangingReceiversDoNotDelayAnotherTenantsDeliveries) {
+    const std::string victim = create_token(data_dir(), "victim", "victim");
+    start(webhook_options({"--webhook-timeout-ms", "30000", "--webhook-workers", "16",
+                           "--webhook-tenant-workers", "8", "--webhook-concurrency", "4"}));
+    auto silent = std::make_unique<SilentReceiver>();
+    HttpsTestServer healthy;
+    for (int i = 0; i < 20; ++i) subscribe(silent->url() + "?n=" + std::to_string(i));
+    for (int id = 1; id <= 10; ++id) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":"Fern"})").status, 200);
+    }
+    // The attacker's attempts fill its share, and stay there (they last until the time-out).
+    ASSERT_TRUE(eventually([&] { return silent->held() == 8U; })) << silent->held();
+    const HttpResponse subscribed =
+        call("POST", "/webhooks", R"({"url":")" + healthy.url() + R"("})", victim);
+    ASSERT_EQ(subscribed.status, 201) << subscribed.body;
+    ASSERT_EQ(post_plant(port(), victim, R"({"id":1,"name":"Victim"})").status, 200);
+    EXPECT_TRUE(eventually([&] { return healthy.requests() == 1; }, 15s))
+        << "the other tenant's delivery waited for the hanging attempts to time out";
+    EXPECT_EQ(silent->held(), 8U) << "the hanging tenant took more than its share";
+    silent.reset();  // closing the connections ends the attempts (failed), so the server stops
+}
+
 TEST_F(Webhooks, InternalAddressesAreRefusedWithoutTheDevelopmentFlag) {
     start(webhook_options({}, false));
     for (const std::string url :

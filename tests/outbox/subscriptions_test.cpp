@@ -42,8 +42,9 @@ class SubscriptionsTest : public testing::Test {
     }
 
     testing_support::TempDir dir;
+    outbound::Client client;
     SubscriptionService service{options(), webhooks::SecretKey::generate(),
-                                store::open_webhook_repository({dir.path()})};
+                                store::open_webhook_repository({dir.path()}), client};
 };
 
 TEST_F(SubscriptionsTest, CreateAnswersTheSubscriptionWithItsSecretOnce) {

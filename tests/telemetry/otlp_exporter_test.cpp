@@ -25,6 +25,13 @@
 namespace plantstore::telemetry {
 namespace {
 
+// The outbound client every exporter of these tests sends through, as the service's one.
+outbound::Client& client() {
+    static outbound::Client shared;
+    return shared;
+}
+
+
 using testing_support::free_port;
 using testing_support::HttpsTestServer;
 
@@ -82,6 +89,7 @@ RC_GTEST_PROP(OtlpExporter, EveryBatchIsSentInOrderRetriedOnlyWhenAskedAndAccoun
     HttpsTestServer collector;
     OtlpExporter::Options options;
     options.endpoint = collector.url("");
+    options.client = &client();
     options.max_queue = max_queue;
     options.max_batch = max_batch;
     options.interval = std::chrono::milliseconds(5);
@@ -144,6 +152,7 @@ RC_GTEST_PROP(OtlpExporter, EveryBatchIsSentInOrderRetriedOnlyWhenAskedAndAccoun
 OtlpExporter::Options retrying_options(const HttpsTestServer& collector) {
     OtlpExporter::Options options;
     options.endpoint = collector.url("");
+    options.client = &client();
     options.max_batch = 1;
     options.interval = std::chrono::milliseconds(1);
     options.first_backoff = std::chrono::milliseconds(10);
@@ -257,6 +266,7 @@ TEST(OtlpExporter, AFullQueueDropsWithoutWaitingForTheCollector) {
     collector.script({{200, {}, 2000}});  // the first export takes two seconds
     OtlpExporter::Options options;
     options.endpoint = collector.url("");
+    options.client = &client();
     options.max_queue = 2;
     options.max_batch = 1;
     options.interval = std::chrono::milliseconds(1);
@@ -272,6 +282,7 @@ TEST(OtlpExporter, AFullQueueDropsWithoutWaitingForTheCollector) {
     EXPECT_GE(exporter.stats().dropped, 98U);
     OtlpExporter::Options ftp;
     ftp.endpoint = "ftp://collector";
+    ftp.client = &client();
     EXPECT_THROW(OtlpExporter{ftp}, std::invalid_argument);
 }
 

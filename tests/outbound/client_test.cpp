@@ -1,0 +1,269 @@
+// The outbound client against real HTTP(S) servers on 127.0.0.1 with a CA made for the test and a
+// DNS server of the test's own: requests as deliveries, exports and key fetches make them; the
+// address policy applied to what a name resolves to, also when the answer changes; redirects
+// not followed; Retry-After read in both forms; the trust store; keep-alive connections reused,
+// and never after the receiver closed them; one deadline over every phase.
+#include "outbound/client.hpp"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "https_test_server.hpp"
+#include "support/dns_server.hpp"
+#include "support/temp_dir.hpp"
+
+namespace plantstore::outbound {
+namespace {
+
+using namespace std::chrono_literals;
+using testing_support::DnsServer;
+using testing_support::HttpsTestServer;
+using testing_support::TempDir;
+
+class OutboundClient : public ::testing::Test {
+  protected:
+    OutboundClient() {
+        testing_support::write_test_pki(dir_.path() / "ca.pem", dir_.path() / "server.pem",
+                                        dir_.path() / "server.key");
+        server_ = std::make_unique<HttpsTestServer>(dir_.path() / "server.pem",
+                                                    dir_.path() / "server.key");
+    }
+    Request post(const std::string& path = "/hooks") const {
+        Request request;
+        request.url = server_->url(path);
+        request.body = "{}";
+        request.ca_file = (dir_.path() / "ca.pem").string();
+        request.timeout = 5s;
+        return request;
+    }
+
+    TempDir dir_;
+    std::unique_ptr<HttpsTestServer> server_;
+    Client client_;
+};
+
+TEST_F(OutboundClient, SendsTheBodyAndHeadersAndReportsTheStatus) {
+    server_->respond(204, "");
+    Request request = post("/hooks?x=1");
+    request.headers = {{"Content-Type", "application/json"}, {"webhook-id", "evt_1"}};
+    request.body = R"({"id":1,"name":"Fern"})";
+    const Response response = client_.send_and_wait(request);
+    EXPECT_EQ(response.error, "");
+    EXPECT_EQ(response.status, 204);
+    const std::string received = server_->last_request();
+    EXPECT_EQ(received.rfind("POST /hooks?x=1 HTTP/1.1\r\n", 0), 0U) << received;
+    EXPECT_NE(received.find("webhook-id: evt_1\r\n"), std::string::npos) << received;
+    EXPECT_NE(received.find("Content-Length: 22\r\n"), std::string::npos) << received;
+    EXPECT_EQ(received.substr(received.size() - 22), R"({"id":1,"name":"Fern"})");
+}
+
+TEST_F(OutboundClient, ABodyIsKeptOnlyWhenAskedAndWithinItsLimit) {
+    server_->respond(200, R"({"keys":[]})");
+    Request fetch = post("/certs");
+    fetch.method = "GET";
+    fetch.body.clear();
+    fetch.max_body_bytes = 1024;
+    EXPECT_EQ(client_.send_and_wait(fetch).body, R"({"keys":[]})");
+    EXPECT_EQ(server_->last_request().rfind("GET /certs HTTP/1.1\r\n", 0), 0U);
+    fetch.max_body_bytes = 4;
+    const Response large = client_.send_and_wait(fetch);
+    EXPECT_EQ(large.status, 0);
+    EXPECT_NE(large.error.find("larger than 4 bytes"), std::string::npos) << large.error;
+    EXPECT_EQ(client_.send_and_wait(post()).body, "");  // a delivery's answer: not kept
+}
+
+TEST_F(OutboundClient, RedirectsAreNotFollowedAndRetryAfterIsReadInBothForms) {
+    server_->respond(302, "", {"Location: https://127.0.0.1:1/elsewhere"});
+    EXPECT_EQ(client_.send_and_wait(post()).status, 302);
+    EXPECT_EQ(server_->requests(), 1);
+    server_->respond(429, "slow down", {"Retry-After: 7"});
+    const Response limited = client_.send_and_wait(post());
+    EXPECT_EQ(limited.status, 429);
+    EXPECT_EQ(limited.retry_after, 7s);
+    server_->respond(503, "", {"Retry-After: Wed, 21 Oct 2015 07:28:00 GMT"});
+    EXPECT_EQ(client_.send_and_wait(post()).retry_after, 0s);  // a date in the past
+    EXPECT_EQ(parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40), 60s);
+    EXPECT_EQ(parse_retry_after(" 120 ", 0), 120s);
+    EXPECT_EQ(parse_retry_after("-1", 0), std::nullopt);
+    EXPECT_EQ(parse_retry_after("soon", 0), std::nullopt);
+    EXPECT_TRUE(asks_to_slow_down(429) && asks_to_slow_down(503));
+    EXPECT_FALSE(asks_to_slow_down(502) || asks_to_slow_down(500));
+}
+
+TEST_F(OutboundClient, TheAddressPolicyAppliesToWhatTheNameResolvesTo) {
+    Request request = post();
+    request.address_allowed = [](const std::string& address) {
+        return address != "127.0.0.1" && address != "::1";
+    };
+    const Response literal = client_.send_and_wait(request);
+    EXPECT_EQ(literal.status, 0);
+    EXPECT_NE(literal.error.find("may not connect to (127.0.0.1)"), std::string::npos)
+        << literal.error;
+    // A name is judged by the addresses it resolves to, not by how it looks.
+    request.url = "https://localhost:" + std::to_string(server_->port()) + "/hooks";
+    const Response named = client_.send_and_wait(request);
+    EXPECT_EQ(named.status, 0);
+    EXPECT_NE(named.error.find("localhost resolves only to addresses"), std::string::npos)
+        << named.error;
+    std::promise<std::string> checked;
+    client_.check_destination(request, [&checked](std::string problem) {
+        checked.set_value(std::move(problem));
+    });
+    EXPECT_NE(checked.get_future().get().find("resolves only to addresses"), std::string::npos);
+    EXPECT_EQ(server_->requests(), 0);
+    request = post();
+    request.address_allowed = [](const std::string&) { return true; };
+    EXPECT_EQ(client_.send_and_wait(request).status, 200);
+}
+
+TEST_F(OutboundClient, TheSystemsAuthoritiesAreTrustedAndACaFileBesidesThem) {
+    Request system_only = post();
+    system_only.ca_file.clear();  // the test CA is not among the system's
+    const Response untrusted = client_.send_and_wait(system_only);
+    EXPECT_EQ(untrusted.status, 0);
+    EXPECT_FALSE(untrusted.error.empty());
+    // A client whose system trust store holds the test CA (as production adds its own CAs):
+    // the system's authorities are trusted, with or without a CA file beside them.
+    const auto bundle = dir_.path() / "system-bundle.pem";
+    {
+        std::ofstream out(bundle);
+        std::ifstream system("/etc/ssl/certs/ca-certificates.crt");
+        out << system.rdbuf();
+        std::ifstream test_ca(dir_.path() / "ca.pem");
+        out << test_ca.rdbuf();
+    }
+    const char* before = std::getenv("SSL_CERT_FILE");
+    const std::string saved = before != nullptr ? before : "";
+    ::setenv("SSL_CERT_FILE", bundle.c_str(), 1);
+    {
+        Client with_system_ca;
+        EXPECT_EQ(with_system_ca.send_and_wait(system_only).status, 200);
+        Request other_file = system_only;
+        other_file.ca_file = (dir_.path() / "server.pem").string();  // any other PEM
+        EXPECT_EQ(with_system_ca.send_and_wait(other_file).status, 200);
+    }
+    if (before != nullptr) {
+        ::setenv("SSL_CERT_FILE", saved.c_str(), 1);
+    } else {
+        ::unsetenv("SSL_CERT_FILE");
+    }
+    Request plain = post();
+    plain.url = "http://127.0.0.1:" + std::to_string(server_->port()) + "/hooks";
+    const Response refused = client_.send_and_wait(plain);
+    EXPECT_EQ(refused.status, 0);
+    EXPECT_NE(refused.error.find("only https://"), std::string::npos) << refused.error;
+}
+
+TEST_F(OutboundClient, OneKeepAliveConnectionCarriesManyRequests) {
+    server_->keep_alive();
+    for (int i = 0; i < 20; ++i) {
+        const Response response = client_.send_and_wait(post());
+        ASSERT_EQ(response.status, 200) << response.error;
+        EXPECT_EQ(response.reused_connection, i > 0);
+    }
+    EXPECT_EQ(server_->connections(), 1);
+    EXPECT_EQ(server_->requests(), 20);
+    const ClientStats stats = client_.stats();
+    EXPECT_EQ(stats.connections_opened, 1U);
+    EXPECT_EQ(stats.connections_reused, 19U);
+}
+
+TEST_F(OutboundClient, AConnectionTheReceiverClosedIsNotReused) {
+    // The receiver closes each connection after two answers, without saying so.
+    server_->keep_alive(2, true);
+    for (int i = 0; i < 6; ++i) {
+        const Response response = client_.send_and_wait(post());
+        ASSERT_EQ(response.status, 200) << i << ": " << response.error;
+        // Give the close time to arrive before the next request looks at the pool.
+        std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(server_->requests(), 6) << "a request was lost or sent twice";
+    EXPECT_EQ(server_->connections(), 3);
+}
+
+TEST_F(OutboundClient, ANameIsResolvedOncePerTimeToLiveAndAnAnswerThatTurnsPrivateIsRefused) {
+    DnsServer dns;
+    dns.set("receiver.test", "127.0.0.1", 1);
+    ClientOptions options;
+    options.dns_servers = dns.address();
+    Client client(options);
+    HttpsTestServer plain;
+    plain.keep_alive();
+    Request request;
+    request.url = "http://receiver.test:" + std::to_string(plain.port()) + "/hooks";
+    request.allow_http = true;
+    request.timeout = 5s;
+    // Only 127.0.0.1 may be reached here: 127.0.0.9 stands for an internal address.
+    request.address_allowed = [](const std::string& address) { return address == "127.0.0.1"; };
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(client.send_and_wait(request).status, 200);
+    EXPECT_EQ(dns.queries("receiver.test"), 1) << "the answer was not kept for its TTL";
+    // The name now points inside: after the TTL, the next lookup sees it, and nothing is sent,
+    // although a keep-alive connection to the old address is pooled.
+    dns.set("receiver.test", "127.0.0.9", 60);
+    std::this_thread::sleep_for(1200ms);
+    const Response refused = client.send_and_wait(request);
+    EXPECT_EQ(refused.status, 0);
+    EXPECT_NE(refused.error.find("receiver.test resolves only to addresses plantstore may not "
+                                 "connect to (127.0.0.9)"),
+              std::string::npos)
+        << refused.error;
+    EXPECT_EQ(plain.requests(), 3);
+    EXPECT_EQ(dns.queries("receiver.test"), 2);
+    request.url = "http://nowhere.test/hooks";
+    EXPECT_NE(client.send_and_wait(request).error.find("cannot resolve nowhere.test"),
+              std::string::npos);
+}
+
+TEST_F(OutboundClient, OneDeadlineCoversAServerThatNeverAnswers) {
+    // Accepts connections (the kernel completes the handshake) and never says a word.
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(listener, 8), 0);
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    Request request = post();
+    request.url = "https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hooks";
+    request.timeout = 700ms;
+    const Response response = client_.send_and_wait(request);
+    ::close(listener);
+    EXPECT_EQ(response.status, 0);
+    EXPECT_EQ(response.error, "timed out after 700 ms");  // not the system's TCP time-outs
+}
+
+TEST_F(OutboundClient, StoppingAnswersWhatIsInFlight) {
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(listener, 8), 0);
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    std::promise<Response> answer;
+    const auto started = std::chrono::steady_clock::now();
+    {
+        Client client;
+        Request request = post();
+        request.url = "https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hooks";
+        request.timeout = 60s;
+        client.send(request, [&answer](Response response) { answer.set_value(response); });
+        std::this_thread::sleep_for(200ms);
+    }  // destroyed while the request waits for an answer that never comes
+    const Response response = answer.get_future().get();
+    ::close(listener);
+    EXPECT_EQ(response.status, 0);
+    EXPECT_FALSE(response.error.empty());
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "stopping waited the time-out";
+}
+
+}  // namespace
+}  // namespace plantstore::outbound
