@@ -780,55 +780,209 @@ def subscribe(server, token, url):
         assert r.status == 201, r.status
 
 
+WEBHOOK_RECEIVER_CONF = """
+worker_processes 1;
+pid nginx.pid;
+error_log stderr warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path tmp/body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    server {
+        listen 127.0.0.1:@PORT@;
+        listen 127.0.0.1:@TLS_PORT@ ssl;
+        ssl_certificate @CERT@;
+        ssl_certificate_key @KEY@;
+        location / { return 204; }
+    }
+}
+"""
+
+
+def webhook_pki(workdir):
+    """A test CA, a certificate for 127.0.0.1 signed by it, and a trust store as large as the
+    system's with the CA added (what SSL_CERT_FILE points at, as a deployment whose receivers'
+    authority is in Debian's store runs)."""
+    pki = os.path.join(workdir, "pki")
+    os.makedirs(pki, exist_ok=True)
+    run = lambda *argv: subprocess.run(argv, check=True, capture_output=True, cwd=pki)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bench CA")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    with open(os.path.join(pki, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    bundle = os.path.join(pki, "system-and-bench-ca.pem")
+    with open(bundle, "wb") as out:
+        with open("/etc/ssl/certs/ca-certificates.crt", "rb") as system:
+            out.write(system.read())
+        with open(os.path.join(pki, "ca.pem"), "rb") as ca:
+            out.write(ca.read())
+    return os.path.join(pki, "server.pem"), os.path.join(pki, "server.key"), bundle
+
+
+def start_webhook_receiver(workdir, cert, key):
+    """nginx answering every request 204, on a plain and a TLS port (one worker: the receiver
+    is not what is measured, and it leaves the server a core)."""
+    port, tls_port = free_port(), free_port()
+    prefix = os.path.join(workdir, "receiver")
+    os.makedirs(os.path.join(prefix, "tmp"), exist_ok=True)
+    config = (WEBHOOK_RECEIVER_CONF.replace("@PORT@", str(port))
+              .replace("@TLS_PORT@", str(tls_port)).replace("@CERT@", cert)
+              .replace("@KEY@", key))
+    with open(os.path.join(prefix, "nginx.conf"), "w") as f:
+        f.write(config)
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    receiver = Server("receiver", [nginx, "-p", prefix, "-c", os.path.join(prefix, "nginx.conf"),
+                                   "-g", "daemon off;"], port)
+    if not wait_for_port(tls_port):
+        receiver.stop()
+        sys.exit("the receiver's TLS port did not open")
+    return receiver, port, tls_port
+
+
+DELIVERED = 'plantstore_webhook_attempts_total{outcome="delivered"}'
+OLDEST = "plantstore_webhook_outbox_oldest_age_seconds"
+
+
+class AgeSampler:
+    """The age of the oldest undelivered event (the server's gauge), read every half second on a
+    thread of its own while the creates run and the backlog drains: how late deliveries are."""
+
+    def __init__(self, server):
+        import threading
+        self.server, self.ages, self.done = server, [], threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.wait(0.5):
+            try:
+                self.ages.append(metric(self.server, OLDEST))
+            except OSError:
+                pass
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(timeout=10)
+        ages = sorted(self.ages) or [0.0]
+        return ages[len(ages) // 2], ages[-1]
+
+
 def webhook_rows(args, binary, workdir, ids):
-    """Creates at 64 connections with no subscription, one to a fast receiver (nginx) and one to
-    a receiver that answers after a second; then how fast the fast receiver's events drain."""
-    rows, extra = [], {}
-    nginx = start_nginx(workdir)
+    """Creates at 64 connections for --webhook-seconds with no subscription, with one to an
+    http:// receiver, one to an https:// receiver whose authority is in a trust store the size of
+    the system's, and one to a receiver that answers after a second; for each, the events
+    delivered while the creates ran, the backlog when they ended and how long it took to drain
+    (watched for --webhook-seconds more), and the server's CPU per event. With --baseline, the
+    first baseline's http and https rows beside them."""
+    rows, results = [], []
+    cert, key, bundle = webhook_pki(workdir)
+    receiver, port, tls_port = start_webhook_receiver(workdir, cert, key)
     slow_port = free_port()
     slow = Server("slow receiver", [sys.executable, "-c", SLOW_RECEIVER, str(slow_port), "1"],
                   slow_port)
+    builds = [(binary, "plantstore")]
+    if args.baseline:
+        builds.append((args.baseline, f"plantstore ({args.baseline_name})"))
+    setups = [(b, f"{label}, no webhook", None) for b, label in builds[:1]]
+    for program, label in builds:
+        setups += [(program, f"{label}, http:// webhook", f"http://127.0.0.1:{port}/hook"),
+                   (program, f"{label}, https:// webhook (system store)",
+                    f"https://127.0.0.1:{tls_port}/hook")]
+    setups.append((binary, "plantstore, webhook to a 1 s receiver",
+                   f"http://127.0.0.1:{slow_port}/hook"))
+    environment = dict(os.environ, SSL_CERT_FILE=bundle)
+    seconds = args.webhook_seconds
     try:
-        for name, url in (("plantstore, no webhook", None),
-                          ("plantstore, webhook to nginx", f"http://127.0.0.1:{nginx.port}/plants"),
-                          ("plantstore, webhook to a 1 s receiver",
-                           f"http://127.0.0.1:{slow_port}/hook")):
+        for program, name, url in setups:
             data_dir = os.path.join(workdir, "webhooks-" + str(len(rows)))
-            token = mint_token(binary, data_dir)
-            server = start_plantstore(binary, data_dir, ["--access-log", "off",
-                                                         "--webhook-allow-http", "on",
-                                                         "--webhook-allow-private-addresses", "on"],
-                                      name)
+            token = mint_token(program, data_dir)
+            port_of = free_port()
+            server = Server(name, [program, "serve", "--listen", f"127.0.0.1:{port_of}",
+                                   "--data-dir", data_dir, "--access-log", "off",
+                                   "--webhook-allow-http", "on",
+                                   "--webhook-allow-private-addresses", "on"], port_of,
+                            env=environment)
             try:
                 if url:
                     subscribe(server, token, url)
-                started = time.monotonic()
                 before = store_counters(server).get("rows", 0)
-                row = run_wrk(server, 64, args.duration, token, ids.take())
+                ticks_before = cpu_ticks(server.pids())
+                sampler = AgeSampler(server) if url else None
+                row = run_wrk(server, 64, seconds, token, ids.take())
+                row["workload"] = "POST /plants, webhooks"
                 rows.append(row)
                 # Plants the server stored (each one event), from its own counter: wrk does not
                 # count the answers still in flight when its time is up.
                 created = int(store_counters(server).get("rows", 0) - before)
-                delivered = 'plantstore_webhook_attempts_total{outcome="delivered"}'
-                if url and "nginx" in name:
-                    deadline = time.monotonic() + 300
-                    while metric(server, delivered) < created and time.monotonic() < deadline:
-                        time.sleep(0.2)
-                    drained = time.monotonic() - started
-                    extra["webhook_fast_created"] = created
-                    extra["webhook_fast_delivered"] = metric(server, delivered)
-                    extra["webhook_fast_drain_s"] = drained
-                    extra["webhook_fast_deliveries_per_s"] = extra["webhook_fast_delivered"] / drained
-                if url and "1 s" in name:
-                    extra["webhook_slow_created"] = created
-                    extra["webhook_slow_delivered"] = metric(server, delivered)
-                print(f"{name:>40} {row['requests_per_s']:>9,.0f} req/s", file=sys.stderr)
+                result = {"name": name, "creates_per_s": row["requests_per_s"],
+                          "created": created}
+                if url:
+                    at_end = metric(server, DELIVERED)
+                    ended = time.monotonic()
+                    result["delivered_during_creates"] = at_end
+                    result["backlog_at_end"] = created - at_end
+                    result["backlog_seconds_of_creates"] = (
+                        (created - at_end) / max(row["requests_per_s"], 1))
+                    if "1 s" not in name:
+                        deadline = ended + seconds
+                        delivered = at_end
+                        while delivered < created and time.monotonic() < deadline:
+                            time.sleep(0.2)
+                            delivered = metric(server, DELIVERED)
+                        result["drain_s"] = time.monotonic() - ended
+                        result["delivered"] = delivered
+                        result["left"] = created - delivered
+                        result["deliveries_per_s"] = delivered / (seconds + result["drain_s"])
+                        ticks = cpu_ticks(server.pids()) - ticks_before
+                        result["cpu_us_per_event"] = ticks / CLK_TCK * 1e6 / max(created, 1)
+                    result["oldest_age_median_s"], result["oldest_age_max_s"] = sampler.stop()
+                results.append(result)
+                print(f"{name:>50} {row['requests_per_s']:>9,.0f} creates/s "
+                      + (f"backlog {result['backlog_at_end']:,.0f} at the end"
+                         if url else ""), file=sys.stderr)
             finally:
                 server.stop()
     finally:
-        nginx.stop()
+        receiver.stop()
         slow.stop()
-    return rows, extra
+    alone = next(r for r in results if r["name"].endswith("no webhook"))
+    for result in results:
+        if "cpu_us_per_event" in result:
+            # What a delivery adds to the server's CPU, beyond the create that made its event.
+            result["cpu_us_per_delivery"] = result["cpu_us_per_event"] - next(
+                row["cpu_us_per_request"] for row in rows if row["server"] == alone["name"])
+    return rows, {"webhooks": results, "webhook_seconds": seconds}
+
+
+def webhook_table(extra):
+    lines = ["| setup | creates/s | delivered while creating | backlog at the end | "
+             "drained after | deliveries/s | server CPU per delivery | oldest waiting event, "
+             "median / max |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in extra["webhooks"]:
+        if "backlog_at_end" not in r:
+            lines.append(f"| {r['name']} | {r['creates_per_s']:,.0f} | | | | | | |")
+            continue
+        drained = ("" if "drain_s" not in r else f"{r['drain_s']:.1f} s" if r["left"] <= 0
+                   else f"not in {extra['webhook_seconds']} s ({r['left']:,.0f} left)")
+        lines.append(
+            f"| {r['name']} | {r['creates_per_s']:,.0f} | {r['delivered_during_creates']:,.0f} "
+            f"of {r['created']:,} | {r['backlog_at_end']:,.0f} "
+            f"({r['backlog_seconds_of_creates']:.2f} s of creates) | {drained} | "
+            + (f"{r['deliveries_per_s']:,.0f} | {r['cpu_us_per_delivery']:.1f} µs | "
+               if "deliveries_per_s" in r else " | | ")
+            + f"{r['oldest_age_median_s']:.1f} / {r['oldest_age_max_s']:.1f} s |")
+    return "\n".join(lines)
 
 
 def build_feed_tail(workdir):
@@ -1002,8 +1156,12 @@ def main():
                         help="also measure instances on a throwaway PostgreSQL (one, two, and "
                              "one committing each request alone)")
     parser.add_argument("--webhooks", action="store_true",
-                        help="also measure creates with a webhook subscription (fast and slow "
-                             "receivers) and how fast deliveries drain")
+                        help="also measure creates with one webhook subscription (http://, "
+                             "https:// trusted through a system-size store, a 1 s receiver; the "
+                             "first --baseline beside them): the backlog at the end, how long it "
+                             "takes to drain, deliveries/s and the server's CPU per delivery")
+    parser.add_argument("--webhook-seconds", type=int, default=60,
+                        help="how long the --webhooks rows create, and watch the backlog after")
     parser.add_argument("--feed", action="store_true",
                         help="also measure creates while 100 SSE clients tail the change feed, "
                              "and 1,000 idle streams plus 1,000 waiting long polls")
@@ -1094,8 +1252,8 @@ def main():
         if args.tracing:
             extra.update(tracing_cost(args, binary, workdir, ids, args.baseline))
         if args.webhooks:
-            webhook_table, webhook_extra = webhook_rows(args, binary, workdir, ids)
-            rows += webhook_table
+            webhook_measured, webhook_extra = webhook_rows(args, binary, workdir, ids)
+            rows += webhook_measured
             extra.update(webhook_extra)
         if args.quota:
             rows += quota_rows(args, binary, workdir, ids)
@@ -1146,13 +1304,10 @@ def main():
         print("\nBy store size (64 connections; the plants preloaded, then each workload "
               f"{args.duration} s):\n")
         print(scaling_table(extra["rows"]))
-    if "webhook_fast_deliveries_per_s" in extra:
-        print(f"\nWebhooks: {extra['webhook_fast_delivered']:,.0f} of "
-              f"{extra['webhook_fast_created']:,} events delivered to nginx "
-              f"{extra['webhook_fast_drain_s']:.1f} s after the creates began: "
-              f"{extra['webhook_fast_deliveries_per_s']:,.0f} deliveries/s; the 1 s receiver got "
-              f"{extra['webhook_slow_delivered']:,.0f} of {extra['webhook_slow_created']:,} "
-              f"during the run (4 at a time).")
+    if "webhooks" in extra:
+        print(f"\nWebhooks (creates at 64 connections for {extra['webhook_seconds']} s, one "
+              "subscription; the backlog watched as long again):\n")
+        print(webhook_table(extra))
     for name in dict.fromkeys(r["server"] for r in rows if "feed" in r):
         tailed = [r for r in rows if "feed" in r and r["server"] == name]
         alone = [r for r in rows if r["workload"].startswith("POST /plants, 0 SSE")
