@@ -15,12 +15,21 @@ Attacks:
   idle-flood    10,000 connections that send nothing, from one address (127.0.0.3)
   streams       300 event streams of one tenant, from 300 addresses (127.0.1.x, so that no
                 per-client limit helps), on a server with --max-connections 300
+  hanging-receivers
+                the attacker's 20 webhook subscriptions point at a receiver that accepts
+                connections and never answers, and it creates 40 plants (800 deliveries that
+                each hang until --webhook-timeout-ms); the victim subscribes once to a receiver
+                that answers at once, and creates a plant every 100 ms one at a time: its row
+                shows how late each of its deliveries arrived (from the 200 of its create)
 
 Usage: bench/hostile.py --binary build/release/plantstore [--baseline OLD] [--duration 8]
 It starts and kills only its own processes, talks only to 127.0.0.x, and every wait is bounded.
 """
 
 import argparse
+import http.client
+import http.server
+import json
 import os
 import resource
 import socket
@@ -164,7 +173,128 @@ class Attack:
         return ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(counts.items()))
 
 
+class Silent:
+    """A webhook receiver that accepts connections and never answers (reads and drops)."""
+
+    def __init__(self, address):
+        self.listener = socket.create_server((address, 0), backlog=1024)
+        self.port = self.listener.getsockname()[1]
+        self.connections, self.stopped = [], False
+        self.thread = threading.Thread(target=self.accept, daemon=True)
+        self.thread.start()
+
+    def accept(self):
+        self.listener.settimeout(0.2)
+        while not self.stopped:
+            try:
+                connection, _ = self.listener.accept()
+                self.connections.append(connection)
+            except OSError:
+                continue
+
+    def stop(self):
+        self.stopped = True
+        self.thread.join(timeout=5)
+        for c in self.connections:
+            c.close()
+        self.listener.close()
+
+
+class Recorder:
+    """A webhook receiver that answers 204 at once and records when each plant's event arrived."""
+
+    def __init__(self):
+        arrivals = self.arrivals = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                arrivals.setdefault(json.loads(body)["data"]["id"], time.monotonic())
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def call(port, token, method, path, body):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(method, path, body=json.dumps(body),
+                           headers={"Authorization": f"Bearer {token}",
+                                    "Content-Type": "application/json"})
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status
+    finally:
+        connection.close()
+
+
+def hanging_receivers(binary, label, duration, workdir):
+    data_dir = tempfile.mkdtemp(dir=workdir)
+    victim = mint(binary, data_dir, "victim", "victim")
+    attacker = mint(binary, data_dir, "attacker", "attacker")
+    server = bench.start_plantstore(binary, data_dir, ["--webhook-allow-http", "on",
+                                                       "--webhook-allow-private-addresses", "on"],
+                                    name=label)
+    silent, recorder = Silent(f"127.0.{next(RUNS)}.1"), Recorder()
+    try:
+        statuses = [call(server.port, attacker, "POST", "/webhooks",
+                         {"url": f"http://{silent.listener.getsockname()[0]}:{silent.port}/?n={i}"})
+                    for i in range(20)]
+        statuses += [call(server.port, attacker, "POST", "/plants", {"id": i, "name": "Hang"})
+                     for i in range(1, 41)]
+        statuses.append(call(server.port, victim, "POST", "/webhooks",
+                             {"url": f"http://127.0.0.1:{recorder.port}/hook"}))
+        time.sleep(1)  # the attacker's deliveries hang in their slots
+        answered, errors = {}, 0
+        deadline = time.monotonic() + duration
+        plant = 0
+        while time.monotonic() < deadline:
+            plant += 1
+            if call(server.port, victim, "POST", "/plants", {"id": plant, "name": "Victim"}) == 200:
+                answered[plant] = time.monotonic()
+            else:
+                errors += 1
+            time.sleep(0.1)
+        wait_until = time.monotonic() + 60
+        while len(recorder.arrivals) < len(answered) and time.monotonic() < wait_until:
+            time.sleep(0.1)
+        delays = sorted(recorder.arrivals[p] - t if p in recorder.arrivals else float("inf")
+                        for p, t in answered.items())
+        counts = {}
+        for status in statuses:
+            counts[status] = counts.get(status, 0) + 1
+        return {"build": label, "attack": "hanging-receivers",
+                "attacker": ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())),
+                "growth_mib": 0.0, "victim_rps": len(answered) / duration,
+                "victim_errors": errors + sum(d == float("inf") for d in delays),
+                "victim_p99_ms": None,
+                "victim_delivery_ms": {"p50": delays[len(delays) // 2] * 1e3,
+                                       "p99": delays[min(len(delays) - 1,
+                                                         int(len(delays) * 0.99))] * 1e3,
+                                       "max": delays[-1] * 1e3,
+                                       "delivered": sum(d != float("inf") for d in delays),
+                                       "created": len(delays)}}
+    finally:
+        server.stop()
+        silent.stop()
+        recorder.stop()
+
+
 def run_one(binary, label, kind, duration, workdir):
+    if kind == "hanging-receivers":
+        return hanging_receivers(binary, label, duration, workdir)
     data_dir = tempfile.mkdtemp(dir=workdir)
     victim = mint(binary, data_dir, "victim", "victim")
     attacker = mint(binary, data_dir, "attacker", "attacker")
@@ -192,7 +322,8 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--baseline", help="another build, measured attack by attack beside it")
     parser.add_argument("--duration", type=int, default=8, help="seconds of victim load")
-    parser.add_argument("--attacks", default="chunk-line,chunk-zeros,trailer,idle-flood,streams")
+    parser.add_argument("--attacks", default="chunk-line,chunk-zeros,trailer,idle-flood,streams,"
+                                              "hanging-receivers")
     args = parser.parse_args()
     # 10,000 attacking connections here, and as many for the server (which inherits the limit).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -212,7 +343,15 @@ def main():
     print("|---|---|---|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['attack']} | {r['build']} | {r['attacker']} | {r['growth_mib']:.0f} | "
-              f"{r['victim_rps']:.0f} | {r['victim_errors']} | {r['victim_p99_ms']:.1f} |")
+              f"{r['victim_rps']:.0f} | {r['victim_errors']} | "
+              + ("-" if r["victim_p99_ms"] is None else f"{r['victim_p99_ms']:.1f}") + " |")
+    for r in rows:
+        if "victim_delivery_ms" in r:
+            d = r["victim_delivery_ms"]
+            print(f"\nhanging-receivers, {r['build']}: the victim's {d['delivered']} of "
+                  f"{d['created']} deliveries arrived {d['p50']:.0f} ms (p50), {d['p99']:.0f} ms "
+                  f"(p99), {d['max']:.0f} ms (max) after its create's 200, beside the attacker's "
+                  "hanging deliveries")
 
 
 if __name__ == "__main__":

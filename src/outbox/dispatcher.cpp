@@ -16,9 +16,18 @@ namespace plantstore::outbox {
 
 namespace {
 
-// Jobs held here (queued or in flight) per worker at most: enough to keep the workers busy
-// between two claims (each a transaction).
+// Jobs held here (queued or in flight) per worker, to begin with: enough to keep the workers
+// busy between two claims (each a transaction).
 constexpr std::size_t kHeldPerWorker = 16;
+// What one subscription holds at first, at least and at most, and all of them together
+// (Dispatcher::hold_). Each claim is a transaction that waits for the plant writer's lock on
+// SQLite: the more it moves, the fewer there are.
+constexpr std::size_t kFirstHold = 1024;
+constexpr std::size_t kLeastHold = 64;
+constexpr std::size_t kMaxHeldPerSubscription = 4096;
+constexpr std::size_t kMaxHeld = 16384;
+// A subscription that sends all it held within this long of the claim holds twice as many.
+constexpr std::int64_t kRanDryQuicklyMs = 1000;
 
 }  // namespace
 
@@ -143,37 +152,61 @@ void Dispatcher::run_claimer() {
     }
 }
 
+std::size_t Dispatcher::hold_of(const std::string& subscription) const {
+    const auto found = hold_.find(subscription);
+    return found == hold_.end() ? kFirstHold : found->second.jobs;
+}
+
+std::int64_t Dispatcher::lease_length() const { return 2 * options_.timeout.count() + 5000; }
+
 void Dispatcher::claim(std::int64_t now) {
     std::vector<std::string> busy;
     std::size_t free = 0;
     {
         std::lock_guard lock(mutex_);
-        // Not claimed for: a subscription, or every subscription of a tenant, that holds enough
-        // here to keep its share of the workers busy; the budget goes to the others.
-        const std::size_t subscription_full = kHeldPerWorker * options_.per_subscription;
+        // Not claimed for: a subscription that holds what it can send before its next claim,
+        // or every subscription of a tenant that holds enough to keep its share of the workers
+        // busy; the budget goes to the others.
         const std::size_t tenant_full = kHeldPerWorker * options_.per_tenant;
+        // A subscription holding nothing here may take its first hold; one that keeps up may
+        // take what its hold lacks.
+        std::size_t room = kFirstHold;
         for (const auto& [name, tenant] : tenants_) {
-            const bool tenant_busy = tenant.queued + tenant.in_flight >= tenant_full;
+            std::size_t tenant_hold = tenant_full;
+            for (const auto& entry : tenant.subscriptions) {
+                tenant_hold = std::max(tenant_hold, hold_of(entry.first));
+            }
+            const bool tenant_busy = tenant.queued + tenant.in_flight >= tenant_hold;
             for (const auto& [subscription, jobs] : tenant.subscriptions) {
                 const auto found = subscription_in_flight_.find(subscription);
                 const std::size_t sending =
                     found == subscription_in_flight_.end() ? 0 : found->second;
-                if (tenant_busy || jobs.size() + sending >= subscription_full) {
+                const std::size_t hold = hold_of(subscription);
+                // Claimed for again once it holds under half its hold: fewer, larger claims.
+                if (tenant_busy || 2 * (jobs.size() + sending) >= hold) {
                     busy.push_back(subscription);
+                } else {
+                    room = std::max(room, hold - jobs.size() - sending);
                 }
             }
         }
         for (const auto& [subscription, sending] : subscription_in_flight_) {
-            if (sending >= subscription_full) busy.push_back(subscription);
+            if (2 * sending >= hold_of(subscription)) busy.push_back(subscription);
+        }
+        // A subscription that ran dry (nothing queued here now) may take what its hold lacks.
+        for (const auto& [subscription, hold] : hold_) {
+            const auto found = subscription_in_flight_.find(subscription);
+            const std::size_t sending = found == subscription_in_flight_.end() ? 0 : found->second;
+            if (sending < hold.jobs) room = std::max(room, hold.jobs - sending);
         }
         const std::size_t held = queued_ + in_flight_;
-        const std::size_t budget = kHeldPerWorker * options_.workers;
-        free = held < budget ? budget - held : 0;
+        const std::size_t budget = std::max(kHeldPerWorker * options_.workers, kMaxHeld);
+        free = std::min(held < budget ? budget - held : 0, room);
     }
     if (free == 0) return;
     // Long enough for the attempt and for recording it; a dead instance's leases expire soon
     // after, and another instance delivers.
-    const std::int64_t lease_until = now + 2 * options_.timeout.count() + 5000;
+    const std::int64_t lease_until = now + lease_length();
     std::vector<store::ClaimedDelivery> claimed;
     try {
         claimed = repository_->claim_due(now, lease_until, free, busy, owner_);
@@ -208,16 +241,25 @@ std::optional<Dispatcher::Job> Dispatcher::next_job(std::int64_t now) {
             std::deque<Job>& jobs = at->second;
             // A job whose lease would run out before an attempt could finish is left to be
             // claimed again later.
+            bool expired = false;
             while (!jobs.empty() && jobs.front().lease_until < now + options_.timeout.count()) {
                 jobs.pop_front();
                 --tenant.queued;
                 --queued_;
+                expired = true;
+            }
+            if (expired) {
+                // It held more than it could send within a lease: hold less.
+                hold_[at->first] = {std::max(kLeastHold, hold_of(at->first) / 2), now};
             }
             if (jobs.empty()) continue;
             std::size_t& sending = subscription_in_flight_[at->first];
             if (sending >= options_.per_subscription) continue;
             Job job = std::move(jobs.front());
             jobs.pop_front();
+            if (const auto held = hold_.find(at->first); held != hold_.end()) {
+                held->second.sent_at = now;
+            }
             --tenant.queued;
             --queued_;
             ++sending;
@@ -225,7 +267,15 @@ std::optional<Dispatcher::Job> Dispatcher::next_job(std::int64_t now) {
             ++in_flight_;
             tenant.last_subscription = at->first;
             last_tenant_ = tenant_at->first;
-            if (jobs.empty()) subscriptions.erase(at);
+            if (jobs.empty()) {
+                // All it held is sent: if that took under a second of the claim, the next
+                // claim brings it twice as many.
+                if (now - (job.lease_until - lease_length()) < kRanDryQuicklyMs) {
+                    hold_[at->first] = {std::min(kMaxHeldPerSubscription, 2 * hold_of(at->first)),
+                                        now};
+                }
+                subscriptions.erase(at);
+            }
             return job;
         }
     }
@@ -404,6 +454,10 @@ void Dispatcher::record(std::vector<Done>& done) {
 }
 
 void Dispatcher::housekeep(std::int64_t now) {
+    {
+        std::lock_guard lock(mutex_);
+        std::erase_if(hold_, [&](const auto& entry) { return now - entry.second.sent_at > 60000; });
+    }
     try {
         repository_->prune(now - options_.retention.count(), 1000);
         const store::OutboxStats stats = repository_->stats();

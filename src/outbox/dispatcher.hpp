@@ -118,6 +118,10 @@ class Dispatcher {
     void run_claimer();
     /// Claims due deliveries within the budget.
     void claim(std::int64_t now);
+    /// How many jobs `subscription` may hold here (queued and in flight), under mutex_.
+    std::size_t hold_of(const std::string& subscription) const;
+    /// How long a claim leases its deliveries (ms).
+    std::int64_t lease_length() const;
     /// Sends every queued job that has room now, round-robin; any thread.
     void pump();
     /// The next job with room (under mutex_), or nullopt; drops jobs whose lease ran out.
@@ -146,6 +150,15 @@ class Dispatcher {
     std::map<std::string, Tenant> tenants_;  // queued or in flight
     std::string last_tenant_;                // served last: the next turn starts after it
     std::map<std::string, std::size_t> subscription_in_flight_;
+    // Jobs a subscription may hold, where not the first hold (1,024): doubled each time it
+    // sends all it held within a second of the claim (its receiver keeps up: fewer, larger
+    // claims), halved when a held job's lease ran out before it was sent (a slow receiver), from
+    // 64 to 4,096; forgotten a minute after the subscription last sent.
+    struct Hold {
+        std::size_t jobs = 0;
+        std::int64_t sent_at = 0;  // unix ms
+    };
+    std::map<std::string, Hold> hold_;
     std::size_t queued_ = 0;
     std::size_t in_flight_ = 0;
     std::vector<Done> done_;
