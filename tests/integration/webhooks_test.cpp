@@ -765,6 +765,31 @@ TEST_F(Webhooks, HttpsDeliveriesTrustTheSystemStoreAndShareKeepAliveConnections)
     EXPECT_EQ(receiver.connections(), 1) << "each delivery paid a TCP and TLS handshake";
 }
 
+// A slow receiver behind a long backlog: the dispatcher holds more claimed deliveries than it
+// can send within their lease (1,024 at first); those it could not send in time are left to
+// expire and are claimed again. Every event arrives, none twice.
+TEST_F(Webhooks, DeliveriesHeldPastTheirLeaseAreClaimedAgainNoneLostNoneRepeated) {
+    // A lease of 2 x 500 ms + 5 s; a held delivery is dropped 500 ms before its lease ends.
+    start(webhook_options({"--webhook-concurrency", "1", "--webhook-timeout-ms", "500"}));
+    HttpsTestServer receiver;
+    receiver.keep_alive();
+    constexpr int kPlants = 60;
+    receiver.script(std::vector<TestReply>(kPlants, TestReply{204, {}, 150}));  // ~6 a second
+    subscribe(receiver.url("/slow"));
+    for (int id = 1; id <= kPlants; ++id) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":"Slow"})").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] { return receiver.requests() >= kPlants; }, 60s))
+        << receiver.requests();
+    std::this_thread::sleep_for(1s);  // a repeat would come now
+    std::set<std::string> ids;
+    for (const std::string& raw : receiver.all_requests()) {
+        ids.insert(parse_request(raw).headers.at("webhook-id"));
+    }
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(kPlants));
+    EXPECT_EQ(receiver.requests(), kPlants) << "a delivery was sent twice";
+}
+
 // One tenant's receivers that never answer hold at most its share of the workers
 // (--webhook-tenant-workers): another tenant's delivery goes out while they hang, not after
 // their time-out.
