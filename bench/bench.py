@@ -929,6 +929,7 @@ def webhook_rows(args, binary, workdir, ids):
                 if url:
                     at_end = metric(server, DELIVERED)
                     ended = time.monotonic()
+                    ticks_at_end = cpu_ticks(server.pids())
                     result["delivered_during_creates"] = at_end
                     result["backlog_at_end"] = created - at_end
                     result["backlog_seconds_of_creates"] = (
@@ -943,8 +944,15 @@ def webhook_rows(args, binary, workdir, ids):
                         result["delivered"] = delivered
                         result["left"] = created - delivered
                         result["deliveries_per_s"] = delivered / (seconds + result["drain_s"])
-                        ticks = cpu_ticks(server.pids()) - ticks_before
-                        result["cpu_us_per_event"] = ticks / CLK_TCK * 1e6 / max(created, 1)
+                        ticks_now = cpu_ticks(server.pids())
+                        result["cpu_us_per_event"] = ((ticks_now - ticks_before) / CLK_TCK * 1e6
+                                                      / max(created, 1))
+                        # After the creates: the server does nothing but deliver.
+                        if delivered - at_end >= 1000:
+                            result["drain_deliveries_per_s"] = ((delivered - at_end)
+                                                                / result["drain_s"])
+                            result["drain_cpu_us_per_delivery"] = (
+                                (ticks_now - ticks_at_end) / CLK_TCK * 1e6 / (delivered - at_end))
                     result["oldest_age_median_s"], result["oldest_age_max_s"] = sampler.stop()
                 results.append(result)
                 print(f"{name:>50} {row['requests_per_s']:>9,.0f} creates/s "
@@ -956,22 +964,21 @@ def webhook_rows(args, binary, workdir, ids):
         receiver.stop()
         slow.stop()
     alone = next(r for r in results if r["name"].endswith("no webhook"))
-    for result in results:
-        if "cpu_us_per_event" in result:
-            # What a delivery adds to the server's CPU, beyond the create that made its event.
-            result["cpu_us_per_delivery"] = result["cpu_us_per_event"] - next(
-                row["cpu_us_per_request"] for row in rows if row["server"] == alone["name"])
+    alone["cpu_us_per_create"] = next(row["cpu_us_per_request"] for row in rows
+                                      if row["server"] == alone["name"])
     return rows, {"webhooks": results, "webhook_seconds": seconds}
 
 
 def webhook_table(extra):
     lines = ["| setup | creates/s | delivered while creating | backlog at the end | "
-             "drained after | deliveries/s | server CPU per delivery | oldest waiting event, "
+             "drained after | deliveries/s | server CPU per event (create + delivery) | "
+             "deliveries/s after the creates | their CPU each | oldest waiting event, "
              "median / max |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in extra["webhooks"]:
         if "backlog_at_end" not in r:
-            lines.append(f"| {r['name']} | {r['creates_per_s']:,.0f} | | | | | | |")
+            lines.append(f"| {r['name']} | {r['creates_per_s']:,.0f} | | | | | "
+                         f"{r['cpu_us_per_create']:.1f} µs (create alone) | | | |")
             continue
         drained = ("" if "drain_s" not in r else f"{r['drain_s']:.1f} s" if r["left"] <= 0
                    else f"not in {extra['webhook_seconds']} s ({r['left']:,.0f} left)")
@@ -979,8 +986,10 @@ def webhook_table(extra):
             f"| {r['name']} | {r['creates_per_s']:,.0f} | {r['delivered_during_creates']:,.0f} "
             f"of {r['created']:,} | {r['backlog_at_end']:,.0f} "
             f"({r['backlog_seconds_of_creates']:.2f} s of creates) | {drained} | "
-            + (f"{r['deliveries_per_s']:,.0f} | {r['cpu_us_per_delivery']:.1f} µs | "
+            + (f"{r['deliveries_per_s']:,.0f} | {r['cpu_us_per_event']:.1f} µs | "
                if "deliveries_per_s" in r else " | | ")
+            + (f"{r['drain_deliveries_per_s']:,.0f} | {r['drain_cpu_us_per_delivery']:.1f} µs | "
+               if "drain_deliveries_per_s" in r else " | | ")
             + f"{r['oldest_age_median_s']:.1f} / {r['oldest_age_max_s']:.1f} s |")
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -106,6 +107,38 @@ struct RecordedAttempt {
     ClaimedDelivery delivery;
     AttemptRecord record;
 };
+
+/// What a batch of attempts does to one subscription's failing_since, the same as applying them
+/// one after another: a delivery clears it, and the first failure after the last delivery (or
+/// in the batch, when none was delivered) starts it where it is not running already.
+struct FailingSinceChange {
+    std::string tenant;
+    std::string subscription_id;
+    bool cleared = false;                       ///< an attempt of the batch delivered
+    std::optional<std::int64_t> first_failure;  ///< after the last delivery
+};
+/// One change per subscription of the batch, so that an engine writes each subscription once
+/// however many of its attempts the batch holds.
+inline std::vector<FailingSinceChange> failing_since_changes(
+    const std::vector<RecordedAttempt>& attempts) {
+    std::vector<FailingSinceChange> changes;
+    for (const auto& [delivery, record] : attempts) {
+        auto change = std::find_if(changes.begin(), changes.end(), [&](const auto& c) {
+            return c.subscription_id == delivery.subscription_id && c.tenant == delivery.tenant;
+        });
+        if (change == changes.end()) {
+            change = changes.insert(changes.end(),
+                                    {delivery.tenant, delivery.subscription_id, false, {}});
+        }
+        if (record.delivered) {
+            change->cleared = true;
+            change->first_failure.reset();
+        } else if (!change->first_failure) {
+            change->first_failure = record.at;
+        }
+    }
+    return changes;
+}
 
 /// What an outbox holds, for /metrics.
 struct OutboxStats {

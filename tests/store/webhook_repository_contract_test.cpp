@@ -197,6 +197,46 @@ TEST_P(WebhookRepositoryContract, AttemptsScheduleFinishAndAreListedNewestFirst)
     EXPECT_TRUE(repository->list_attempts("other", "wh_1", 10, std::nullopt).empty());
 }
 
+// A batch of attempts leaves a subscription's failing_since as the same attempts recorded one
+// by one would: a delivery clears it, the first failure after it starts it again, and failures
+// of a subscription already failing keep the time it began.
+TEST_P(WebhookRepositoryContract, ABatchOfAttemptsTracksFailingSinceInItsOrder) {
+    subscription("acme", "wh_1");
+    subscription("acme", "wh_2");
+    for (int id = 1; id <= 4; ++id) create_and_wait(*plants, "acme", plant(id, "Ivy"));
+    const auto claimed = claim(kLater);
+    ASSERT_EQ(claimed.size(), 8U);
+    std::vector<ClaimedDelivery> first, second;
+    for (const ClaimedDelivery& delivery : claimed) {
+        (delivery.subscription_id == "wh_1" ? first : second).push_back(delivery);
+    }
+    const auto failure = [](std::int64_t at) {
+        return AttemptRecord{at, 500, "no", 1, false, at + 60'000, std::nullopt};
+    };
+    const auto success = [](std::int64_t at) {
+        return AttemptRecord{at, 204, "", 1, true, std::nullopt, std::nullopt};
+    };
+    // wh_1: failed, delivered, failed at +3, failed at +4; wh_2: failed at +1, failed at +2.
+    repository->record_attempts({{first[0], failure(kLater + 1)},
+                                 {second[0], failure(kLater + 1)},
+                                 {first[1], success(kLater + 2)},
+                                 {second[1], failure(kLater + 2)},
+                                 {first[2], failure(kLater + 3)},
+                                 {first[3], failure(kLater + 4)}},
+                                "a");
+    EXPECT_EQ(repository->find_subscription("acme", "wh_1")->failing_since,
+              std::optional<std::int64_t>(kLater + 3));
+    EXPECT_EQ(repository->find_subscription("acme", "wh_2")->failing_since,
+              std::optional<std::int64_t>(kLater + 1));
+    // Failing already: a later batch of failures keeps when it began; a delivery ends it.
+    repository->record_attempts({{second[2], failure(kLater + 5)}}, "a");
+    EXPECT_EQ(repository->find_subscription("acme", "wh_2")->failing_since,
+              std::optional<std::int64_t>(kLater + 1));
+    repository->record_attempts({{second[3], failure(kLater + 6)}, {second[2], success(kLater + 7)}},
+                                "a");
+    EXPECT_FALSE(repository->find_subscription("acme", "wh_2")->failing_since);
+}
+
 TEST_P(WebhookRepositoryContract, AFailedEventCanBeQueuedOnceMore) {
     subscription("acme", "wh_1");
     create_and_wait(*plants, "acme", plant(1, "Ivy"));

@@ -279,14 +279,19 @@ void PgWebhookRepository::store_attempts(const std::vector<RecordedAttempt>& att
                 {delivery.event_id, owner, std::string(state),
                  record.delivered ? std::nullopt : optional_number(record.next_attempt_at),
                  finished ? std::optional<std::string>(number(record.at)) : std::nullopt});
-            if (record.delivered) {
+        }
+        for (const FailingSinceChange& change : failing_since_changes(attempts)) {
+            if (!change.first_failure) {
                 run("UPDATE webhook_subscriptions SET failing_since = NULL WHERE tenant = $1 AND "
                     "id = $2 AND failing_since IS NOT NULL",
-                    {delivery.tenant, delivery.subscription_id});
+                    {change.tenant, change.subscription_id});
             } else {
-                run("UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, $3) "
+                // $4: whether a delivery of the batch cleared it before the failure at $3.
+                run("UPDATE webhook_subscriptions SET failing_since = CASE WHEN $4::boolean "
+                    "THEN $3::bigint ELSE coalesce(failing_since, $3::bigint) END "
                     "WHERE tenant = $1 AND id = $2",
-                    {delivery.tenant, delivery.subscription_id, number(record.at)});
+                    {change.tenant, change.subscription_id, number(*change.first_failure),
+                     std::string(change.cleared ? "true" : "false")});
             }
         }
         return 0;

@@ -286,7 +286,22 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
         auto subscription = db_->prepare(
             "SELECT url, secret, previous_secret, previous_secret_until, failing_since, events "
             "FROM webhook_subscriptions WHERE tenant = ?1 AND id = ?2");
+        // A claim holds many deliveries of few subscriptions: each is read once, into the
+        // deliveries after its first.
+        const ClaimedDelivery* last = nullptr;
         for (ClaimedDelivery& delivery : claimed) {
+            if (last && last->subscription_id == delivery.subscription_id &&
+                last->tenant == delivery.tenant) {
+                delivery.url = last->url;
+                delivery.sealed_secret = last->sealed_secret;
+                delivery.sealed_previous_secret = last->sealed_previous_secret;
+                delivery.previous_secret_until = last->previous_secret_until;
+                delivery.failing_since = last->failing_since;
+                delivery.subscribed = last->subscribed;
+                last = &delivery;
+                continue;
+            }
+            last = &delivery;
             subscription.bind(1, std::string_view(delivery.tenant))
                 .bind(2, std::string_view(delivery.subscription_id));
             if (subscription.step()) {
@@ -317,9 +332,10 @@ void SqliteWebhookRepository::store_attempts(const std::vector<RecordedAttempt>&
         auto succeeded = db_->prepare(
             "UPDATE webhook_subscriptions SET failing_since = NULL "
             "WHERE tenant = ?1 AND id = ?2 AND failing_since IS NOT NULL");
+        // ?4: whether a delivery of the batch cleared it before the failure at ?3.
         auto failed = db_->prepare(
-            "UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, ?3) "
-            "WHERE tenant = ?1 AND id = ?2");
+            "UPDATE webhook_subscriptions SET failing_since = CASE WHEN ?4 THEN ?3 ELSE "
+            "coalesce(failing_since, ?3) END WHERE tenant = ?1 AND id = ?2");
         for (const auto& [delivery, record] : attempts) {
             const std::optional<std::int64_t> status =
                 record.status ? std::optional<std::int64_t>(*record.status) : std::nullopt;
@@ -342,18 +358,17 @@ void SqliteWebhookRepository::store_attempts(const std::vector<RecordedAttempt>&
                 .bind(5, finished ? std::optional<std::int64_t>(record.at) : std::nullopt)
                 .step();
             update.reset();
-            if (record.delivered) {
-                succeeded.bind(1, std::string_view(delivery.tenant))
-                    .bind(2, std::string_view(delivery.subscription_id))
-                    .step();
-                succeeded.reset();
-            } else {
-                failed.bind(1, std::string_view(delivery.tenant))
-                    .bind(2, std::string_view(delivery.subscription_id))
-                    .bind(3, record.at)
-                    .step();
-                failed.reset();
+        }
+        for (const FailingSinceChange& change : failing_since_changes(attempts)) {
+            auto& statement = change.first_failure ? failed : succeeded;
+            statement.bind(1, std::string_view(change.tenant))
+                .bind(2, std::string_view(change.subscription_id));
+            if (change.first_failure) {
+                statement.bind(3, *change.first_failure)
+                    .bind(4, std::int64_t{change.cleared ? 1 : 0});
             }
+            statement.step();
+            statement.reset();
         }
         return 0;
     });
