@@ -211,7 +211,9 @@ class Recorder:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                arrivals.setdefault(json.loads(body)["data"]["id"], time.monotonic())
+                # A subscription to creations alone gets the plant itself, others the envelope.
+                document = json.loads(body)
+                arrivals.setdefault(document.get("data", document)["id"], time.monotonic())
                 self.send_response(204)
                 self.end_headers()
 
