@@ -261,13 +261,19 @@ class Client::Impl {
     }
 
     ~Impl() {
-        net::post(context_, [this] {
-            stopping_ = true;
-            sweep_.cancel();
-            idle_.clear();
-            for (auto& [id, cancel] : cancellers_) cancel();
-            maybe_finish();
-        });
+        try {
+            net::post(context_, [this] {
+                stopping_ = true;
+                sweep_.cancel();
+                idle_.clear();
+                for (auto& [id, cancel] : cancellers_) cancel();
+                maybe_finish();
+            });
+        } catch (const std::exception&) {
+            // No memory left to ask for an orderly end: the loop stops where it is, and the
+            // requests in flight end unanswered with the client.
+            context_.stop();
+        }
         thread_.join();
     }
 
@@ -419,8 +425,17 @@ class Client::Impl {
 
     static std::string pool_key(const Target& target, const std::string& ca_file,
                                 const net::ip::address& address) {
+        // The address's bytes, not its text: a key, never shown.
+        std::string bytes;
+        if (address.is_v4()) {
+            const auto v4 = address.to_v4().to_bytes();
+            bytes.assign(v4.begin(), v4.end());
+        } else {
+            const auto v6 = address.to_v6().to_bytes();
+            bytes.assign(v6.begin(), v6.end());
+        }
         return (target.tls ? "https://" : "http://") + target.host + ":" + target.port + "@" +
-               address.to_string() + (target.tls ? "#" + ca_file : "");
+               bytes + (target.tls ? "#" + ca_file : "");
     }
 
     // An idle connection to one of `addresses`, still open, or null.

@@ -50,7 +50,11 @@ class Resolver::Impl {
 
     ~Impl() {
         stopping_ = true;
-        timer_.cancel();
+        try {
+            timer_.cancel();
+        } catch (const std::exception&) {
+            // Nothing to undo: the timer is destroyed with this object, its wait unanswered.
+        }
         ares_destroy(channel_);  // answers what is pending (ARES_EDESTRUCTION), closes sockets
         for (auto& [fd, watch] : watches_) {
             watch->active = false;

@@ -219,7 +219,8 @@ void Dispatcher::claim(std::int64_t now) {
     std::lock_guard lock(mutex_);
     for (store::ClaimedDelivery& delivery : claimed) {
         Tenant& tenant = tenants_[delivery.tenant];
-        tenant.subscriptions[delivery.subscription_id].push_back({std::move(delivery), lease_until});
+        std::deque<Job>& jobs = tenant.subscriptions[delivery.subscription_id];
+        jobs.push_back({std::move(delivery), lease_until});
         ++tenant.queued;
         ++queued_;
     }
@@ -346,7 +347,7 @@ void Dispatcher::send(Job job) {
     }
     client_.send(std::move(request), [this, job = std::move(job), at,
                                       traceparent = std::move(signed_request.traceparent)](
-                                         outbound::Response response) {
+                                         const outbound::Response& response) {
         Done done = finish(job.delivery, at, traceparent, response);
         ended(job.delivery.tenant, job.delivery.subscription_id, std::move(done));
     });

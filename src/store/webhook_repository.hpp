@@ -122,7 +122,9 @@ struct FailingSinceChange {
 inline std::vector<FailingSinceChange> failing_since_changes(
     const std::vector<RecordedAttempt>& attempts) {
     std::vector<FailingSinceChange> changes;
-    for (const auto& [delivery, record] : attempts) {
+    for (const RecordedAttempt& attempt : attempts) {
+        const ClaimedDelivery& delivery = attempt.delivery;
+        const AttemptRecord& record = attempt.record;
         auto change = std::find_if(changes.begin(), changes.end(), [&](const auto& c) {
             return c.subscription_id == delivery.subscription_id && c.tenant == delivery.tenant;
         });

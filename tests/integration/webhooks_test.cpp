@@ -881,7 +881,9 @@ TEST_F(Webhooks, AReceiverThatHangsHoldsAtMostItsConcurrencyAndOthersAreServed) 
         ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":"Fern"})").status, 200);
     }
     ASSERT_TRUE(eventually([&] { return healthy.requests() == 8; })) << healthy.requests();
-    EXPECT_EQ(silent->held(), 2U);
+    // The silent receiver's second attempt may still be connecting when the healthy one has
+    // all 8 (the two subscriptions' turns interleave, not their ends).
+    EXPECT_TRUE(eventually([&] { return silent->held() >= 2U; })) << silent->held();
     std::this_thread::sleep_for(500ms);  // the held attempts do not make room for more
     EXPECT_EQ(silent->held(), 2U);
     silent.reset();  // closing the connections ends the attempts (failed), so the server stops
