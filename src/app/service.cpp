@@ -24,7 +24,6 @@
 #include "app/service_manager.hpp"
 #include "app/token_refresher.hpp"
 #include "app/webhook_setup.hpp"
-#include "outbound/client.hpp"
 #include "auth/jwt.hpp"
 #include "auth/jwt_authenticator.hpp"
 #include "auth/token.hpp"
@@ -35,6 +34,7 @@
 #include "feed/feed_service.hpp"
 #include "ops/log.hpp"
 #include "ops/observability.hpp"
+#include "outbound/client.hpp"
 #include "store/open.hpp"
 #include "transport/client_address.hpp"
 #include "transport/http_server.hpp"
@@ -319,8 +319,8 @@ void Service::start() {
          {"max_text_length", std::to_string(config.api.max_text_length)},
          {"max_connections", std::to_string(config.listener.max_connections)},
          {"max_connections_per_client",
-          std::to_string(server_options(config.listener, config.tls)
-                             .limits.max_connections_per_client)},
+          std::to_string(
+              server_options(config.listener, config.tls).limits.max_connections_per_client)},
          {"request_timeout_ms", std::to_string(config.listener.request_timeout_ms)},
          {"idle_timeout_ms", std::to_string(config.listener.idle_timeout_ms)},
          {"store_timeout_ms", std::to_string(config.listener.store_timeout_ms)},

@@ -18,8 +18,8 @@
 #include <boost/url/parse.hpp>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <future>
 #include <map>
@@ -78,9 +78,8 @@ Target parse_target(const std::string& url, bool allow_http) {
     target.host_is_address = parsed->host_type() == boost::urls::host_type::ipv4 ||
                              parsed->host_type() == boost::urls::host_type::ipv6;
     if (target.host.empty()) throw std::invalid_argument("the URL has no host");
-    target.port = parsed->has_port() && !parsed->port().empty()
-                      ? std::string(parsed->port())
-                      : (https ? "443" : "80");
+    target.port = parsed->has_port() && !parsed->port().empty() ? std::string(parsed->port())
+                                                                : (https ? "443" : "80");
     target.path_and_query =
         parsed->encoded_path().empty() ? "/" : std::string(parsed->encoded_path());
     if (parsed->has_query()) target.path_and_query += "?" + std::string(parsed->encoded_query());
@@ -108,7 +107,8 @@ struct ExchangeError : std::runtime_error {
 };
 
 std::string describe(const error_code& ec, std::chrono::milliseconds timeout) {
-    if (ec == beast::error::timeout) return "timed out after " + std::to_string(timeout.count()) + " ms";
+    if (ec == beast::error::timeout)
+        return "timed out after " + std::to_string(timeout.count()) + " ms";
     return ec.message();
 }
 
@@ -146,12 +146,12 @@ class StreamConnection final : public Connection {
 
     Stream& stream() { return stream_; }
 
-    net::awaitable<bool> exchange(const Request& request, const Target& target,
-                                  Response& response, Clock::time_point deadline) override {
+    net::awaitable<bool> exchange(const Request& request, const Target& target, Response& response,
+                                  Clock::time_point deadline) override {
         beast::get_lowest_layer(stream_).expires_at(deadline);
         bhttp::request<bhttp::string_body> message(
-            request.method == "GET" ? bhttp::verb::get : bhttp::verb::post,
-            target.path_and_query, 11);
+            request.method == "GET" ? bhttp::verb::get : bhttp::verb::post, target.path_and_query,
+            11);
         message.set(bhttp::field::host, host_header(target));
         for (const auto& [name, value] : request.headers) message.set(name, value);
         message.keep_alive(true);
@@ -164,8 +164,7 @@ class StreamConnection final : public Connection {
         if (written) throw ExchangeError(describe(written, timeout), true);
         bhttp::response_parser<bhttp::string_body> parser;
         parser.header_limit(kResponseHeaderBytes);
-        parser.body_limit(request.max_body_bytes > 0 ? request.max_body_bytes
-                                                     : kDrainedBodyBytes);
+        parser.body_limit(request.max_body_bytes > 0 ? request.max_body_bytes : kDrainedBodyBytes);
         auto [head, read] = co_await bhttp::async_read_header(stream_, buffer_, parser, use_tuple);
         // (A Content-Length over the body limit is found with the head.)
         if (head && head != bhttp::error::body_limit) {
@@ -177,7 +176,8 @@ class StreamConnection final : public Connection {
             response.retry_after = parse_retry_after(found->value(), unix_now());
         }
         error_code body = head;
-        if (!body) std::tie(body, read) = co_await bhttp::async_read(stream_, buffer_, parser, use_tuple);
+        if (!body)
+            std::tie(body, read) = co_await bhttp::async_read(stream_, buffer_, parser, use_tuple);
         if (body == bhttp::error::body_limit && request.max_body_bytes == 0) {
             co_return false;  // an answer whose body nobody reads: the connection closes
         }
@@ -199,7 +199,9 @@ class StreamConnection final : public Connection {
         beast::get_lowest_layer(stream_).socket().close(ignored);
     }
 
-    int native_handle() override { return beast::get_lowest_layer(stream_).socket().native_handle(); }
+    int native_handle() override {
+        return beast::get_lowest_layer(stream_).socket().native_handle();
+    }
 
     SSL* ssl() override {
         if constexpr (std::is_same_v<Stream, beast::ssl_stream<beast::tcp_stream>>) {
@@ -299,7 +301,8 @@ class Client::Impl {
             }
             ++in_flight_;
             net::co_spawn(context_,
-                          run(std::move(request),
+                          run(
+                              std::move(request),
                               [done = std::move(done)](Response response) {
                                   done(std::move(response.error));
                               },
@@ -335,8 +338,7 @@ class Client::Impl {
     using Addresses = Resolver::Addresses;
 
     // One request, start to end; `check_only`: resolve and check the addresses, send nothing.
-    net::awaitable<void> run(Request request, std::function<void(Response)> done,
-                             bool check_only) {
+    net::awaitable<void> run(Request request, std::function<void(Response)> done, bool check_only) {
         const auto started = Clock::now();
         const auto deadline = started + request.timeout;
         Response response;
@@ -509,11 +511,11 @@ class Client::Impl {
             if (const auto found = sessions_.find(session_key); found != sessions_.end()) {
                 SSL_set_session(stream.native_handle(), found->second.get());
             }
-            auto [connected, endpoint] = co_await beast::get_lowest_layer(stream).async_connect(
-                endpoints, use_tuple);
+            auto [connected, endpoint] =
+                co_await beast::get_lowest_layer(stream).async_connect(endpoints, use_tuple);
             if (!connected) {
-                auto [shaken] = co_await stream.async_handshake(net::ssl::stream_base::client,
-                                                                use_tuple);
+                auto [shaken] =
+                    co_await stream.async_handshake(net::ssl::stream_base::client, use_tuple);
                 connected = shaken;
             }
             cancellers_.erase(id);
@@ -550,8 +552,8 @@ class Client::Impl {
             try {
                 response = Response{};
                 response.reused_connection = reused;
-                const bool keep = co_await connection->exchange(request, target, response,
-                                                               deadline);
+                const bool keep =
+                    co_await connection->exchange(request, target, response, deadline);
                 cancellers_.erase(id);
                 if (reused) ++stats_.connections_reused;
                 if (target.tls) remember_session(target, request, *connection);
@@ -628,9 +630,8 @@ void Client::send(Request request, std::function<void(Response)> done) {
 Response Client::send_and_wait(Request request) {
     std::promise<Response> answer;
     auto result = answer.get_future();
-    impl_->send(std::move(request), [&answer](Response response) {
-        answer.set_value(std::move(response));
-    });
+    impl_->send(std::move(request),
+                [&answer](Response response) { answer.set_value(std::move(response)); });
     return result.get();
 }
 

@@ -139,8 +139,8 @@ class Resolver::Impl {
             error = "cannot resolve " + query->host + ": " +
                     (status == ARES_SUCCESS ? "no address" : ares_strerror(status));
         } else if (ttl > 0 && !self.stopping_) {
-            const auto keep = std::min<std::chrono::seconds>(std::chrono::seconds(ttl),
-                                                             self.options_.max_ttl);
+            const auto keep =
+                std::min<std::chrono::seconds>(std::chrono::seconds(ttl), self.options_.max_ttl);
             self.cache_[query->host] = {addresses, Clock::now() + keep};
         }
         auto waiting = std::move(self.pending_[query->host]);
@@ -231,7 +231,9 @@ Resolver::Resolver(net::io_context& context, ResolverOptions options)
 
 Resolver::~Resolver() = default;
 
-void Resolver::resolve(const std::string& host, Done done) { impl_->resolve(host, std::move(done)); }
+void Resolver::resolve(const std::string& host, Done done) {
+    impl_->resolve(host, std::move(done));
+}
 
 ResolverStats Resolver::stats() const { return impl_->stats(); }
 

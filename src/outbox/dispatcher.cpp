@@ -309,7 +309,8 @@ void Dispatcher::send(Job job) {
     };
     try {
         add_key(delivery.sealed_secret);
-        if (!keys.empty() && delivery.sealed_previous_secret && delivery.previous_secret_until > at) {
+        if (!keys.empty() && delivery.sealed_previous_secret &&
+            delivery.previous_secret_until > at) {
             add_key(*delivery.sealed_previous_secret);
         }
     } catch (const std::exception& error) {
@@ -389,8 +390,7 @@ Dispatcher::Done Dispatcher::finish(const store::ClaimedDelivery& delivery, std:
     record.duration_ms = response.duration.count();
     if (response.error.empty()) record.status = response.status;
     record.error = response.error;
-    record.delivered =
-        response.error.empty() && response.status >= 200 && response.status < 300;
+    record.delivered = response.error.empty() && response.status >= 200 && response.status < 300;
     if (record.delivered) {
         done.outcome = "delivered";
         return done;
@@ -407,7 +407,8 @@ Dispatcher::Done Dispatcher::finish(const store::ClaimedDelivery& delivery, std:
         // A receiver that asks to slow down (429, 503) with Retry-After gets at least that long.
         if (record.status && outbound::asks_to_slow_down(*record.status) && response.retry_after) {
             *delay = webhooks::honour_retry_after(
-                *delay, std::chrono::duration_cast<std::chrono::milliseconds>(*response.retry_after));
+                *delay,
+                std::chrono::duration_cast<std::chrono::milliseconds>(*response.retry_after));
         }
         record.next_attempt_at = record.at + record.duration_ms + delay->count();
     }

@@ -131,24 +131,24 @@ void SubscriptionService::create(std::string tenant, std::string url, domain::Ev
             return webhooks::is_public_address_text(address);
         };
     }
-    client_.check_destination(std::move(check), [this, done, tenant = std::move(tenant),
-                                                 url = std::move(url),
-                                                 events](std::string problem) mutable {
-        if (!problem.empty()) {
-            submit(done, [problem = std::move(problem)] {
-                return outcome(SubscriptionOutcome::Kind::invalid, "url: " + problem);
-            });
-        } else {
-            submit(done, [this, tenant = std::move(tenant), url = std::move(url), events] {
-                return add(tenant, url, events);
-            });
-        }
-        {
-            std::lock_guard lock(mutex_);
-            --checking_;
-        }
-        wake_.notify_all();
-    });
+    client_.check_destination(
+        std::move(check), [this, done, tenant = std::move(tenant), url = std::move(url),
+                           events](std::string problem) mutable {
+            if (!problem.empty()) {
+                submit(done, [problem = std::move(problem)] {
+                    return outcome(SubscriptionOutcome::Kind::invalid, "url: " + problem);
+                });
+            } else {
+                submit(done, [this, tenant = std::move(tenant), url = std::move(url), events] {
+                    return add(tenant, url, events);
+                });
+            }
+            {
+                std::lock_guard lock(mutex_);
+                --checking_;
+            }
+            wake_.notify_all();
+        });
 }
 
 SubscriptionOutcome SubscriptionService::add(const std::string& tenant, const std::string& url,

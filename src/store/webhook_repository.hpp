@@ -7,8 +7,8 @@
 // given by the caller. Knows no HTTP and no policy (schedules, signing): the webhooks layer does.
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>

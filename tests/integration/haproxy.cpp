@@ -36,8 +36,8 @@ unsigned short free_port() {
         auto port = static_cast<unsigned short>(ports(random));
         if (!given.insert(port).second) continue;
         // The lock stays held (its descriptor open) until this process exits.
-        const int lock = ::open((locks / std::to_string(port)).c_str(),
-                                O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        const int lock =
+            ::open((locks / std::to_string(port)).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (lock < 0) continue;
         if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
             ::close(lock);

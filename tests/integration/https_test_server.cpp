@@ -228,14 +228,15 @@ void HttpsTestServer::serve() {
                     }
                     statuses_answered_.push_back(reply.status);
                     delay_ms = reply.delay_ms;
-                    keep = keep_alive_ && (max_per_connection_ == 0 ||
-                                           on_connection < max_per_connection_);
+                    keep = keep_alive_ &&
+                           (max_per_connection_ == 0 || on_connection < max_per_connection_);
                     response = "HTTP/1.1 " + std::to_string(reply.status) +
                                " Test\r\nContent-Type: application/json\r\nContent-Length: " +
                                std::to_string(body_.size()) + "\r\n";
                     // Closing silently after a keep-alive answer is what a receiver with a short
                     // idle time-out does: the client must not reuse the connection it closed.
-                    if (!keep && !(keep_alive_ && silent_close_)) response += "Connection: close\r\n";
+                    if (!keep && !(keep_alive_ && silent_close_))
+                        response += "Connection: close\r\n";
                     for (const std::string& header : reply.headers) response += header + "\r\n";
                     response += "\r\n" + body_;
                 }

@@ -753,8 +753,9 @@ TEST_F(Webhooks, HttpsDeliveriesTrustTheSystemStoreAndShareKeepAliveConnections)
         out << test_ca.rdbuf();
     }
     ASSERT_GT(std::filesystem::file_size(bundle), 100'000U) << "no system trust store to add to";
-    server = std::make_unique<ServerProcess>(data_dir(), webhook_options({"--webhook-concurrency", "1"}),
-                                             std::vector<std::string>{"SSL_CERT_FILE=" + bundle.string()});
+    server = std::make_unique<ServerProcess>(
+        data_dir(), webhook_options({"--webhook-concurrency", "1"}),
+        std::vector<std::string>{"SSL_CERT_FILE=" + bundle.string()});
     HttpsTestServer receiver(cert, key);
     receiver.keep_alive();
     subscribe(receiver.url("/secure"));

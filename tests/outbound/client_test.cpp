@@ -112,9 +112,8 @@ TEST_F(OutboundClient, TheAddressPolicyAppliesToWhatTheNameResolvesTo) {
     EXPECT_NE(named.error.find("localhost resolves only to addresses"), std::string::npos)
         << named.error;
     std::promise<std::string> checked;
-    client_.check_destination(request, [&checked](std::string problem) {
-        checked.set_value(std::move(problem));
-    });
+    client_.check_destination(
+        request, [&checked](std::string problem) { checked.set_value(std::move(problem)); });
     EXPECT_NE(checked.get_future().get().find("resolves only to addresses"), std::string::npos);
     EXPECT_EQ(server_->requests(), 0);
     request = post();

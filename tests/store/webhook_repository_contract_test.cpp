@@ -232,8 +232,8 @@ TEST_P(WebhookRepositoryContract, ABatchOfAttemptsTracksFailingSinceInItsOrder) 
     repository->record_attempts({{second[2], failure(kLater + 5)}}, "a");
     EXPECT_EQ(repository->find_subscription("acme", "wh_2")->failing_since,
               std::optional<std::int64_t>(kLater + 1));
-    repository->record_attempts({{second[3], failure(kLater + 6)}, {second[2], success(kLater + 7)}},
-                                "a");
+    repository->record_attempts(
+        {{second[3], failure(kLater + 6)}, {second[2], success(kLater + 7)}}, "a");
     EXPECT_FALSE(repository->find_subscription("acme", "wh_2")->failing_since);
 }
 

@@ -20,7 +20,8 @@ DnsServer::DnsServer() {
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length = sizeof address;
-    if (socket_ < 0 || ::bind(socket_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+    if (socket_ < 0 ||
+        ::bind(socket_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
         ::getsockname(socket_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
         throw std::runtime_error("the test DNS server cannot bind");
     }
@@ -79,18 +80,25 @@ void DnsServer::serve() {
         std::lock_guard lock(mutex_);
         const auto found = names_.find(name);
         if (found == names_.end()) {
-            answer[3] |= 3;  // NXDOMAIN
+            answer[3] |= 3;      // NXDOMAIN
         } else if (type == 1) {  // A
             ++asked_[name];
             in_addr ipv4{};
             inet_pton(AF_INET, found->second.first.c_str(), &ipv4);
             const auto ttl = static_cast<std::uint32_t>(found->second.second);
             answer[7] = 1;  // one answer
-            const std::uint8_t record[] = {0xC0, 0x0C, 0, 1, 0, 1,
+            const std::uint8_t record[] = {0xC0,
+                                           0x0C,
+                                           0,
+                                           1,
+                                           0,
+                                           1,
                                            static_cast<std::uint8_t>(ttl >> 24),
                                            static_cast<std::uint8_t>(ttl >> 16),
                                            static_cast<std::uint8_t>(ttl >> 8),
-                                           static_cast<std::uint8_t>(ttl), 0, 4};
+                                           static_cast<std::uint8_t>(ttl),
+                                           0,
+                                           4};
             answer.insert(answer.end(), std::begin(record), std::end(record));
             const auto* bytes = reinterpret_cast<const std::uint8_t*>(&ipv4);
             answer.insert(answer.end(), bytes, bytes + 4);

@@ -31,7 +31,6 @@ outbound::Client& client() {
     return shared;
 }
 
-
 using testing_support::free_port;
 using testing_support::HttpsTestServer;
 
