@@ -26,6 +26,32 @@ using testing_support::DnsServer;
 using testing_support::HttpsTestServer;
 using testing_support::TempDir;
 
+// A listener on 127.0.0.1 that accepts connections (the kernel completes the handshake) and
+// never says a word; closed when destroyed.
+class SilentListener {
+  public:
+    SilentListener() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+            ::listen(fd_, 8) == 0 &&
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+            port_ = ntohs(address.sin_port);
+        }
+    }
+    ~SilentListener() { ::close(fd_); }
+    SilentListener(const SilentListener&) = delete;
+    SilentListener& operator=(const SilentListener&) = delete;
+    /// 0 when it could not listen.
+    unsigned short port() const { return port_; }
+
+  private:
+    int fd_;
+    unsigned short port_ = 0;
+};
+
 class OutboundClient : public ::testing::Test {
   protected:
     OutboundClient() {
@@ -220,45 +246,30 @@ TEST_F(OutboundClient, ANameIsResolvedOncePerTimeToLiveAndAnAnswerThatTurnsPriva
 }
 
 TEST_F(OutboundClient, OneDeadlineCoversAServerThatNeverAnswers) {
-    // Accepts connections (the kernel completes the handshake) and never says a word.
-    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    ASSERT_EQ(::listen(listener, 8), 0);
-    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    const SilentListener listener;
+    ASSERT_NE(listener.port(), 0);
     Request request = post();
-    request.url = "https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hooks";
+    request.url = "https://127.0.0.1:" + std::to_string(listener.port()) + "/hooks";
     request.timeout = 700ms;
     const Response response = client_.send_and_wait(request);
-    ::close(listener);
     EXPECT_EQ(response.status, 0);
     EXPECT_EQ(response.error, "timed out after 700 ms");  // not the system's TCP time-outs
 }
 
 TEST_F(OutboundClient, StoppingAnswersWhatIsInFlight) {
-    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-    ASSERT_EQ(::listen(listener, 8), 0);
-    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    const SilentListener listener;
+    ASSERT_NE(listener.port(), 0);
     std::promise<Response> answer;
     const auto started = std::chrono::steady_clock::now();
     {
         Client client;
         Request request = post();
-        request.url = "https://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hooks";
+        request.url = "https://127.0.0.1:" + std::to_string(listener.port()) + "/hooks";
         request.timeout = 60s;
         client.send(request, [&answer](Response response) { answer.set_value(response); });
         std::this_thread::sleep_for(200ms);
     }  // destroyed while the request waits for an answer that never comes
     const Response response = answer.get_future().get();
-    ::close(listener);
     EXPECT_EQ(response.status, 0);
     EXPECT_FALSE(response.error.empty());
     EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "stopping waited the time-out";
