@@ -1,16 +1,19 @@
-// App layer (see main.cpp): the settings of `serve` (and of `config`, which prints them), grouped
-// by the part they configure: for each group, its fields, its options with their environment
-// variables and help, its checks and its mapping onto the part's options struct sit together
-// (the struct here, the rest in the same order in serve_config.cpp). Also the config file under
-// the options, and the command-line rewrite that lets an on/off option stand alone. A new flag
-// is a field of its group, a line in the group's add_options, its check in the group's validate
-// and its place in the group's mapping.
+// App layer (see main.cpp): the settings of `serve` (and of `config`, which prints them). Their
+// fields are grouped by the part they configure, each group followed by its mapping onto that
+// part's options struct. One table (serve_settings in serve_config.cpp) declares every setting
+// in a row: its flag (the environment variable and the config file's key follow from it), its
+// help, the field it sets and, for a number, its bounds; the options of the command line, their
+// checks and --help (hence `config` and the configuration reference) all come from it. A new
+// flag is a field, a row, and its use. Checks that relate settings to each other (or parse a
+// text) are in validate(). Also the config file under the options, and the command-line rewrite
+// that lets an on/off option stand alone.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,7 +31,8 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 
 namespace plantstore::app {
 
@@ -177,6 +181,31 @@ struct ServeConfig {
     WebhookConfig webhooks;  ///< webhook_setup.hpp
 };
 
+/// One row of the table of serve's settings.
+struct Setting {
+    enum class Kind { number, text, on_off, list };
+    std::string flag;  ///< "--request-timeout-ms"
+    Kind kind = Kind::text;
+    std::string help;  ///< for a number, with its bounds
+    /// A number's bounds, both allowed; outside them it is refused at start, naming the flag.
+    long double min = 0;
+    long double max = 0;
+    bool integral = true;
+    std::function<long double()> get;      ///< a number's field
+    std::function<void(long double)> set;  ///< a number's field
+    /// Adds the option to `command`, bound to the field, checked against the bounds.
+    std::function<CLI::Option*(CLI::App* command, const Setting& self)> declare;
+
+    /// PLANTSTORE_ and the flag in capitals ("--data-dir": PLANTSTORE_DATA_DIR).
+    std::string env() const;
+};
+
+/// The table of serve's settings, bound to `config`'s fields, in the order of --help.
+std::vector<Setting> serve_settings(ServeConfig& config);
+
+/// --max-plants-per-tenant, serve's row, also an option of `tenant list`.
+Setting max_plants_setting(std::int64_t& field);
+
 /// Checks every setting of `config`, each against its own rule and the settings it depends on.
 /// @throws CLI::ValidationError naming the option
 void validate(const ServeConfig& config);
@@ -191,7 +220,7 @@ void add_serve_options(CLI::App* command, ServeConfig& config);
 /// Largest quota of plants a tenant can be given (`--max-plants-per-tenant`, `tenant set`).
 inline constexpr std::int64_t kMaxPlantQuota = 1'000'000'000'000;
 
-/// --max-plants-per-tenant (PLANTSTORE_MAX_PLANTS_PER_TENANT), for serve and `tenant list`.
+/// --max-plants-per-tenant (PLANTSTORE_MAX_PLANTS_PER_TENANT) on `tenant list`.
 void add_max_plants_option(CLI::App* command, std::int64_t& value);
 
 /// The command line for CLI11 (reversed, as it wants it), with "on" after each on/off option

@@ -63,9 +63,7 @@ webhooks::SecretKey default_key(const std::filesystem::path& data_dir) {
 }  // namespace
 
 void validate_webhook_config(const WebhookConfig& config) {
-    if (config.timeout_ms < 1 || config.timeout_ms > 300'000) {
-        throw std::invalid_argument("--webhook-timeout-ms: must be 1 to 300000");
-    }
+    // The numbers' bounds are in serve's table of settings (serve_config.cpp).
     try {
         const auto schedule = webhooks::parse_retry_schedule(config.retry_schedule.empty()
                                                                  ? webhooks::kDefaultRetrySchedule
@@ -76,24 +74,6 @@ void validate_webhook_config(const WebhookConfig& config) {
         }
     } catch (const std::invalid_argument& error) {
         throw std::invalid_argument(std::string("--webhook-retry-schedule: ") + error.what());
-    }
-    if (config.concurrency < 1 || config.concurrency > 64) {
-        throw std::invalid_argument("--webhook-concurrency: must be 1 to 64");
-    }
-    if (config.workers < 1 || config.workers > 256) {
-        throw std::invalid_argument("--webhook-workers: must be 1 to 256");
-    }
-    if (config.tenant_workers < 1 || config.tenant_workers > 256) {
-        throw std::invalid_argument("--webhook-tenant-workers: must be 1 to 256");
-    }
-    if (config.max_subscriptions < 1 || config.max_subscriptions > 1000) {
-        throw std::invalid_argument("--webhook-max-subscriptions: must be 1 to 1000");
-    }
-    if (config.retention_hours < 1) {
-        throw std::invalid_argument("--webhook-retention-hours: must be at least 1");
-    }
-    if (config.disable_after_hours < 1) {
-        throw std::invalid_argument("--webhook-disable-after-hours: must be at least 1");
     }
 }
 

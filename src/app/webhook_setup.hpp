@@ -9,6 +9,7 @@
 #include "outbox/dispatcher.hpp"
 #include "outbox/subscriptions.hpp"
 #include "store/open.hpp"
+#include "webhooks/retry_schedule.hpp"
 
 namespace plantstore::app {
 
@@ -16,7 +17,7 @@ struct WebhookConfig {
     bool enabled = true;
     std::string key_file;  ///< empty: <data-dir>/webhook.key on SQLite, webhooks off on PostgreSQL
     long timeout_ms = 15'000;
-    std::string retry_schedule;  ///< empty: webhooks::kDefaultRetrySchedule
+    std::string retry_schedule{webhooks::kDefaultRetrySchedule};  ///< empty: the default too
     std::size_t concurrency = 4;
     std::size_t workers = 16;
     std::size_t tenant_workers = 8;
@@ -36,7 +37,8 @@ struct Webhooks {
     std::string off_reason;  ///< when off: why, for the start-up log line
 };
 
-/// Checks `config`. @throws std::invalid_argument naming the flag ("--webhook-...: ...")
+/// Checks what the table of settings cannot (the retry schedule). @throws std::invalid_argument
+/// naming the flag ("--webhook-...: ...")
 void validate_webhook_config(const WebhookConfig& config);
 
 /// Loads (or, for the SQLite default, creates) the key and starts the service and the

@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/deadline.hpp"
 #include "common/http_text.hpp"
 #include "common/trace_context.hpp"
 #include "http/handler.hpp"
@@ -114,7 +115,7 @@ class Connection final : public ConnectionBase,
             // The first bytes of a request arrived: from now on it has request_timeout to finish
             // (a new connection's first request: from when it was accepted, as before).
             request_started_ = true;
-            if (!fresh_) deadline_ = now + limits_.request_timeout;
+            if (!fresh_) deadline_ = common::deadline_after(now, limits_.request_timeout);
         }
         if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
     }
@@ -167,12 +168,12 @@ class Connection final : public ConnectionBase,
     void enter(Phase phase, Clock::duration timeout) {
         phase_ = phase;
         phase_since_ = Clock::now();
-        deadline_ = phase_since_ + timeout;
+        deadline_ = common::deadline_after(phase_since_, timeout);
     }
 
     // While the server drains, a connection waiting for a request stays open only drain_idle.
     void shorten_idle_for_drain() {
-        deadline_ = std::min(deadline_, phase_since_ + limits_.drain_idle);
+        deadline_ = std::min(deadline_, common::deadline_after(phase_since_, limits_.drain_idle));
     }
 
     // What the handler and the observer see of the current request's head, from owned copies
@@ -230,7 +231,7 @@ class Connection final : public ConnectionBase,
         request_started_ = buffer_.size() > 0;
         if (fresh_) {
             enter(Phase::reading, limits_.request_timeout);
-            deadline_ = accepted_ + limits_.request_timeout;
+            deadline_ = common::deadline_after(accepted_, limits_.request_timeout);
         } else {
             enter(Phase::reading,
                   request_started_ ? limits_.request_timeout : limits_.idle_timeout);

@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <functional>
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -117,6 +119,68 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(store_config(config.store).sqlite_cache_mib, 2U);
     config.store.sqlite_cache_mib = 64;
     EXPECT_EQ(store_config(config.store).sqlite_cache_mib, 64U);
+}
+
+// What parsing `args` (as serve's command line) says: "" when accepted, else CLI11's message.
+std::string parse_error(std::vector<std::string> args) {
+    CLI::App command;
+    ServeConfig config;
+    add_serve_options(&command, config);
+    std::reverse(args.begin(), args.end());
+    try {
+        command.parse(args);
+    } catch (const CLI::ParseError& error) {
+        return error.what();
+    }
+    return "";
+}
+
+// The bound's text as a command line gives it.
+std::string as_argument(const Setting& row, long double value) {
+    if (row.integral) return std::to_string(static_cast<long long>(value));
+    std::ostringstream text;
+    text << std::setprecision(15) << static_cast<double>(value);
+    return text.str();
+}
+
+// From the table: every number's bounds are accepted, one past either is refused naming the
+// flag, on the command line and in validate() (a config file's or a program's values).
+TEST(ServeConfig, EveryNumberIsRefusedOutsideItsBoundsNamingItsFlag) {
+    ServeConfig bound;
+    const auto rows = serve_settings(bound);
+    std::size_t numbers = 0;
+    for (const Setting& row : rows) {
+        if (row.kind != Setting::Kind::number) continue;
+        SCOPED_TRACE(row.flag);
+        ++numbers;
+        ASSERT_LT(row.min, row.max);
+        EXPECT_EQ(parse_error({row.flag, as_argument(row, row.min)}), "");
+        EXPECT_EQ(parse_error({row.flag, as_argument(row, row.max)}), "");
+        for (const long double outside : {row.min - 1, row.max + 1}) {
+            const auto message = parse_error({row.flag, as_argument(row, outside)});
+            EXPECT_TRUE(message.starts_with(row.flag + ": must be")) << message;
+            EXPECT_NE(message.find(as_argument(row, row.max)), std::string::npos) << message;
+        }
+        EXPECT_TRUE(parse_error({row.flag, "1x"}).starts_with(row.flag + ": ")) << row.flag;
+        // validate() holds a config to the same bounds.
+        ServeConfig config;
+        auto own = serve_settings(config);
+        const auto same = std::find_if(own.begin(), own.end(),
+                                       [&](const Setting& r) { return r.flag == row.flag; });
+        same->set(row.max);
+        if (row.flag == "--otlp-max-batch") config.tracing.otlp_max_queue = 1'000'000;
+        if (row.flag == "--jwt-jwks-min-refresh-seconds") config.jwt.jwks_refresh_seconds = 86'400;
+        EXPECT_EQ(refused_option([&](ServeConfig& c) { c = config; }), "<accepted>");
+        same->set(row.max + 1);
+        EXPECT_EQ(refused_option([&](ServeConfig& c) { c = config; }), row.flag);
+        if (row.min >= 1) {  // below 0 an unsigned field cannot go (the command line covers it)
+            same->set(row.min - 1);
+            EXPECT_EQ(refused_option([&](ServeConfig& c) { c = config; }), row.flag);
+        }
+    }
+    EXPECT_GE(numbers, 40U);
+    // Every row's environment variable follows from its flag.
+    EXPECT_EQ(rows.front().env(), "PLANTSTORE_LISTEN");
 }
 
 TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -262,12 +263,28 @@ TEST_F(Lifecycle, ConfigurationTableMatchesHelp) {
     const std::string table =
         page.substr(table_start, page.find("\n## ", table_start + 1) - table_start);
 
-    const std::regex row(R"(\| `(--[a-z-]+)` \| `(PLANTSTORE_[A-Z_]+)` \|)");
+    const std::regex row(R"(\| `(--[a-z-]+)` \| `(PLANTSTORE_[A-Z_]+)` \| [^|]* \| ([^|]*) \|)");
+    // --help's entries, flag to text on one line (CLI11 wraps nothing, but indents).
+    std::map<std::string, std::string> entries;
+    const std::regex entry(R"(\n  (--[a-z-]+)[^\n]*\n\s+([^\n]*))");
+    for (std::sregex_iterator it(help.out.begin(), help.out.end(), entry), end; it != end; ++it) {
+        entries[(*it)[1]] = (*it)[2];
+    }
     std::set<std::string> documented;
     for (std::sregex_iterator it(table.begin(), table.end(), row), end; it != end; ++it) {
-        documented.insert((*it)[1]);
-        EXPECT_NE(help.out.find((*it)[1].str()), std::string::npos) << (*it)[1] << " not in --help";
+        const std::string flag = (*it)[1];
+        documented.insert(flag);
+        EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " not in --help";
         EXPECT_NE(help.out.find((*it)[2].str()), std::string::npos) << (*it)[2] << " not in --help";
+        // The Bounds column is the table's: what --help ends a number's help with.
+        std::string bounds = (*it)[3];
+        std::erase(bounds, ',');
+        const std::string& text = entries[flag];
+        if (bounds.empty()) {
+            EXPECT_FALSE(std::regex_search(text, std::regex("; [0-9.]+ to [0-9.]+$"))) << flag;
+        } else {
+            EXPECT_TRUE(text.ends_with("; " + bounds)) << flag << ": " << bounds << " vs " << text;
+        }
     }
     const std::regex flag(R"(^\s+(--[a-z-]+))");
     std::istringstream lines(help.out);
