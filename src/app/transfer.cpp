@@ -9,7 +9,7 @@
 #include <ostream>
 #include <vector>
 
-#include "auth/base64url.hpp"
+#include "common/base64.hpp"
 #include "auth/token.hpp"
 #include "common/time_text.hpp"
 #include "domain/new_plant_decoder.hpp"
@@ -81,7 +81,7 @@ auth::TokenRecord token_record(const json::object& object, std::size_t line) {
     }
     const auto scopes = scopes_text ? auth::parse_scopes(*scopes_text) : std::nullopt;
     if (!scopes) throw ImportError(line, "scopes must be space-separated plantstore scopes");
-    const auto digest = digest_text ? auth::base64url_decode(*digest_text) : std::nullopt;
+    const auto digest = digest_text ? common::base64url_decode(*digest_text) : std::nullopt;
     if (!digest || digest->size() != 32) {
         throw ImportError(line, "token_digest must be the base64url of a 32-byte SHA-256");
     }
@@ -115,7 +115,7 @@ ExportCounts export_store(store::PlantArchive& archive, store::TokenRepository* 
             line["token_name"] = record.name;
             line["tenant"] = record.tenant;
             line["scopes"] = auth::format_scopes(record.scopes);
-            line["token_digest"] = auth::base64url_encode(std::string_view(
+            line["token_digest"] = common::base64url_encode(std::string_view(
                 reinterpret_cast<const char*>(record.digest.data()), record.digest.size()));
             line["created_at"] = common::rfc3339(record.created_at_unix * 1000, false);
             out << json::serialize(line) << '\n';

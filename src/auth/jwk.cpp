@@ -9,7 +9,7 @@
 
 #include <stdexcept>
 
-#include "auth/base64url.hpp"
+#include "common/base64.hpp"
 #include "auth/jose_json.hpp"
 
 namespace plantstore::auth {
@@ -50,7 +50,7 @@ struct ClearErrorsOnExit {
 std::string decoded_member(const json::object& jwk, std::string_view name, std::string_view kid) {
     const auto text = string_member(jwk, name);
     std::optional<std::string> bytes;
-    if (text && !text->empty()) bytes = base64url_decode(*text);
+    if (text && !text->empty()) bytes = common::base64url_decode(*text);
     if (!bytes) {
         throw std::invalid_argument("key '" + std::string(kid) + "': \"" + std::string(name) +
                                     "\" must be non-empty base64url");

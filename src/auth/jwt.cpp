@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "auth/base64url.hpp"
+#include "common/base64.hpp"
 #include "auth/jose_json.hpp"
 #include "common/http_text.hpp"
 
@@ -148,8 +148,8 @@ std::variant<VerifiedJwt, JwtRejection> verify_jwt(std::string_view token, const
     const std::size_t first = token.find('.');
     const std::size_t second = token.find('.', first + 1);
     const std::string_view signed_part = token.substr(0, second);
-    const auto header_bytes = base64url_decode(token.substr(0, first));
-    const auto signature = base64url_decode(token.substr(second + 1));
+    const auto header_bytes = common::base64url_decode(token.substr(0, first));
+    const auto signature = common::base64url_decode(token.substr(second + 1));
     if (!header_bytes || !signature || signature->empty()) {
         return reject("the token is not valid base64url");
     }
@@ -193,7 +193,7 @@ std::variant<VerifiedJwt, JwtRejection> verify_jwt(std::string_view token, const
     if (!signature_valid(*key, *alg, signed_part, *signature)) {
         return reject("the token's signature is not valid");
     }
-    const auto claims_bytes = base64url_decode(token.substr(first + 1, second - first - 1));
+    const auto claims_bytes = common::base64url_decode(token.substr(first + 1, second - first - 1));
     const auto claims = claims_bytes ? parse_json(*claims_bytes) : std::nullopt;
     if (!claims || !claims->is_object()) return reject("the token's claims are not a JSON object");
     return check_claims(claims->get_object(), policy, now_unix);

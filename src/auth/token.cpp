@@ -10,7 +10,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "auth/base64url.hpp"
+#include "common/base64.hpp"
 
 namespace plantstore::auth {
 
@@ -19,7 +19,7 @@ std::string mint_token() {
     if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
         throw std::runtime_error("the OpenSSL random generator failed");
     }
-    return "ps_" + base64url_encode(std::string_view(reinterpret_cast<const char*>(random.data()),
+    return "ps_" + common::base64url_encode(std::string_view(reinterpret_cast<const char*>(random.data()),
                                                      random.size()));
 }
 

@@ -1,7 +1,8 @@
 // Domain layer: the records of the Plant Store specification and the rules their fields obey.
 // Owns: Plant, NewPlant, field limits, decoding/validation of plant bodies (create, PUT, PATCH),
 // JSON encoding of Plant and Error records, entity tags, event types. Pure: no I/O, no threads,
-// no clocks. May call only the standard library, Boost.JSON and OpenSSL's digests (etag.hpp).
+// no clocks. May call only the standard library, Boost.JSON, OpenSSL's digests (etag.hpp) and
+// common's text helpers (JSON strings, hex, time text).
 // Every other layer may call it; it calls none of them.
 #pragma once
 

@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+
+#include "common/json_text.hpp"
 
 namespace plantstore::ops {
 
@@ -68,13 +68,19 @@ void write_log_lines(std::string_view lines) {
 
 void log_event(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) {
     if (!log_enabled(level)) return;
-    boost::json::object line;
-    line["time"] = utc_timestamp();
-    line["level"] = level_name(level);
-    line["event"] = event;
-    for (const auto& [name, value] : fields) line[name] = value;
-    std::string text = boost::json::serialize(line);
-    text += '\n';
+    std::string text = R"({"time":")";
+    text += utc_timestamp();
+    text += R"(","level":")";
+    text += level_name(level);
+    text += R"(","event":)";
+    common::append_json_string(text, event);
+    for (const auto& [name, value] : fields) {
+        text += ',';
+        common::append_json_string(text, name);
+        text += ':';
+        common::append_json_string(text, value);
+    }
+    text += "}\n";
     write_log_lines(text);
 }
 

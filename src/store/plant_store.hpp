@@ -49,6 +49,10 @@ struct WriteResult {
     // NOLINTNEXTLINE(google-explicit-constructor): {outcome, plant, reason} reads as the result
     WriteResult(Outcome what, domain::Plant plant = {}, std::string why = {})
         : outcome(what), stored(std::move(plant)), reason(std::move(why)) {}
+    /// Not acknowledged, and why (for logs).
+    static WriteResult unavailable_because(std::string why) {
+        return {Outcome::unavailable, {}, std::move(why)};
+    }
 
     Outcome outcome = Outcome::unavailable;
     /// The plant as stored: after the write for created, replayed, updated and unchanged; as it

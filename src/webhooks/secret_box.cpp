@@ -1,5 +1,7 @@
 #include "webhooks/secret_box.hpp"
 
+#include "common/base64.hpp"
+
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -40,12 +42,12 @@ std::optional<SecretKey> SecretKey::parse(std::string_view text) {
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos) return std::nullopt;
     text = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-    auto bytes = base64_decode(text);
+    auto bytes = common::base64_decode(text);
     if (!bytes || bytes->size() != kKeyBytes) return std::nullopt;
     return SecretKey(std::move(*bytes));
 }
 
-std::string SecretKey::text() const { return base64_encode(bytes_); }
+std::string SecretKey::text() const { return common::base64_encode(bytes_); }
 
 std::string seal(const SecretKey& key, std::string_view plaintext, std::string_view context) {
     std::string out(kNonceBytes + plaintext.size() + kTagBytes, '\0');
@@ -65,13 +67,13 @@ std::string seal(const SecretKey& key, std::string_view plaintext, std::string_v
                             ciphertext + plaintext.size()) != 1) {
         throw std::runtime_error("OpenSSL could not seal a webhook secret");
     }
-    return std::string(kVersion) + base64_encode(out);
+    return std::string(kVersion) + common::base64_encode(out);
 }
 
 std::optional<std::string> open(const SecretKey& key, std::string_view sealed,
                                 std::string_view context) {
     if (sealed.substr(0, kVersion.size()) != kVersion) return std::nullopt;
-    const auto raw = base64_decode(sealed.substr(kVersion.size()));
+    const auto raw = common::base64_decode(sealed.substr(kVersion.size()));
     if (!raw || raw->size() < kNonceBytes + kTagBytes) return std::nullopt;
     const auto* nonce = bytes_of(*raw);
     const std::size_t size = raw->size() - kNonceBytes - kTagBytes;

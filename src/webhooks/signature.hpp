@@ -29,9 +29,5 @@ std::string sign(std::string_view key, std::string_view id, std::int64_t timesta
 std::string signature_header(const std::vector<std::string>& keys, std::string_view id,
                              std::int64_t timestamp, std::string_view body);
 
-/// Standard base64 (RFC 4648 §4) with padding. Pure.
-std::string base64_encode(std::string_view bytes);
-/// The bytes canonical padded standard base64 encodes; nullopt otherwise. Pure.
-std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace plantstore::webhooks

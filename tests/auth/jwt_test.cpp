@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "auth/base64url.hpp"
+#include "common/base64.hpp"
 #include "support/jwt_signer.hpp"
 
 namespace plantstore::auth {
@@ -195,15 +195,15 @@ TEST_F(Jwt, MalformedTokensOfAnyShapeAreRefused) {
         good + ".x",                       // four parts
         "!!!." + good.substr(good.find('.') + 1),
         header + ".%%%." + good.substr(good.rfind('.') + 1),
-        auth::base64url_encode(std::string(100000, '[')) + ".e30.AAAA",  // nesting bomb header
-        auth::base64url_encode(R"({"alg":"ES256","kid":"ec-1"})") + "." +
-            auth::base64url_encode(std::string(5000, '[') + std::string(5000, ']')) + "." +
+        common::base64url_encode(std::string(100000, '[')) + ".e30.AAAA",  // nesting bomb header
+        common::base64url_encode(R"({"alg":"ES256","kid":"ec-1"})") + "." +
+            common::base64url_encode(std::string(5000, '[') + std::string(5000, ']')) + "." +
             good.substr(good.rfind('.') + 1),
-        auth::base64url_encode(std::string(200000, ' ')) + ".e30.AAAA",  // huge header
-        auth::base64url_encode("[1,2]") + ".e30.AAAA",
-        auth::base64url_encode(R"({"alg":7,"kid":"ec-1"})") + ".e30.AAAA",
-        auth::base64url_encode(R"({"alg":"ES256","kid":["ec-1"]})") + ".e30.AAAA",
-        auth::base64url_encode(R"({"alg":"ES256","kid":"ec-1","typ":"JWE"})") + ".e30.AAAA",
+        common::base64url_encode(std::string(200000, ' ')) + ".e30.AAAA",  // huge header
+        common::base64url_encode("[1,2]") + ".e30.AAAA",
+        common::base64url_encode(R"({"alg":7,"kid":"ec-1"})") + ".e30.AAAA",
+        common::base64url_encode(R"({"alg":"ES256","kid":["ec-1"]})") + ".e30.AAAA",
+        common::base64url_encode(R"({"alg":"ES256","kid":"ec-1","typ":"JWE"})") + ".e30.AAAA",
     };
     for (const auto& token : bad) {
         EXPECT_NE(refusal(token), "ACCEPTED") << token.substr(0, 80);
@@ -213,7 +213,7 @@ TEST_F(Jwt, MalformedTokensOfAnyShapeAreRefused) {
               "the token's claims are not a JSON object");
     // an ES256 signature of the wrong length (DER instead of R || S)
     EXPECT_EQ(
-        refusal(good.substr(0, good.rfind('.') + 1) + auth::base64url_encode(std::string(70, 'x'))),
+        refusal(good.substr(0, good.rfind('.') + 1) + common::base64url_encode(std::string(70, 'x'))),
         "the token's signature is not valid");
 }
 

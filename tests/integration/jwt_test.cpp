@@ -5,7 +5,7 @@
 #include <fstream>
 #include <thread>
 
-#include "auth/base64url.hpp"
+#include "common/base64.hpp"
 #include "fixture.hpp"
 #include "https_test_server.hpp"
 #include "support/jwt_signer.hpp"
@@ -129,9 +129,9 @@ TEST_F(JwtAuth, EveryBadTokenIs401InvalidTokenAndNever500) {
         {"truncated", good.substr(0, good.size() - 20)},
         {"garbage base64", "eyJ~~~.e+/.abc"},  // token68 characters, not base64url
         {"no tenant", es256(key, "k1", no_tenant)},
-        {"nested JSON bomb", auth::base64url_encode(std::string(3000, '[')) + ".e30.AAAA"},
+        {"nested JSON bomb", common::base64url_encode(std::string(3000, '[')) + ".e30.AAAA"},
         {"huge header",
-         auth::base64url_encode(R"({"alg":"ES256","kid":")" + std::string(9000, 'k') + R"("})") +
+         common::base64url_encode(R"({"alg":"ES256","kid":")" + std::string(9000, 'k') + R"("})") +
              ".e30.AAAA"},
     };
     for (const auto& [what, token_text] : bad) {
@@ -142,7 +142,7 @@ TEST_F(JwtAuth, EveryBadTokenIs401InvalidTokenAndNever500) {
             << what;
     }
     // Larger than the header limit: 431, as for any request.
-    const std::string oversized = auth::base64url_encode(std::string(20000, 'x')) + ".e30.AAAA";
+    const std::string oversized = common::base64url_encode(std::string(20000, 'x')) + ".e30.AAAA";
     expect_error(call(port(), "GET", "/plants", oversized), 431);
     EXPECT_EQ(call(port(), "GET", "/plants", good).status, 200);  // and still serving
 }

@@ -69,6 +69,25 @@ TEST(AccessLog, EachExchangeIsOneJsonLineWrittenAtTheFlush) {
     EXPECT_EQ(boost::json::parse(lines[1]).as_object().at("stream_events"), 5);
 }
 
+// Text is written as it came when it is UTF-8 (not byte by byte as \u00XX), and bytes that are
+// not become U+FFFD: the line stays JSON.
+TEST(AccessLog, TextKeepsItsCharactersAndInvalidBytesBecomeReplacements) {
+    testing::internal::CaptureStderr();
+    {
+        AccessLog log(1);
+        transport::Exchange exchange = logged_exchange();
+        exchange.target = "/plants?tag=pt\xC3\xA9ris";
+        exchange.caller = "bad\xFFname";
+        log.record(0, exchange);
+    }
+    const auto lines = lines_of(testing::internal::GetCapturedStderr());
+    ASSERT_EQ(lines.size(), 1U);
+    EXPECT_NE(lines[0].find(R"("path":"/plants?tag=ptéris")"), std::string::npos) << lines[0];
+    const auto line = boost::json::parse(lines[0]).as_object();
+    EXPECT_EQ(line.at("path"), "/plants?tag=ptéris");
+    EXPECT_EQ(line.at("token"), "bad\xEF\xBF\xBDname");
+}
+
 TEST(AccessLog, AFullBufferIsWrittenWithoutWaitingForTheTick) {
     testing::internal::CaptureStderr();
     AccessLog log(1);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+
 namespace plantstore::ops {
 namespace {
 
@@ -29,6 +31,17 @@ TEST(Log, TimestampsAreUtcWithMilliseconds) {
                       std::chrono::hours(2) + std::chrono::minutes(3) + std::chrono::seconds(4) +
                       std::chrono::milliseconds(567);
     EXPECT_EQ(utc_timestamp(time), "2026-11-22T02:03:04.567Z");
+}
+
+TEST(Log, ALineIsJsonWithTheFieldsTextKeptAndInvalidBytesReplaced) {
+    testing::internal::CaptureStderr();
+    log_event(LogLevel::warn, "example", {{"path", "/plants?tag=pt\xC3\xA9ris"}, {"raw", "a\xC3"}});
+    const std::string line = testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(line.ends_with("}\n")) << line;
+    EXPECT_NE(line.find(R"("level":"warn","event":"example","path":"/plants?tag=ptéris","raw":"a)" "\xEF\xBF\xBD" R"("})"),
+              std::string::npos)
+        << line;
+    EXPECT_EQ(boost::json::parse(line).as_object().at("raw"), "a\xEF\xBF\xBD");
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "auth/base64url.hpp"
+#include "common/base64.hpp"
 
 namespace plantstore::testing_support {
 
@@ -23,7 +23,7 @@ std::string bytes_of(const unsigned char* data, std::size_t size) {
     return std::string(reinterpret_cast<const char*>(data), size);
 }
 
-std::string b64(std::string_view bytes) { return auth::base64url_encode(bytes); }
+std::string b64(std::string_view bytes) { return common::base64url_encode(bytes); }
 
 std::string bignum_param(EVP_PKEY* key, const char* name) {
     BIGNUM* value = nullptr;

@@ -89,7 +89,7 @@ CommittedAnswers answer_committed_rows(std::span<WriteRequest* const> batch,
     } catch (const PgError& error) {  // a malformed answer: nothing can be promised
         answers.failure = error.what();
         for (WriteRequest* write : batch) {
-            write->done({Outcome::unavailable, {}, answers.failure});
+            write->done(WriteResult::unavailable_because(answers.failure));
         }
         return answers;
     }
@@ -99,7 +99,7 @@ CommittedAnswers answer_committed_rows(std::span<WriteRequest* const> batch,
         } else if (outcomes[i]) {
             batch[i]->done(std::move(*outcomes[i]));
         } else {  // neither a create nor a change of the batch: a caller's bug, still answered
-            batch[i]->done({Outcome::unavailable, {}, "the write was in none of the statements"});
+            batch[i]->done(WriteResult::unavailable_because("the write was in none of the statements"));
         }
     }
     return answers;

@@ -33,10 +33,6 @@ namespace {
 // with another instance's batch, a concurrent commit of its id) is tried this often at most.
 constexpr int kMaxAttempts = 5;
 
-WriteResult unavailable(std::string reason) {
-    return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
-}
-
 // A read's result (ReadResult or EventRead) that says it could not be answered, and why.
 template <typename Result = ReadResult>
 Result read_unavailable(const std::string& reason) {
@@ -187,7 +183,7 @@ class PgPlantStore::Engine {
                 return;
             }
         }
-        pending.done(unavailable(refusal));
+        pending.done(WriteResult::unavailable_because(refusal));
     }
 
     void read(std::string tenant, domain::PlantId id, ReadCallback done) {
@@ -384,7 +380,7 @@ class PgPlantStore::Engine {
                 if (batch.empty()) break;
                 const std::string reason =
                     "PostgreSQL is unreachable: " + writers_.front().connection->last_error();
-                for (Pending& pending : batch) pending.done(unavailable(reason));
+                for (Pending& pending : batch) pending.done(WriteResult::unavailable_because(reason));
                 continue;
             }
             auto idle = std::find_if(writers_.begin(), writers_.end(), [](const Writer& w) {
@@ -529,13 +525,13 @@ class PgPlantStore::Engine {
             failure = "COMMIT did not commit";
         }
         if (!failure.empty()) {
-            for (Pending& pending : batch) pending.done(unavailable(failure));
+            for (Pending& pending : batch) pending.done(WriteResult::unavailable_because(failure));
         } else if (!batch.empty()) {
             try {
                 tell_appended(outcome.results[outcome.results.size() - 3].get());
             } catch (const PgError& error) {  // a malformed answer: nothing can be promised
                 failure = error.what();
-                for (Pending& pending : batch) pending.done(unavailable(failure));
+                for (Pending& pending : batch) pending.done(WriteResult::unavailable_because(failure));
             }
             if (failure.empty())
                 failure = complete_rows(batch, creates, changes, outcome.results, again);
@@ -602,7 +598,7 @@ class PgPlantStore::Engine {
             }
         }
         for (Pending& pending : exhausted) {
-            pending.done(unavailable("conflicting concurrent writes; tried " +
+            pending.done(WriteResult::unavailable_because("conflicting concurrent writes; tried " +
                                      std::to_string(kMaxAttempts) + " times"));
         }
     }
@@ -697,7 +693,7 @@ class PgPlantStore::Engine {
             std::lock_guard lock(mutex_);
             left.swap(queue_.writes());
         }
-        for (Pending& pending : left) pending.done(unavailable("the store is closing"));
+        for (Pending& pending : left) pending.done(WriteResult::unavailable_because("the store is closing"));
         work_.reset();
     }
 

@@ -19,10 +19,6 @@ namespace plantstore::store::sqlite {
 
 namespace {
 
-WriteResult unavailable(std::string reason) {
-    return {WriteResult::Outcome::unavailable, {}, std::move(reason)};
-}
-
 // WAL size, in pages, at which the checkpointer is woken (SQLite's own default), and beyond
 // which the writer completes a checkpoint itself so that the WAL cannot grow without bound.
 constexpr int kCheckpointPages = 1000;
@@ -764,7 +760,7 @@ void SqlitePlantStore::enqueue(Pending pending) {
             return;
         }
     }
-    pending.done(unavailable(refusal));
+    pending.done(WriteResult::unavailable_because(refusal));
 }
 
 Health SqlitePlantStore::health() const {
@@ -836,7 +832,7 @@ void SqlitePlantStore::run_writer() {
             }
         }
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            batch[i].done(failure.empty() ? std::move(results[i]) : unavailable(failure));
+            batch[i].done(failure.empty() ? std::move(results[i]) : WriteResult::unavailable_because(failure));
         }
         batch.clear();
     }
