@@ -1,7 +1,8 @@
 // API layer (see api.hpp): the route table. One list of paths, the methods each takes and the
 // function that prepares each operation's call; used for matching, for 404 and 405 with Allow,
 // for CORS preflight and for the metrics route label. Each resource's file (plant_calls,
-// webhook_calls, document_calls, operations) gives its own rows; this file knows none of them.
+// webhook_calls, event_calls, quota_calls, document_calls, monitoring_calls) gives its own rows;
+// this file knows none of them.
 #pragma once
 
 #include <functional>

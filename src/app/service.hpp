@@ -30,7 +30,7 @@ class Service {
     /// SIGHUP: rereads the TLS certificate and key (a failure is logged; the old pair stays).
     void reload();
     /// SIGTERM, SIGINT, first step: /readyz turns 503 (a load balancer takes the instance out)
-    /// and systemd hears STOPPING=1; everything else is served as before. Logs "stopping".
+    /// and systemd hears STOPPING=1; everything else is still served. Logs "stopping".
     void begin_stopping();
     /// Then (after --shutdown-delay-ms): no new connections, requests in flight finish (bounded
     /// by --drain-timeout-ms), then the listeners stop, the store commits what it accepted and

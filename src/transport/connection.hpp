@@ -1,9 +1,9 @@
 // Transport layer internals (see http_server.hpp): one client connection, generic over its
 // stream. The pieces it shares with the server have files of their own beside it (worker,
-// connection_count, stream_control, date_text, request_ids). Included only by http_server.cpp and
-// by the request-path fuzzer, which drives a Connection over an in-memory stream: the same framing,
-// checks and answers as on a socket, without one. Keeps Boost.Asio and Beast out of every other
-// unit.
+// connection_count, stream_control, date_text, request_ids). Included by http_server.cpp, and by
+// the request-path fuzzer and the transport's tests (through tests/support/in_memory_stream.hpp),
+// which drive a Connection over an in-memory stream: the same framing, checks and answers as on a
+// socket, without one. Keeps Boost.Asio and Beast out of every other unit of the product.
 #pragma once
 
 #include <algorithm>
@@ -113,7 +113,7 @@ class Connection final : public ConnectionBase,
     void check_deadline(Clock::time_point now) override {
         if (phase_ == Phase::reading && !request_started_ && request_has_begun()) {
             // The first bytes of a request arrived: from now on it has request_timeout to finish
-            // (a new connection's first request: from when it was accepted, as before).
+            // (a new connection's first request keeps its deadline from the accept).
             request_started_ = true;
             if (!fresh_) deadline_ = common::deadline_after(now, limits_.request_timeout);
         }
@@ -443,7 +443,7 @@ class Connection final : public ConnectionBase,
     // Plain TCP: while a stream waits for its next piece, a read waits beside it, so a client
     // that goes away (its FIN or a reset) ends the stream at once instead of at the next write
     // (the second keep-alive after it left, for a FIN). What a client sends meanwhile is
-    // discarded. (Over TLS the next write notices, as before.)
+    // discarded. (Over TLS the next write notices.)
     net::awaitable<void> watch_client() {
         std::array<char, 1024> sink{};
         error_code ec;

@@ -53,7 +53,6 @@ struct ServerLimits {
     std::chrono::milliseconds drain_idle{1'000};
 };
 
-/// One finished request/response, as the observer sees it. Views are valid only during the call.
 /// Which request something concerns: its id and its place in its trace (W3C Trace Context, as
 /// hex); all empty when it concerns none.
 struct RequestIdentity {
@@ -62,6 +61,7 @@ struct RequestIdentity {
     std::string_view span_id;
 };
 
+/// One finished request/response, as the observer sees it. Views are valid only during the call.
 struct Exchange {
     std::string_view request_id;
     std::string_view trace_id;  ///< the request's trace (W3C Trace Context), 32 hex digits

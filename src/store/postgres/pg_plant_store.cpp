@@ -558,8 +558,9 @@ class PgPlantStore::Engine {
         }
     }
 
-    // Answers each write of a committed batch exactly once (committed_batch.hpp); puts those to
-    // run again into `again`. Returns why no row could be trusted (each write was then answered
+    // Answers each write of a committed batch that its row settles (committed_batch.hpp) and moves
+    // those to run again, unanswered, into `again`: every write is answered once, now or after
+    // its rerun. Returns why no row could be trusted (each write was then answered
     // unavailable), or "".
     static std::string complete_rows(std::vector<Pending>& batch,
                                      const std::vector<std::size_t>& creates,

@@ -209,7 +209,7 @@ WITH input AS (
 /// inserted nor visible: run it again. Each inserted plant's plant.created event is staged for
 /// append_events_statement(). Inputs must not repeat a (tenant, id); sorting them by (tenant, id)
 /// gives concurrent batches one lock order. Plants are probed per row (LATERAL subqueries, which
-/// OFFSET 0 keeps from becoming joins): only when not inserted, as before quotas, except for a
+/// OFFSET 0 keeps from becoming joins): only when not inserted (the cheap case), except for a
 /// tenant whose quota this batch could cross (`tight`: it holds so many that its rows in the
 /// batch would not all fit), whose rows are probed before the insert, since only new plants
 /// count against its quota. So a quota costs only the tenants near it.

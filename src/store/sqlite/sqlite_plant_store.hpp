@@ -22,7 +22,9 @@ namespace plantstore::store::sqlite {
 /// once (one fsync for the whole batch, no artificial delay), then completes each request. So
 /// durable throughput scales with concurrency instead of being capped at the disk's fsync rate.
 /// Reads run on the caller's thread, each on a connection of its own from a small pool: WAL
-/// readers see the last commit and never wait for the writer.
+/// readers see the last commit and never wait for the writer. Each is one index range scan of at
+/// most a page, answered before the call returns, so the caller's time-out (--store-timeout-ms,
+/// which starts after the call) does not bound it and need not.
 /// Checkpoints (copying the WAL back into the database) run in a thread of their own, so a
 /// commit never waits for one; only if the WAL outgrows a hard cap under sustained load does the
 /// writer finish the (by then mostly done) checkpoint itself, keeping the WAL bounded.
