@@ -9,7 +9,6 @@
 
 #include "auth/jwt.hpp"
 #include "auth/jwt_authenticator.hpp"
-#include "common/thread_name.hpp"
 #include "ops/log.hpp"
 
 namespace plantstore::app {
@@ -52,14 +51,13 @@ JwksRefresher::~JwksRefresher() {
         stopping_ = true;
     }
     wake_.notify_one();
-    if (thread_.joinable()) thread_.join();
+    thread_.stop();
 }
 
 void JwksRefresher::start(auth::JwtAuthenticator& authenticator) {
     authenticator_ = &authenticator;
     authenticator_->replace_keys(published_);
-    thread_ = std::thread([this] {
-        common::name_this_thread("ps-jwks");
+    thread_.start("ps-jwks", [this] {
         run();
     });
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "common/background_thread.hpp"
 #include "outbound/client.hpp"
 
 namespace plantstore::auth {
@@ -72,7 +73,7 @@ class JwksRefresher {
     bool stopping_ = false;           // guarded by mutex_
     bool refresh_requested_ = false;  // guarded by mutex_
     auth::JwtAuthenticator* authenticator_ = nullptr;
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::app

@@ -9,6 +9,7 @@
 #include "app/commands.hpp"
 #include "app/serve_config.hpp"
 #include "app/service.hpp"
+#include "common/background_thread.hpp"
 #include "ops/log.hpp"
 
 #ifndef PLANTSTORE_VERSION
@@ -19,7 +20,17 @@ namespace plantstore::app {
 
 namespace {
 
+// What escapes a background loop (common/background_thread.hpp) becomes a log line.
+void log_background_failure(std::string_view part, std::string_view what) noexcept {
+    try {
+        ops::log_event(ops::LogLevel::error, "background_failure",
+                       {{"part", std::string(part)}, {"reason", std::string(what)}});
+    } catch (...) {  // no memory for the line: the loop runs on regardless
+    }
+}
+
 int run(int argc, char** argv) {
+    common::set_background_failure_reporter(&log_background_failure);
     CLI::App cli{"plantstore: the Plant Store API (POST /plants) on a durable embedded store"};
     cli.footer(
         "Documentation: /usr/share/doc/plantstore/ when installed from the package, docs/ in the "

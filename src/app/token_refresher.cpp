@@ -1,7 +1,6 @@
 #include "app/token_refresher.hpp"
 
 #include "auth/token_registry.hpp"
-#include "common/thread_name.hpp"
 #include "ops/log.hpp"
 #include "store/token_repository.hpp"
 
@@ -14,8 +13,7 @@ TokenRefresher::TokenRefresher(OpenRepository open, auth::TokenRegistry& registr
       interval_(interval),
       on_change_(std::move(on_change)) {
     registry_.replace(open_()->list());
-    thread_ = std::thread([this] {
-        common::name_this_thread("ps-tokens");
+    thread_.start("ps-tokens", [this] {
         poll();
     });
 }
@@ -26,7 +24,7 @@ TokenRefresher::~TokenRefresher() {
         stopping_ = true;
     }
     stop_requested_.notify_one();
-    thread_.join();
+    thread_.stop();
 }
 
 void TokenRefresher::poll() {

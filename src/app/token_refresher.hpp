@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/background_thread.hpp"
+
 namespace plantstore::auth {
 class TokenRegistry;
 }
@@ -41,7 +43,7 @@ class TokenRefresher {
     std::mutex mutex_;
     std::condition_variable stop_requested_;
     bool stopping_ = false;
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::app

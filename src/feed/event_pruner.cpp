@@ -4,16 +4,14 @@
 #include <exception>
 #include <string>
 
-#include "common/thread_name.hpp"
 #include "store/plant_store.hpp"
 
 namespace plantstore::feed {
 
 EventPruner::EventPruner(store::PlantStore& store, Options options)
-    : store_(store), options_(std::move(options)), thread_([this] {
-          common::name_this_thread("ps-event-prune");
-          run();
-      }) {}
+    : store_(store), options_(std::move(options)) {
+    thread_.start("ps-event-prune", [this] { run(); });
+}
 
 EventPruner::~EventPruner() { stop(); }
 
@@ -23,7 +21,7 @@ void EventPruner::stop() {
         stopping_ = true;
     }
     wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    thread_.stop();
 }
 
 void EventPruner::run() {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <thread>
 
+#include "common/background_thread.hpp"
+
 namespace plantstore::store {
 class PlantStore;
 }
@@ -50,7 +52,7 @@ class EventPruner {
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;  // guarded by mutex_
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::feed

@@ -1,3 +1,4 @@
+#include "common/background_thread.hpp"
 #include "feed/feed_service.hpp"
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 
 #include "common/loop_gate.hpp"
 #include "common/span.hpp"
-#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "domain/event.hpp"
 #include "feed/event_pruner.hpp"
@@ -108,8 +108,7 @@ class FeedService::Impl {
           gate_(std::make_shared<common::LoopGate>(io_)),
           pruner_(store, {options_.retention, clock_, options_.on_failure}) {
         schedule_check();
-        thread_ = std::thread([this] {
-            common::name_this_thread("ps-feed");
+        thread_.start("ps-feed", [this] {
             io_.run();
         });
     }
@@ -193,7 +192,7 @@ class FeedService::Impl {
             check_timer_.cancel();
             work_.reset();
         });
-        if (thread_.joinable()) thread_.join();
+        thread_.stop();
         gate_->close();  // a store's late answer is dropped from now on
     }
 
@@ -554,7 +553,7 @@ class FeedService::Impl {
     std::uint64_t next_waiter_ = 0;
     std::size_t cached_in_all_ = 0;  // events cached over every tenant
     bool draining_ = false;
-    std::thread thread_;
+    common::BackgroundThread thread_;
     std::atomic<bool> stopped_{false};
     EventPruner pruner_;
 };

@@ -1,3 +1,4 @@
+#include "common/background_thread.hpp"
 #include "outbound/client.hpp"
 
 #include <openssl/ssl.h>
@@ -28,7 +29,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "common/thread_name.hpp"
 #include "common/url_host.hpp"
 #include "outbound/resolver.hpp"
 
@@ -256,10 +256,8 @@ class Client::Impl {
           resolver_(context_, {options_.max_dns_ttl, options_.dns_servers}),
           sweep_(context_) {
         sweep();
-        thread_ = std::thread([this] {
-            common::name_this_thread("ps-outbound");
-            context_.run();
-        });
+        // An exception escaping a handler leaves the loop where it was: it runs on at once.
+        thread_.start("ps-outbound", [this] { context_.run(); }, std::chrono::milliseconds(0));
     }
 
     ~Impl() {
@@ -276,7 +274,7 @@ class Client::Impl {
             // requests in flight end unanswered with the client.
             context_.stop();
         }
-        thread_.join();
+        thread_.stop();
     }
 
     void send(Request request, std::function<void(Response)> done) {
@@ -332,7 +330,7 @@ class Client::Impl {
         return result.get();
     }
 
-    bool on_client_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+    bool on_client_thread() const { return thread_.is_current(); }
 
   private:
     using Addresses = Resolver::Addresses;
@@ -356,7 +354,9 @@ class Client::Impl {
         try {
             done(std::move(response));
         } catch (...) {
-            // a callback must not throw; nothing here could answer it again
+            // A callback must not throw; nothing here could answer it again, so it is reported
+            // as a failure of this loop, which goes on.
+            common::report_current_exception("ps-outbound");
         }
         --in_flight_;
         maybe_finish();
@@ -616,7 +616,7 @@ class Client::Impl {
     std::size_t in_flight_ = 0;
     bool stopping_ = false;
     ClientStats stats_;
-    std::thread thread_;  // last: starts once everything it runs exists
+    common::BackgroundThread thread_;  // last: starts once everything it runs exists
 };
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "common/jitter.hpp"
-#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "common/trace_context.hpp"
 #include "domain/event.hpp"
@@ -70,8 +69,7 @@ Dispatcher::Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
     options_.workers = std::max<std::size_t>(options_.workers, 1);
     options_.per_subscription = std::max<std::size_t>(options_.per_subscription, 1);
     options_.per_tenant = std::clamp<std::size_t>(options_.per_tenant, 1, options_.workers);
-    claimer_ = std::thread([this] {
-        common::name_this_thread("ps-hook-claim");
+    claimer_.start("ps-hook-claim", [this] {
         run_claimer();
     });
 }
@@ -100,7 +98,7 @@ void Dispatcher::stop() {
     claimer_wake_.notify_all();
     // The claimer waits for the attempts in flight (each bounded by the time-out), records them
     // and ends; a second caller, also at the same time, waits for the same end.
-    std::call_once(joined_, [this] { claimer_.join(); });
+    claimer_.stop();
 }
 
 void Dispatcher::run_claimer() {

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/background_thread.hpp"
 #include "outbound/client.hpp"
 #include "outbox/delivery_observer.hpp"
 #include "store/webhook_repository.hpp"
@@ -164,8 +165,7 @@ class Dispatcher {
     std::vector<Done> done_;
     std::atomic<bool> outbox_active_{true};  // the last look found subscriptions or deliveries
 
-    std::once_flag joined_;
-    std::thread claimer_;
+    common::BackgroundThread claimer_;
 };
 
 }  // namespace plantstore::outbox

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "outbound/client.hpp"
 #include "outbox/random_id.hpp"
@@ -36,11 +35,9 @@ SubscriptionService::SubscriptionService(SubscriptionOptions options, webhooks::
       key_(std::move(key)),
       repository_(std::move(repository)),
       client_(client),
-      observer_(observer),
-      thread_([this] {
-          common::name_this_thread("ps-subscribe");
-          run();
-      }) {}
+      observer_(observer) {
+    thread_.start("ps-subscribe", [this] { run(); });
+}
 
 SubscriptionService::~SubscriptionService() { close(); }
 
@@ -53,7 +50,7 @@ void SubscriptionService::close() {
         wake_.wait(lock, [this] { return checking_ == 0; });
     }
     wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    thread_.stop();
 }
 
 void SubscriptionService::submit(const Callback& done, std::function<SubscriptionOutcome()> work) {

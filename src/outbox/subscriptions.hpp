@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/background_thread.hpp"
 #include "outbox/dispatcher.hpp"
 #include "store/webhook_repository.hpp"
 #include "webhooks/destination.hpp"
@@ -113,7 +114,7 @@ class SubscriptionService {
     bool closing_ = false;
     std::size_t checking_ = 0;  // hosts being resolved for create(); close() waits for them
     std::deque<std::function<void()>> queue_;
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::outbox

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "common/jitter.hpp"
-#include "common/thread_name.hpp"
 #include "outbound/client.hpp"
 
 namespace plantstore::telemetry {
@@ -24,8 +23,7 @@ OtlpExporter::OtlpExporter(Options options)
       last_report_(std::chrono::steady_clock::now() - std::chrono::minutes(1)) {
     if (options_.client == nullptr) throw std::invalid_argument("no outbound client");
     queue_.reserve(options_.max_batch);
-    thread_ = std::thread([this] {
-        common::name_this_thread("ps-trace-send");
+    thread_.start("ps-trace-send", [this] {
         run();
     });
 }
@@ -63,7 +61,7 @@ void OtlpExporter::stop() {
         stopping_ = true;
     }
     wake_.notify_one();
-    if (thread_.joinable()) thread_.join();
+    thread_.stop();
 }
 
 void OtlpExporter::run() {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/background_thread.hpp"
 #include "common/span.hpp"
 #include "outbound/client.hpp"
 #include "telemetry/otlp_json.hpp"
@@ -98,7 +99,7 @@ class OtlpExporter final : public common::SpanSink {
     std::atomic<std::uint64_t> retries_{0};
     std::uint64_t failed_unreported_ = 0;                // export thread only
     std::chrono::steady_clock::time_point last_report_;  // export thread only
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::telemetry

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "common/client_key.hpp"
-#include "common/thread_name.hpp"
+#include "common/background_thread.hpp"
 #include "transport/connection.hpp"
 
 namespace plantstore::transport {
@@ -170,10 +170,11 @@ class HttpServer::Impl {
         for (auto& worker : workers_) {
             net::co_spawn(worker->context, sweep_deadlines(*worker, observer_), net::detached);
             keep_running_.push_back(net::make_work_guard(worker->context));
-            threads_.emplace_back([&context = worker->context] {
-                common::name_this_thread("ps-io");
-                context.run();
-            });
+            // An exception escaping a handler (a connection catches its own) leaves the loop
+            // where it was: it runs on at once, its other connections untouched.
+            threads_.emplace_back(std::make_unique<common::BackgroundThread>())
+                ->start("ps-io", [&context = worker->context] { context.run(); },
+                        std::chrono::milliseconds(0));
         }
     }
 
@@ -212,7 +213,7 @@ class HttpServer::Impl {
     void stop() {
         keep_running_.clear();
         for (auto& worker : workers_) worker->context.stop();
-        for (auto& thread : threads_) thread.join();
+        for (auto& thread : threads_) thread->stop();
         threads_.clear();
     }
 
@@ -324,7 +325,7 @@ class HttpServer::Impl {
     std::size_t next_worker_ = 0;          // only the first worker's thread touches it
     std::deque<tcp::acceptor> acceptors_;  // only the first worker's thread uses them
     std::vector<net::executor_work_guard<net::io_context::executor_type>> keep_running_;
-    std::vector<std::thread> threads_;
+    std::vector<std::unique_ptr<common::BackgroundThread>> threads_;
 };
 
 HttpServer::HttpServer(ServerOptions options, const plantstore::http::Handler& handler,

@@ -12,8 +12,13 @@
 
 #include <fstream>
 #include <future>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
 #include <thread>
 
+#include "common/background_thread.hpp"
 #include "https_test_server.hpp"
 #include "support/dns_server.hpp"
 #include "support/temp_dir.hpp"
@@ -87,6 +92,35 @@ TEST_F(OutboundClient, SendsTheBodyAndHeadersAndReportsTheStatus) {
     EXPECT_NE(received.find("webhook-id: evt_1\r\n"), std::string::npos) << received;
     EXPECT_NE(received.find("Content-Length: 22\r\n"), std::string::npos) << received;
     EXPECT_EQ(received.substr(received.size() - 22), R"({"id":1,"name":"Fern"})");
+}
+
+// What a caller's completion throws does not end the client's loop (nor the process): it is
+// reported as a failure of the outbound loop, and the next request is served.
+std::vector<std::string> reported_failures;
+std::mutex reported_mutex;
+void record_failure(std::string_view part, std::string_view what) noexcept {
+    std::lock_guard lock(reported_mutex);
+    reported_failures.push_back(std::string(part) + ": " + std::string(what));
+}
+
+TEST_F(OutboundClient, ACompletionThatThrowsIsReportedAndTheLoopRunsOn) {
+    common::set_background_failure_reporter(&record_failure);
+    server_->respond(204, "");
+    std::promise<void> thrown;
+    client_.send(post(), [&thrown](const Response&) {
+        thrown.set_value();
+        throw std::runtime_error("a completion's bug");
+    });
+    ASSERT_EQ(thrown.get_future().wait_for(10s), std::future_status::ready);
+    const Response after = client_.send_and_wait(post());
+    EXPECT_EQ(after.error, "");
+    EXPECT_EQ(after.status, 204);
+    {
+        std::lock_guard lock(reported_mutex);
+        ASSERT_EQ(reported_failures.size(), 1U);
+        EXPECT_EQ(reported_failures[0], "ps-outbound: a completion's bug");
+    }
+    common::set_background_failure_reporter(nullptr);
 }
 
 TEST_F(OutboundClient, ABodyIsKeptOnlyWhenAskedAndWithinItsLimit) {

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <system_error>
 
-#include "common/thread_name.hpp"
 #include "store/plant_store.hpp"
 #include "store/postgres/pq.hpp"
 #include "store/postgres/statements.hpp"
@@ -16,10 +15,9 @@
 namespace plantstore::store::postgres {
 
 EventListener::EventListener(std::string conninfo, StoreObserver& observer)
-    : conninfo_(std::move(conninfo)), observer_(observer), thread_([this] {
-          common::name_this_thread("ps-pg-listen");
-          run();
-      }) {}
+    : conninfo_(std::move(conninfo)), observer_(observer) {
+    thread_.start("ps-pg-listen", [this] { run(); });
+}
 
 EventListener::~EventListener() {
     {
@@ -27,7 +25,7 @@ EventListener::~EventListener() {
         stop_ = true;
     }
     wake_.notify_all();
-    thread_.join();
+    thread_.stop();
 }
 
 void EventListener::tell(StoreObserver& observer, std::string_view payload) {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <thread>
 
+#include "common/background_thread.hpp"
+
 namespace plantstore::store {
 class StoreObserver;
 }
@@ -41,7 +43,7 @@ class EventListener {
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stop_ = false;  // guarded by mutex_
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::store::postgres

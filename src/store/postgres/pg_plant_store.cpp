@@ -1,3 +1,4 @@
+#include "common/background_thread.hpp"
 #include "store/postgres/pg_plant_store.hpp"
 
 #include <algorithm>
@@ -14,7 +15,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "store/postgres/committed_batch.hpp"
 #include "store/postgres/event_listener.hpp"
@@ -109,8 +109,7 @@ class PgPlantStore::Engine {
             for (auto& writer : writers_) writer.connection->start();
             for (auto& reader : readers_) reader->start();
         });
-        thread_ = std::thread([this] {
-            common::name_this_thread("ps-pg-write");
+        thread_.start("ps-pg-write", [this] {
             run();
         });
         // Serve only once every connection is up (or say why the writer cannot be).
@@ -332,7 +331,7 @@ class PgPlantStore::Engine {
                 if (!error) finish();
             });
         });
-        if (thread_.joinable()) thread_.join();
+        thread_.stop();
         listener_.reset();
     }
 
@@ -716,7 +715,7 @@ class PgPlantStore::Engine {
     std::vector<bool> writer_up_;            // guarded by mutex_
     std::string writer_error_;               // guarded by mutex_
     std::vector<bool> reader_up_;            // guarded by mutex_
-    std::thread thread_;
+    common::BackgroundThread thread_;
     std::mutex prune_mutex_;
     Connection pruner_;  // guarded by prune_mutex_; connected at the first prune
     std::optional<EventListener> listener_;  // when there is an observer

@@ -1,3 +1,4 @@
+#include "common/background_thread.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
 
 #include <sqlite3.h>
@@ -8,7 +9,6 @@
 #include <limits>
 #include <map>
 
-#include "common/thread_name.hpp"
 #include "common/time_text.hpp"
 #include "domain/etag.hpp"
 #include "domain/event.hpp"
@@ -41,10 +41,9 @@ void report_checkpoint_failure(StoreObserver* observer, std::string_view step, s
 class SqlitePlantStore::Checkpointer {
   public:
     Checkpointer(const std::filesystem::path& data_dir, StoreObserver* observer)
-        : observer_(observer), db_(open_existing_database(data_dir)), thread_([this] {
-              common::name_this_thread("ps-checkpoint");
-              run();
-          }) {}
+        : observer_(observer), db_(open_existing_database(data_dir)) {
+    thread_.start("ps-checkpoint", [this] { run(); });
+}
     Checkpointer(const Checkpointer&) = delete;
     Checkpointer& operator=(const Checkpointer&) = delete;
     ~Checkpointer() {
@@ -53,7 +52,7 @@ class SqlitePlantStore::Checkpointer {
             stopping_ = true;
         }
         wake_.notify_one();
-        thread_.join();
+        thread_.stop();
     }
 
     /// True once after a checkpoint left at most kCatchUpFrames frames uncopied.
@@ -100,7 +99,7 @@ class SqlitePlantStore::Checkpointer {
     bool requested_ = false;
     bool stopping_ = false;
     std::atomic<bool> caught_up_{false};
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 // The writer thread's connection and statements, prepared once.
@@ -674,8 +673,7 @@ SqlitePlantStore::SqlitePlantStore(Options options)
                                        options_.writes.max_plants_per_tenant, options_.cache_mib)),
       queue_(options_.writes.max_pending) {
     queue_.writes().reserve(options_.writes.max_batch);
-    thread_ = std::thread([this] {
-        common::name_this_thread("ps-sqlite-write");
+    thread_.start("ps-sqlite-write", [this] {
         run_writer();
     });
 }
@@ -775,7 +773,7 @@ void SqlitePlantStore::close() {
         queue_.close();
     }
     work_available_.notify_one();
-    if (thread_.joinable()) thread_.join();
+    thread_.stop();
 }
 
 void SqlitePlantStore::run_prune(PruneRequest& request) {

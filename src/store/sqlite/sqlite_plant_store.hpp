@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/background_thread.hpp"
 #include "store/plant_store.hpp"
 #include "store/write_queue.hpp"
 
@@ -85,7 +86,7 @@ class SqlitePlantStore final : public PlantStore {
     std::mutex readers_mutex_;
     std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
     std::vector<PruneRequest*> prune_requests_;          // guarded by mutex_
-    std::thread thread_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::store::sqlite
