@@ -107,6 +107,9 @@ http::Decision Api::admit(const http::RequestHead& head) const {
         if (auto refusal = check_scope_and_rate(request, *endpoint)) {
             return answer_caller(head, std::move(*refusal), route, request);
         }
+        if (!endpoint->takes_query && !request.query.empty()) {
+            return answer_caller(head, unknown_query_parameter(request.query), route, request);
+        }
     }
     Prepared prepared = endpoint->prepare(request);
     if (auto* next = std::get_if<std::shared_ptr<http::Continuation>>(&prepared)) {

@@ -228,7 +228,7 @@ std::vector<Route> EventCalls::routes() const {
     return {{"/events",
              events_path_,
              {{"GET", "listEvents", auth::Scope::read,
-               [this](const CallRequest& request) { return list(request); }}}}};
+               [this](const CallRequest& request) { return list(request); }, true}}}};
 }
 
 Prepared EventCalls::list(const CallRequest& request) const {

@@ -11,10 +11,14 @@ bool is_json_media_type(std::string_view content_type) {
     return is_utf8_media_type(content_type, "application/json");
 }
 
+bool names_media_type(std::string_view content_type, std::string_view type) {
+    return iequals_ascii(trim_whitespace(content_type.substr(0, content_type.find(';'))), type);
+}
+
 bool is_utf8_media_type(std::string_view content_type, std::string_view type) {
     std::string_view rest = content_type;
     std::size_t semicolon = rest.find(';');
-    if (!iequals_ascii(trim_whitespace(rest.substr(0, semicolon)), type)) return false;
+    if (!names_media_type(content_type, type)) return false;
     while (semicolon != std::string_view::npos) {
         rest = rest.substr(semicolon + 1);
         semicolon = rest.find(';');

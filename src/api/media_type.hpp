@@ -12,4 +12,7 @@ bool is_json_media_type(std::string_view content_type);
 /// The same rule for the media type `type` (lower case), e.g. "application/merge-patch+json".
 bool is_utf8_media_type(std::string_view content_type, std::string_view type);
 
+/// Whether `content_type` names the media type `type` (lower case), whatever its parameters. Pure.
+bool names_media_type(std::string_view content_type, std::string_view type);
+
 }  // namespace plantstore::api

@@ -251,7 +251,7 @@ std::vector<Route> PlantCalls::routes() const {
     return {
         {"/plants",
          plants_path_,
-         {{"GET", "listPlants", Scope::read, to(&PlantCalls::list)},
+         {{"GET", "listPlants", Scope::read, to(&PlantCalls::list), true},
           {"POST", "createPlant", Scope::write, to(&PlantCalls::create)}}},
         {"/plants/{id}",
          plants_path_ + "/{id}",
@@ -298,8 +298,12 @@ Prepared PlantCalls::replace(const CallRequest& request) const {
 Prepared PlantCalls::patch(const CallRequest& request) const {
     const auto& type = request.head.content_type;
     if (!type || !(is_utf8_media_type(*type, kMergePatch) || is_json_media_type(*type))) {
+        const bool right_type = type && (names_media_type(*type, kMergePatch) ||
+                                         names_media_type(*type, "application/json"));
         http::Response refusal = error_response(
-            415, "Content-Type must be application/merge-patch+json (or application/json)");
+            415, right_type ? unsupported_parameters(*type)
+                            : "Content-Type must be application/merge-patch+json (or "
+                              "application/json)");
         refusal.headers.emplace_back("Accept-Patch", std::string(kMergePatch));
         return refusal;
     }

@@ -17,7 +17,23 @@ http::Response json_response(int status, std::string body) {
 
 std::optional<http::Response> require_json_body(const http::RequestHead& head) {
     if (head.content_type && is_json_media_type(*head.content_type)) return std::nullopt;
+    if (head.content_type && names_media_type(*head.content_type, "application/json")) {
+        return error_response(415, unsupported_parameters(*head.content_type));
+    }
     return error_response(415, "Content-Type must be application/json");
+}
+
+http::Response unknown_query_parameter(std::string_view encoded_query) {
+    const std::string_view first = encoded_query.substr(0, encoded_query.find('&'));
+    const std::string_view name = first.substr(0, first.find('='));
+    return error_response(400, "unknown query parameter: " + std::string(name) +
+                                   " (this operation takes none)");
+}
+
+std::string unsupported_parameters(std::string_view content_type) {
+    return "Content-Type's charset must be utf-8, or absent (JSON is UTF-8), and its parameters "
+           "name=value; got '" +
+           std::string(content_type) + "'";
 }
 
 http::Response error_response(int status, std::string_view message) {

@@ -14,6 +14,10 @@ http::Response json_response(int status, std::string body);
 
 /// 415 unless the request's Content-Type is JSON (operations that take a JSON body).
 std::optional<http::Response> require_json_body(const http::RequestHead& head);
+/// The 400 for a query parameter an operation that takes none was given; names the first one.
+http::Response unknown_query_parameter(std::string_view encoded_query);
+/// The 415 message for a JSON media type whose charset (or a parameter) is refused.
+std::string unsupported_parameters(std::string_view content_type);
 
 /// An Error-shaped response: `{"error": status, "message": message}`.
 http::Response error_response(int status, std::string_view message);

@@ -54,6 +54,10 @@ struct Endpoint {
     std::string_view operation_id;     ///< the operationId in the served OpenAPI document
     std::optional<auth::Scope> scope;  ///< nullopt: public, no credentials
     Prepare prepare;
+    /// Whether it reads query parameters (and refuses those it does not know itself). An
+    /// operation with a scope that takes none answers any query parameter with 400, after
+    /// authentication; public documents and probes ignore them.
+    bool takes_query = false;
 };
 
 struct Route {

@@ -27,6 +27,34 @@ std::string store_name(const store::StoreConfig& where) {
     return where.database_url.empty() ? where.data_dir.string() : store::describe_store(where);
 }
 
+std::string known_scopes() {
+    std::string known = auth::format_scopes(auth::kAllScopes);
+    for (std::size_t space = known.find(' '); space != std::string::npos;
+         space = known.find(' ', space + 2)) {
+        known.replace(space, 1, ", ");
+    }
+    return known;
+}
+
+namespace {
+
+// Only serve, token create and import make a store; every other command works on one that
+// exists, so that a mistyped --data-dir is an error instead of an empty store (and a new
+// directory). Returns whether it refused, having said so.
+bool refused_without_store(const store::StoreConfig& where) {
+    if (store::store_exists(where)) return false;
+    std::cerr << "plantstore: no plantstore store in " << store_name(where)
+              << (where.database_url.empty()
+                      ? " (no plantstore.db there: check --data-dir; `plantstore serve` or "
+                        "`plantstore token create` creates one)"
+                      : " (no plantstore schema there: check --database-url; `plantstore serve` "
+                        "or `plantstore token create` creates it)")
+              << '\n';
+    return true;
+}
+
+}  // namespace
+
 int token_create(const store::StoreConfig& where, const TokenCreateConfig& config) {
     if (!auth::valid_name(config.name)) {
         std::cerr << "plantstore: --name must be 1 to 64 of A-Z a-z 0-9 . _ -\n";
@@ -40,8 +68,8 @@ int token_create(const store::StoreConfig& where, const TokenCreateConfig& confi
     for (const auto& name : config.scopes) {
         const auto parsed = auth::parse_scopes(name);
         if (!parsed || *parsed == 0) {
-            std::cerr << "plantstore: unknown scope '" << name
-                      << "' (known: plants:read, plants:write, plants:delete)\n";
+            std::cerr << "plantstore: unknown scope '" << name << "' (known: " << known_scopes()
+                      << ")\n";
             return 2;
         }
         scopes |= *parsed;
@@ -62,6 +90,7 @@ int token_create(const store::StoreConfig& where, const TokenCreateConfig& confi
 }
 
 int token_list(const store::StoreConfig& where) {
+    if (refused_without_store(where)) return 1;
     const auto repository = store::open_token_repository(where);
     std::cout << "NAME\tTENANT\tCREATED\tSCOPES\n";
     for (const auto& record : repository->list()) {
@@ -73,6 +102,7 @@ int token_list(const store::StoreConfig& where) {
 }
 
 int token_revoke(const store::StoreConfig& where, const std::string& name) {
+    if (refused_without_store(where)) return 1;
     const auto repository = store::open_token_repository(where);
     if (!repository->remove(name)) {
         std::cerr << "plantstore: no token named '" << name << "'\n";
@@ -112,6 +142,7 @@ int tenant_set(const store::StoreConfig& where, const std::string& tenant,
         }
         setting = value;
     }
+    if (refused_without_store(where)) return 1;
     const auto record = store::open_tenant_repository(where)->set_max_plants(tenant, setting);
     std::cout << "tenant " << record.tenant << ": quota "
               << (setting ? (*setting == 0 ? std::string("unlimited") : std::to_string(*setting))
@@ -121,6 +152,7 @@ int tenant_set(const store::StoreConfig& where, const std::string& tenant,
 }
 
 int tenant_list(const store::StoreConfig& where, std::int64_t default_quota) {
+    if (refused_without_store(where)) return 1;
     const auto records = store::open_tenant_repository(where)->list();
     std::cout << "TENANT\tPLANTS\tWEBHOOKS\tTOKENS\tQUOTA\tOVER QUOTA\n";
     for (const auto& record : records) {
@@ -156,10 +188,7 @@ int check(const store::StoreConfig& where) {
 }
 
 int export_plants(const store::StoreConfig& where, bool tokens) {
-    if (!store::store_exists(where)) {  // a mistyped directory must not export nothing
-        std::cerr << "plantstore: no plantstore store in " << store_name(where) << '\n';
-        return 1;
-    }
+    if (refused_without_store(where)) return 1;  // a mistyped directory must not export nothing
     const auto archive = store::open_plant_archive(where);
     const auto repository = tokens ? store::open_token_repository(where) : nullptr;
     const auto counts = export_store(*archive, repository.get(), std::cout);
@@ -225,6 +254,9 @@ void add_store_options(CLI::App* command, store::StoreConfig& where, bool with_e
         data_dir->envname("PLANTSTORE_DATA_DIR")->capture_default_str();
         url->envname("PLANTSTORE_DATABASE_URL");
     }
+    data_dir->check([](const std::string& value) -> std::string {
+        return value.empty() ? "must not be empty (. is the current directory)" : "";
+    });
     url->check([](const std::string& value) -> std::string {
         try {
             store::validate_database_url(value);

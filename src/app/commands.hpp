@@ -22,6 +22,9 @@ struct TokenCreateConfig {
     std::vector<std::string> scopes;  ///< none given: all of them (CLI11 appends to defaults)
 };
 
+/// Every scope a token can have, from the scope table: "plants:read, plants:write, ...".
+std::string known_scopes();
+
 int token_create(const store::StoreConfig& where, const TokenCreateConfig& config);
 int token_list(const store::StoreConfig& where);
 int token_revoke(const store::StoreConfig& where, const std::string& name);

@@ -2,8 +2,11 @@
 
 #include <toml++/toml.h>
 
+#include <cerrno>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace plantstore::app {
 
@@ -25,6 +28,11 @@ std::string scalar_text(const toml::node& node, const std::string& where) {
 }  // namespace
 
 std::vector<ConfigSetting> read_config_file(const std::filesystem::path& path) {
+    // toml++ says only that it could not open the file; the system says why.
+    if (std::ifstream probe(path); !probe) {
+        throw std::runtime_error("cannot read the config file " + path.string() + ": " +
+                                 std::error_code(errno, std::generic_category()).message());
+    }
     toml::table table;
     try {
         table = toml::parse_file(path.string());

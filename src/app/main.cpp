@@ -4,7 +4,11 @@
 // (service.cpp for serve, commands.cpp for the others, serve_config.cpp for the options of serve
 // and config).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "app/commands.hpp"
 #include "app/serve_config.hpp"
@@ -29,9 +33,94 @@ void log_background_failure(std::string_view part, std::string_view what) noexce
     }
 }
 
+// Edit distance between two words (Levenshtein). Written by hand: CLI11 2.1 suggests nothing
+// for a mistyped option or command.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+// " (did you mean X?)" for the nearest of `names` to `word` when it is a likely typo, else "".
+std::string suggestion(std::string_view word, const std::vector<std::string>& names) {
+    const std::string* best = nullptr;
+    std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+    for (const std::string& name : names) {
+        const std::size_t distance = edit_distance(word, name);
+        if (distance < best_distance) {
+            best = &name;
+            best_distance = distance;
+        }
+    }
+    return best != nullptr ? " (did you mean " + *best + "?)" : "";
+}
+
+// The subcommands `command` was given on the command line, outermost first: the one whose
+// options apply to a flag, and the path its help is under.
+std::vector<const CLI::App*> chosen_commands(const CLI::App& command) {
+    std::vector<const CLI::App*> chosen{&command};
+    for (const CLI::App* sub : command.get_subcommands()) {
+        const auto below = chosen_commands(*sub);
+        chosen.insert(chosen.end(), below.begin(), below.end());
+        break;
+    }
+    return chosen;
+}
+
+// One line for a person about a command line CLI11 refused: the flag or command that was wrong,
+// the nearest right one, and where the help is.
+std::string command_line_error(const CLI::App& cli, const CLI::ParseError& error, int argc,
+                               char** argv) {
+    const auto chosen = chosen_commands(cli);
+    std::string path = "plantstore";
+    for (std::size_t i = 1; i < chosen.size(); ++i) path += " " + chosen[i]->get_name();
+    const std::string help = " (see `" + path + " --help`)";
+    const CLI::App& innermost = *chosen.back();
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : innermost.get_subcommands({})) commands.push_back(sub->get_name());
+    // An unknown word where a command belongs.
+    if (chosen.size() == 1 || !innermost.get_subcommands({}).empty()) {
+        const int at = static_cast<int>(chosen.size());
+        if (at < argc && argv[at][0] != '-' &&
+            std::find(commands.begin(), commands.end(), argv[at]) == commands.end()) {
+            return "unknown command '" + std::string(argv[at]) + "'" +
+                   suggestion(argv[at], commands) + help;
+        }
+        if (at >= argc && innermost.get_require_subcommand_min() > 0) {
+            std::string list;
+            for (const auto& name : commands) list += (list.empty() ? "" : ", ") + name;
+            return "a command is required: " + list + help;
+        }
+    }
+    // An unknown flag: the nearest of the command's own.
+    std::vector<std::string> flags;
+    for (const CLI::Option* option : innermost.get_options()) {
+        for (const auto& name : option->get_lnames()) flags.push_back("--" + name);
+    }
+    for (int i = 1; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        if (!arg.starts_with("--")) continue;
+        arg = arg.substr(0, arg.find('='));
+        if (std::find(flags.begin(), flags.end(), arg) != flags.end()) continue;
+        return "unknown option " + std::string(arg) + suggestion(arg, flags) + help;
+    }
+    return error.what() + help;
+}
+
 int run(int argc, char** argv) {
     common::set_background_failure_reporter(&log_background_failure);
-    CLI::App cli{"plantstore: the Plant Store API (POST /plants) on a durable embedded store"};
+    CLI::App cli{"plantstore: the Plant Store API (POST /plants) on a durable embedded store",
+                 "plantstore"};
+    cli.set_version_flag("--version", "plantstore " PLANTSTORE_VERSION);
     cli.footer(
         "Documentation: /usr/share/doc/plantstore/ when installed from the package, docs/ in the "
         "source tree (tutorial, how-to guides, reference, explanation).");
@@ -58,11 +147,9 @@ int run(int argc, char** argv) {
         ->add_option("--tenant", create_config.tenant,
                      "Tenant the token acts for; it sees only that tenant's plants")
         ->capture_default_str();
-    create_command->add_option(
-        "--scope", create_config.scopes,
-        "What it may do (repeatable): plants:read, plants:write, plants:delete, "
-        "webhooks:manage; "
-        "default: all four");
+    create_command->add_option("--scope", create_config.scopes,
+                               "What it may do (repeatable): " + known_scopes() +
+                                   "; default: all of them");
     add_store_options(create_command, token_store, false);
     auto* list_command =
         token_command->add_subcommand("list", "Show token names and creation times");
@@ -122,19 +209,22 @@ int run(int argc, char** argv) {
 
     auto* version_command = cli.add_subcommand("version", "Print the version");
 
-    try {
+    try {  // a config file's value becomes its option's default, checked as the option is
         if (const auto config_file = find_config_file(argc, argv)) {
             apply_config_file(*config_file, serve_command);
             apply_config_file(*config_file, config_command);
         }
-        auto args = with_bare_on_off_as_on(argc, argv);
-        cli.parse(args);
+    } catch (const std::exception& error) {  // unreadable, malformed, or a bad key or value
+        std::cerr << "plantstore: " << error.what() << '\n';
+        return 2;
+    }
+    try {
+        cli.parse(with_bare_on_off_as_on(argc, argv));
     } catch (const CLI::ParseError& error) {
         // --help and --version exit 0; a bad option or value is 2, as
         // docs/reference/command-line.md says, whatever number CLI11 gives its kind of error.
-        return cli.exit(error) == 0 ? 0 : 2;
-    } catch (const std::exception& error) {  // an unreadable or malformed config file
-        std::cerr << "plantstore: " << error.what() << '\n';
+        if (error.get_exit_code() == 0) return cli.exit(error);
+        std::cerr << "plantstore: " << command_line_error(cli, error, argc, argv) << '\n';
         return 2;
     }
 
@@ -164,7 +254,12 @@ int run(int argc, char** argv) {
         std::cerr << "plantstore: " << error.what() << '\n';
         return 2;
     } catch (const std::exception& error) {
-        ops::log_event(ops::LogLevel::error, "fatal", {{"reason", error.what()}});
+        // The service logs JSON for its log pipeline; every command also says it in one line
+        // for the person who ran it.
+        if (*serve_command) {
+            ops::log_event(ops::LogLevel::error, "fatal", {{"reason", error.what()}});
+        }
+        std::cerr << "plantstore: " << error.what() << '\n';
         return 1;
     }
     return 2;

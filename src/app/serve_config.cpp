@@ -200,6 +200,9 @@ void validate_listener(const ListenerSettings& listener) {
 }
 
 void validate_store(const StoreSettings& store) {
+    if (store.data_dir.empty()) {
+        throw CLI::ValidationError("--data-dir", "must not be empty (. is the current directory)");
+    }
     if (!store.database_url.empty()) {
         try {
             store::validate_database_url(store.database_url);

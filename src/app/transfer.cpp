@@ -146,7 +146,7 @@ ImportCounts import_store(std::istream& in, store::PlantArchive& archive,
                     break;
                 case store::PlantArchive::Outcome::conflict:
                     ++counts.conflicts;
-                    report << "line " << pending_lines[i] << ": tenant " << pending[i].tenant
+                    report << "plantstore: line " << pending_lines[i] << ": tenant " << pending[i].tenant
                            << " already has a different plant with id " << pending[i].id
                            << " (kept)\n";
                     break;
@@ -184,7 +184,7 @@ ImportCounts import_store(std::istream& in, store::PlantArchive& archive,
                     ++counts.tokens_present;
                 } else {
                     ++counts.token_conflicts;
-                    report << "line " << number << ": a different token named " << record.name
+                    report << "plantstore: line " << number << ": a different token named " << record.name
                            << " exists (kept)\n";
                 }
                 continue;

@@ -478,6 +478,10 @@ class Connection final : public ConnectionBase,
                     co_return http::error::bad_value;
                 }
                 const auto used = parser.put(buffer_.data(), ec);
+                if (ec && ec != http::error::need_more &&
+                    has_bare_lf(bytes.substr(0, bytes.find("\r\n\r\n")))) {
+                    framing_problem_ = "bare LF (each line must end with CRLF)";
+                }
                 buffer_.consume(used);
                 if (ec != http::error::need_more) co_return ec;
                 ec = {};

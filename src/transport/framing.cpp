@@ -23,6 +23,14 @@ bool has_obsolete_line_folding(std::string_view head) {
     return false;
 }
 
+bool has_bare_lf(std::string_view bytes) {
+    for (auto line_end = bytes.find('\n'); line_end != std::string_view::npos;
+         line_end = bytes.find('\n', line_end + 1)) {
+        if (line_end == 0 || bytes[line_end - 1] != '\r') return true;
+    }
+    return false;
+}
+
 bool pending_is_trailer_section(std::string_view pending) {
     if (pending.starts_with("\r\n")) pending.remove_prefix(2);  // the previous chunk's end
     const std::size_t zeros = std::min(pending.find_first_not_of('0'), pending.size());

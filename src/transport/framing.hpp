@@ -17,6 +17,11 @@ bool well_formed_request_id(std::string_view id);
 /// value on a line that starts with a space or tab: obsolete line folding (RFC 9112 §5.2).
 bool has_obsolete_line_folding(std::string_view head);
 
+/// Whether `bytes` (the start of a request head) has a line ending in LF alone, without the CR
+/// HTTP/1.1 requires (RFC 9112 §2.2 lets a server refuse it, and a proxy may split lines
+/// differently).
+bool has_bare_lf(std::string_view bytes);
+
 /// Whether the unparsed bytes of a chunked body, `pending` (what the parser could not use yet:
 /// the rest of the previous chunk's CRLF, then an unfinished line), have passed the last chunk's
 /// line ("0", any extensions, CRLF) and so are its trailer section (RFC 9112 §7.1.2) rather than

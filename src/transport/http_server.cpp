@@ -138,20 +138,47 @@ class HttpServer::Impl {
         if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
             tls_ = load_tls_context(options_);
         }
-        if (options_.listen_fds.empty()) {
-            const tcp::endpoint endpoint(net::ip::make_address(options_.host), options_.port);
-            auto& acceptor = acceptors_.emplace_back(workers_.front()->context);
-            acceptor.open(endpoint.protocol());
-            acceptor.set_option(tcp::acceptor::reuse_address(true));
-            acceptor.bind(endpoint);
-            acceptor.listen(net::socket_base::max_listen_connections);
-        }
+        if (options_.listen_fds.empty()) listen_on_own_address();
         for (const int fd : options_.listen_fds) {
             acceptors_.emplace_back(workers_.front()->context, protocol_of(fd), fd);
         }
     }
 
     ~Impl() { stop(); }
+
+    // The listener on options_.host and port. @throws std::runtime_error naming the address
+    // and why, in words (not Asio's source location).
+    void listen_on_own_address() {
+        const std::string where = (options_.host.find(':') != std::string::npos
+                                       ? "[" + options_.host + "]"
+                                       : options_.host) +
+                                  ":" + std::to_string(options_.port);
+        error_code ec;
+        const auto address = net::ip::make_address(options_.host, ec);
+        if (ec) {
+            throw std::runtime_error("cannot listen on " + where + ": " + options_.host +
+                                     " is not an IP address (a host name such as localhost is "
+                                     "not looked up: use 127.0.0.1, ::1 or 0.0.0.0)");
+        }
+        const tcp::endpoint endpoint(address, options_.port);
+        auto& acceptor = acceptors_.emplace_back(workers_.front()->context);
+        static_cast<void>(acceptor.open(endpoint.protocol(), ec));
+        if (!ec) static_cast<void>(acceptor.set_option(tcp::acceptor::reuse_address(true), ec));
+        if (!ec) static_cast<void>(acceptor.bind(endpoint, ec));
+        if (!ec) {
+            static_cast<void>(acceptor.listen(net::socket_base::max_listen_connections, ec));
+        }
+        if (!ec) return;
+        std::string why = ec.message();
+        if (ec == net::error::address_in_use) {
+            why = "the address is in use (another process listens there)";
+        } else if (ec == net::error::access_denied) {
+            why = "permission denied (ports below 1024 need privileges)";
+        } else if (ec == boost::system::errc::address_not_available) {
+            why = "no network interface of this machine has that address";
+        }
+        throw std::runtime_error("cannot listen on " + where + ": " + why);
+    }
 
     std::vector<std::string> local_addresses() const {
         std::vector<std::string> addresses;

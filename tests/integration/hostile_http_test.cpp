@@ -18,12 +18,13 @@ class HostileHttp : public ServerTest {
 
     // Sends `bytes`, expects one 400 that closes the connection, and that the smuggled
     // request (a create of id 666) was never executed.
-    void expect_rejected_without_smuggling(const std::string& bytes, const std::string& why) {
+    void expect_rejected_without_smuggling(const std::string& bytes, const std::string& why,
+                                           const std::string& message = "malformed HTTP request") {
         HttpConnection connection(port(), 5s);
         connection.send_raw(bytes);
         const auto response = connection.read_response();
         ASSERT_TRUE(response) << why;
-        expect_error(*response, 400, "malformed HTTP request");
+        expect_error(*response, 400, message);
         EXPECT_TRUE(connection.closed_by_server()) << why;
         HttpConnection check(port());
         const auto read =
@@ -61,7 +62,8 @@ TEST_F(HostileHttp, BadChunkSize) {
 
 TEST_F(HostileHttp, BareLineFeeds) {
     expect_rejected_without_smuggling(
-        "POST /plants HTTP/1.1\nHost: x\nContent-Length: 0\n\n" + smuggled(), "bare LF");
+        "POST /plants HTTP/1.1\nHost: x\nContent-Length: 0\n\n" + smuggled(), "bare LF",
+        "malformed HTTP request: bare LF (each line must end with CRLF)");
 }
 
 TEST_F(HostileHttp, WhitespaceBeforeTheHeaderColon) {

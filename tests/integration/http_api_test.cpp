@@ -181,6 +181,52 @@ TEST_F(HttpApi, NonJsonContentTypeIs415AndJsonWithCharsetIsAccepted) {
         {"Authorization: Bearer " + token, "Content-Type: application/json; charset=UTF-8"});
     ASSERT_TRUE(utf8);
     EXPECT_EQ(utf8->status, 200);
+
+    // The right type with another charset: the message says it is the charset.
+    HttpConnection third(port());
+    const auto latin1 = third.request(
+        "POST", "/plants", R"({"id":12,"name":"a"})",
+        {"Authorization: Bearer " + token, "Content-Type: application/json; charset=latin1"});
+    ASSERT_TRUE(latin1);
+    expect_error(*latin1, 415,
+                 "Content-Type's charset must be utf-8, or absent (JSON is UTF-8), and its "
+                 "parameters name=value; got 'application/json; charset=latin1'");
+}
+
+// The specification answers 200 to any name that is a string: the empty one too, stored and
+// read back as it was (the OpenAPI document says minLength 0).
+TEST_F(HttpApi, AnEmptyNameIsStoredAsItWas) {
+    const auto created = post(R"({"id":21,"name":"","tag":""})");
+    EXPECT_EQ(created.status, 200) << created.body;
+    EXPECT_EQ(created.body, R"({"name":"","tag":""})");
+    HttpConnection connection(port());
+    const auto read = connection.request("GET", "/plants/21", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->status, 200);
+    EXPECT_NE(read->body.find(R"("name":"")"), std::string::npos) << read->body;
+}
+
+// One rule for query parameters: an operation that takes none refuses any, naming it.
+TEST_F(HttpApi, AQueryParameterAnOperationDoesNotTakeIs400) {
+    ASSERT_EQ(post(R"({"id":22,"name":"a"})").status, 200);
+    for (const auto& [method, target] : std::vector<std::pair<std::string, std::string>>{
+             {"GET", "/plants/22?foo=bar"}, {"DELETE", "/plants/22?foo"}, {"GET", "/quota?x=1"}}) {
+        SCOPED_TRACE(method + " " + target);
+        HttpConnection connection(port());
+        const auto response =
+            connection.request(method, target, "", {"Authorization: Bearer " + token});
+        ASSERT_TRUE(response);
+        expect_error(*response, 400, "unknown query parameter: ");
+        EXPECT_NE(response->body.find("(this operation takes none)"), std::string::npos);
+    }
+    HttpConnection connection(port());
+    const auto still = connection.request("GET", "/plants/22", "", {"Authorization: Bearer " + token});
+    ASSERT_TRUE(still);
+    EXPECT_EQ(still->status, 200);  // the DELETE above was refused, not run
+    HttpConnection anonymous(port());
+    const auto unauthenticated = anonymous.request("GET", "/plants/22?foo=bar", "", {});
+    ASSERT_TRUE(unauthenticated);
+    EXPECT_EQ(unauthenticated->status, 401);  // credentials first, as for every 400
 }
 
 TEST_F(HttpApi, BodyOverTheLimitIs413) {

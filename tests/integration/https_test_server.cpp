@@ -243,12 +243,14 @@ void HttpsTestServer::serve() {
                 for (int waited = 0; waited < delay_ms && !stopping_; waited += 10) {
                     std::this_thread::sleep_for(std::chrono::milliseconds(10));
                 }
+                // Counted before the answer leaves: a client that has it may ask for the count
+                // at once (counted after, the count lagged the answer now and then).
+                ++requests_;
                 if (ssl != nullptr) {
                     SSL_write(ssl, response.data(), static_cast<int>(response.size()));
                 } else {
                     ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
                 }
-                ++requests_;
                 if (!keep) break;
             }
             if (ssl != nullptr) SSL_shutdown(ssl);

@@ -43,7 +43,7 @@ class HttpsTestServer {
 
     /// What every request gets from now on (`headers`: extra "Name: value" lines).
     void respond(int status, std::string body, std::vector<std::string> headers = {});
-    /// Requests answered so far.
+    /// Requests answered so far (counted as their answer is written).
     int requests() const { return requests_; }
     /// The last request received, head and body (read up to its Content-Length).
     std::string last_request();

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "fixture.hpp"
@@ -92,6 +93,28 @@ TEST_F(Lifecycle, TokenCreatePrintsOnlyTheTokenAndListNeverShowsIt) {
     EXPECT_NE(listed.out.find("printed"), std::string::npos);
     EXPECT_NE(listed.out.find("tests"), std::string::npos);
     EXPECT_EQ(listed.out.find("ps_"), std::string::npos);
+}
+
+// A mistyped --data-dir is an error naming it, and no directory appears: only serve, token create
+// and import make a store.
+TEST_F(Lifecycle, CommandsOnAStoreRefuseADirectoryWithoutOne) {
+    const std::string typo = (dir.path() / "typo").string();
+    const std::vector<std::vector<std::string>> commands = {
+        {"token", "list", "--data-dir", typo},
+        {"token", "revoke", "someone", "--data-dir", typo},
+        {"tenant", "list", "--data-dir", typo},
+        {"tenant", "set", "acme", "--max-plants", "5", "--data-dir", typo},
+        {"export", "--data-dir", typo}};
+    for (const auto& command : commands) {
+        SCOPED_TRACE(command[0] + " " + command[1]);
+        const auto result = run_plantstore(command);
+        EXPECT_EQ(result.exit_code, 1);
+        EXPECT_EQ(result.err, "plantstore: no plantstore store in " + typo +
+                                  " (no plantstore.db there: check --data-dir; `plantstore serve` "
+                                  "or `plantstore token create` creates one)\n");
+        EXPECT_EQ(result.out, "");
+        EXPECT_FALSE(std::filesystem::exists(typo));
+    }
 }
 
 TEST_F(Lifecycle, DuplicateTokenNameAndUnknownRevokeFail) {
@@ -217,6 +240,84 @@ TEST_F(Lifecycle, BadOptionValuesAreRefused) {
                                         data_dir().string(), "--base-path", "/{v}"});
     EXPECT_EQ(braces.exit_code, 2);
     EXPECT_NE(braces.err.find("--base-path"), std::string::npos) << braces.err;
+}
+
+// Every command-line error is one line for a person: "plantstore: ", what was wrong, with the
+// value, and what to do; exit 2 for a command line, 1 for what the machine refused.
+TEST_F(Lifecycle, CommandLineErrorsAreOneLineSayingWhatToDo) {
+    const std::vector<std::tuple<std::vector<std::string>, int, std::string>> cases = {
+        {{"serve", "--listne", "x"},
+         2,
+         "plantstore: unknown option --listne (did you mean --listen?) (see `plantstore serve "
+         "--help`)\n"},
+        {{"bogus"}, 2, "plantstore: unknown command 'bogus' (see `plantstore --help`)\n"},
+        {{"tokn", "list"},
+         2,
+         "plantstore: unknown command 'tokn' (did you mean token?) (see `plantstore --help`)\n"},
+        {{},
+         2,
+         "plantstore: a command is required: serve, config, token, tenant, backup, check, "
+         "export, import, version (see `plantstore --help`)\n"},
+        {{"token", "create", "--name", "x", "--scope", "plants:eat", "--data-dir",
+          data_dir().string()},
+         2,
+         "plantstore: unknown scope 'plants:eat' (known: plants:read, plants:write, "
+         "plants:delete, webhooks:manage)\n"},
+        {{"serve", "--idle-timeout-ms", "-5"},
+         2,
+         "plantstore: --idle-timeout-ms: must be a whole number from 1 to 86400000, got '-5' "
+         "(see `plantstore serve --help`)\n"},
+        {{"serve", "--data-dir", ""},
+         2,
+         "plantstore: --data-dir: must not be empty (. is the current directory)\n"},
+        {{"serve", "--config", (dir.path() / "none.toml").string()},
+         2,
+         "plantstore: cannot read the config file " + (dir.path() / "none.toml").string() +
+             ": No such file or directory\n"},
+    };
+    for (const auto& [args, code, line] : cases) {
+        SCOPED_TRACE(args.empty() ? std::string("(none)") : args[0]);
+        const auto result = run_plantstore(args);
+        EXPECT_EQ(result.exit_code, code);
+        EXPECT_EQ(result.err, line);
+    }
+    const auto version = run_plantstore({"--version"});
+    EXPECT_EQ(version.exit_code, 0);
+    EXPECT_TRUE(version.out.starts_with("plantstore ")) << version.out;
+    const auto help = run_plantstore({"token", "create", "--help"});
+    EXPECT_NE(help.out.find("Usage: plantstore token create [OPTIONS]"), std::string::npos)
+        << help.out;
+    EXPECT_NE(help.out.find("plants:read, plants:write, plants:delete, webhooks:manage"),
+              std::string::npos);
+}
+
+// A start that fails says why in a log line (JSON, for the log pipeline) and in a line for a
+// person: the address in use, a file given as the data directory.
+TEST_F(Lifecycle, AStartThatFailsSaysWhyForAPerson) {
+    start();
+    const std::string taken = "127.0.0.1:" + std::to_string(port());
+    const auto in_use = run_plantstore(
+        {"serve", "--listen", taken, "--data-dir", (dir.path() / "other").string()});
+    EXPECT_EQ(in_use.exit_code, 1);
+    EXPECT_NE(in_use.err.find(R"("event":"fatal")"), std::string::npos) << in_use.err;
+    EXPECT_TRUE(in_use.err.ends_with("\nplantstore: cannot listen on " + taken +
+                                     ": the address is in use (another process listens there)\n"))
+        << in_use.err;
+    const auto named = run_plantstore(
+        {"serve", "--listen", "localhost:0", "--data-dir", (dir.path() / "other").string()});
+    EXPECT_EQ(named.exit_code, 1);
+    EXPECT_NE(named.err.find("plantstore: cannot listen on localhost:0: localhost is not an IP "
+                             "address"),
+              std::string::npos)
+        << named.err;
+    const auto file = dir.path() / "a-file";
+    std::ofstream(file) << "x";
+    const auto not_directory = run_plantstore(
+        {"serve", "--listen", "127.0.0.1:0", "--data-dir", file.string()});
+    EXPECT_EQ(not_directory.exit_code, 1);
+    EXPECT_TRUE(not_directory.err.ends_with("\nplantstore: data directory " + file.string() +
+                                            ": it is a file, not a directory\n"))
+        << not_directory.err;
 }
 
 // An on/off option given without a value means on, and leaves the next option alone;

@@ -5,7 +5,9 @@
 
 #include <array>
 #include <cerrno>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace plantstore::store::sqlite {
 
@@ -195,12 +197,54 @@ std::filesystem::path database_path(const std::filesystem::path& data_dir) {
 
 int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
 
-std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_dir) {
-    if (!std::filesystem::exists(data_dir)) {
-        std::filesystem::create_directories(data_dir);
+namespace {
+
+// Why `path` cannot be written by this process, in words, or "" when it can.
+std::string why_not_writable(const std::filesystem::path& path) {
+    if (::access(path.c_str(), W_OK) == 0) return "";
+    switch (errno) {
+        case EACCES:
+        case EPERM:
+            return "permission denied (the user running plantstore cannot write there)";
+        case EROFS:
+            return "it is on a read-only file system";
+        default:
+            return std::error_code(errno, std::generic_category()).message();
+    }
+}
+
+// The data directory, created when missing. @throws std::runtime_error saying, with the path,
+// what is wrong with it: not a directory, not writable, or cannot be created, and why.
+void prepare_data_directory(const std::filesystem::path& data_dir) {
+    if (data_dir.empty()) throw std::runtime_error("no data directory given (an empty path)");
+    const std::string where = "data directory " + data_dir.string() + ": ";
+    std::error_code error;
+    const auto status = std::filesystem::status(data_dir, error);
+    if (status.type() == std::filesystem::file_type::not_found) {
+        std::filesystem::create_directories(data_dir, error);
+        if (error) throw std::runtime_error(where + "cannot create it: " + error.message());
         std::filesystem::permissions(data_dir, std::filesystem::perms::owner_all);
         sync_directory(std::filesystem::absolute(data_dir).parent_path());
+    } else if (error) {
+        throw std::runtime_error(where + error.message());
+    } else if (status.type() != std::filesystem::file_type::directory) {
+        throw std::runtime_error(where + "it is a file, not a directory");
     }
+    if (const auto why = why_not_writable(data_dir); !why.empty()) {
+        throw std::runtime_error(where + "cannot write in it: " + why);
+    }
+    const auto database = database_path(data_dir);
+    if (std::filesystem::exists(database, error)) {
+        if (const auto why = why_not_writable(database); !why.empty()) {
+            throw std::runtime_error(database.string() + ": cannot write it: " + why);
+        }
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Database> open_store_database(const std::filesystem::path& data_dir) {
+    prepare_data_directory(data_dir);
     const auto path = database_path(data_dir);
     auto db = std::make_unique<Database>(path);
     std::filesystem::permissions(
