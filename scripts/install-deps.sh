@@ -14,7 +14,7 @@ case "${1:-}" in
                         clang-tidy debhelper help2man lintian dpkg-dev systemd curl
                         postgresql-15 patroni python3-etcd etcd-server chromium
                         chromium-driver python3-selenium haproxy librapidcheck-dev mkdocs
-                        python3 openssl) ;;
+                        python3 python3-cryptography openssl) ;;
     --package) packages+=(debhelper help2man lintian dpkg-dev) ;;
     --bench) packages+=(wrk nginx-light python3 sqlite3 libbenchmark-dev postgresql-15) ;;
     --node)
