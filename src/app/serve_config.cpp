@@ -521,6 +521,7 @@ store::StoreConfig store_config(const StoreSettings& settings) {
     store.database_url = settings.database_url;
     store.read_connections = settings.read_connections;
     store.write_connections = settings.write_connections;
+    // The store's name for it: how long an answer from PostgreSQL may take.
     store.answer_timeout = milliseconds(settings.database_timeout_ms);
     store.writes.max_pending = settings.max_pending_writes;
     store.writes.max_batch = settings.max_batch_writes;
@@ -566,6 +567,7 @@ transport::ServerOptions server_options(const ListenerSettings& listener, const 
     limits.request_timeout = milliseconds(listener.request_timeout_ms);
     limits.idle_timeout = milliseconds(listener.idle_timeout_ms);
     limits.write_timeout = milliseconds(listener.write_timeout_ms);
+    // The transport's name for it: what a handler waits on is the store.
     limits.handler_timeout = milliseconds(listener.store_timeout_ms);
     limits.drain_idle = milliseconds(listener.drain_idle_ms);
     return options;

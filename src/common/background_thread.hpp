@@ -43,7 +43,9 @@ inline void report_on_stderr(std::string_view part, std::string_view what) noexc
         line += R"(,"reason":)";
         append_json_string(line, what);
         line += "}\n";
-        static_cast<void>(::write(STDERR_FILENO, line.data(), line.size()));
+        if (::write(STDERR_FILENO, line.data(), line.size()) < 0) {
+            return;  // stderr is gone: there is nowhere else to say it
+        }
     } catch (...) {  // no memory for the line: nothing more can be said
     }
 }

@@ -47,14 +47,29 @@ inline std::size_t utf8_sequence_length(std::string_view text) {
 inline void append_json_string(std::string& out, std::string_view text) {
     static constexpr char kHex[] = "0123456789abcdef";
     out += '"';
-    while (!text.empty()) {
-        const char c = text.front();
+    // Bytes kept as they are are copied in runs; only what is escaped or replaced stops a run.
+    std::size_t run = 0;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const char c = text[i];
         const auto byte = static_cast<unsigned char>(c);
-        std::size_t used = 1;
-        if (c == '"' || c == '\\') {
+        if (byte >= 0x20 && byte < 0x80 && c != '"' && c != '\\') {
+            ++i;
+            continue;
+        }
+        if (byte >= 0x80) {
+            if (const auto length = json_text_detail::utf8_sequence_length(text.substr(i))) {
+                i += length;
+                continue;
+            }
+        }
+        out.append(text.data() + run, i - run);
+        if (byte >= 0x80) {
+            out += "\xEF\xBF\xBD";
+        } else if (byte >= 0x20) {  // '"' or '\\'
             out += '\\';
             out += c;
-        } else if (byte < 0x20) {
+        } else {
             out += '\\';
             switch (c) {
                 case '\b': out += 'b'; break;
@@ -67,16 +82,10 @@ inline void append_json_string(std::string& out, std::string_view text) {
                     out += kHex[byte >> 4];
                     out += kHex[byte & 0xf];
             }
-        } else if (byte < 0x80) {
-            out += c;
-        } else if (const auto length = json_text_detail::utf8_sequence_length(text); length > 0) {
-            out.append(text.data(), length);
-            used = length;
-        } else {
-            out += "\xEF\xBF\xBD";
         }
-        text.remove_prefix(used);
+        run = ++i;
     }
+    out.append(text.data() + run, text.size() - run);
     out += '"';
 }
 
