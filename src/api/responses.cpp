@@ -26,8 +26,8 @@ std::optional<http::Response> require_json_body(const http::RequestHead& head) {
 http::Response unknown_query_parameter(std::string_view encoded_query) {
     const std::string_view first = encoded_query.substr(0, encoded_query.find('&'));
     const std::string_view name = first.substr(0, first.find('='));
-    return error_response(400, "unknown query parameter: " + std::string(name) +
-                                   " (this operation takes none)");
+    return error_response(
+        400, "unknown query parameter: " + std::string(name) + " (this operation takes none)");
 }
 
 std::string unsupported_parameters(std::string_view content_type) {

@@ -57,9 +57,7 @@ JwksRefresher::~JwksRefresher() {
 void JwksRefresher::start(auth::JwtAuthenticator& authenticator) {
     authenticator_ = &authenticator;
     authenticator_->replace_keys(published_);
-    thread_.start("ps-jwks", [this] {
-        run();
-    });
+    thread_.start("ps-jwks", [this] { run(); });
 }
 
 void JwksRefresher::request_refresh() {

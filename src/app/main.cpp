@@ -147,9 +147,9 @@ int run(int argc, char** argv) {
         ->add_option("--tenant", create_config.tenant,
                      "Tenant the token acts for; it sees only that tenant's plants")
         ->capture_default_str();
-    create_command->add_option("--scope", create_config.scopes,
-                               "What it may do (repeatable): " + known_scopes() +
-                                   "; default: all of them");
+    create_command->add_option(
+        "--scope", create_config.scopes,
+        "What it may do (repeatable): " + known_scopes() + "; default: all of them");
     add_store_options(create_command, token_store, false);
     auto* list_command =
         token_command->add_subcommand("list", "Show token names and creation times");

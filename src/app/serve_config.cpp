@@ -4,15 +4,15 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <set>
-#include <iomanip>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -104,8 +104,8 @@ Setting number(const char* flag, T& field, T min, T max, std::string help) {
                bound_text(row.max, row.integral);
     row.get = [&field] { return static_cast<long double>(field); };
     row.set = [&field](long double value) { field = static_cast<T>(value); };
-    row.declare = [&field, row_min = row.min, row_max = row.max,
-                   integral = row.integral](CLI::App* command, const Setting& self) {
+    row.declare = [&field, row_min = row.min, row_max = row.max, integral = row.integral](
+                      CLI::App* command, const Setting& self) {
         // Checked on the text, before CLI11 converts it: "-1" for an unsigned field is out
         // of bounds, not a wrapped-around number.
         CLI::Validator bounds(
@@ -163,8 +163,7 @@ Setting on_off(const char* flag, bool& field, std::string help) {
     row.declare = [&field](CLI::App* command, const Setting& self) {
         return command
             ->add_option_function<std::string>(
-                self.flag, [&field](const std::string& text) { field = text == "on"; },
-                self.help)
+                self.flag, [&field](const std::string& text) { field = text == "on"; }, self.help)
             ->default_str(field ? "on" : "off")
             ->check(CLI::IsMember({"on", "off"}));
     };
@@ -310,14 +309,14 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
         text("--listen", listener.listen,
              "Address to listen on, HOST:PORT (port 0 picks a free one)"),
         number("--threads", listener.threads, 0U, 1024U, "I/O threads (0: one per core)"),
-        number("--max-body-bytes", listener.max_body_bytes, std::size_t{1},
-               std::size_t{1} << 30, "Largest request body; larger gets 413"),
+        number("--max-body-bytes", listener.max_body_bytes, std::size_t{1}, std::size_t{1} << 30,
+               "Largest request body; larger gets 413"),
         number("--max-header-bytes", listener.max_header_bytes, std::size_t{1024},
                std::size_t{1} << 20, "Largest request line plus headers; larger gets 431"),
         number("--max-connections", listener.max_connections, std::size_t{1}, kMillion,
                "Open connections at most; more are closed at once"),
-        number("--max-connections-per-client", listener.max_connections_per_client,
-               std::size_t{0}, kMillion,
+        number("--max-connections-per-client", listener.max_connections_per_client, std::size_t{0},
+               kMillion,
                "Open connections one client (an IPv4 address, an IPv6 /64) may hold; more are "
                "closed at once (trusted proxies are not limited); 0: a tenth of "
                "--max-connections"),
@@ -357,7 +356,8 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
         number("--database-read-connections", store.read_connections, std::size_t{1},
                std::size_t{64}, "PostgreSQL connections for reads"),
         number("--database-write-connections", store.write_connections, std::size_t{1},
-               std::size_t{64}, "PostgreSQL connections for writes, one transaction in flight on each"),
+               std::size_t{64},
+               "PostgreSQL connections for writes, one transaction in flight on each"),
         number("--database-timeout-ms", store.database_timeout_ms, 0L, kHourMs,
                "Time PostgreSQL may take to answer before the connection is presumed lost and "
                "replaced, e.g. a frozen or partitioned primary (its statement is not cancelled; "

@@ -13,9 +13,7 @@ TokenRefresher::TokenRefresher(OpenRepository open, auth::TokenRegistry& registr
       interval_(interval),
       on_change_(std::move(on_change)) {
     registry_.replace(open_()->list());
-    thread_.start("ps-tokens", [this] {
-        poll();
-    });
+    thread_.start("ps-tokens", [this] { poll(); });
 }
 
 TokenRefresher::~TokenRefresher() {

@@ -9,8 +9,8 @@
 #include <ostream>
 #include <vector>
 
-#include "common/base64.hpp"
 #include "auth/token.hpp"
+#include "common/base64.hpp"
 #include "common/time_text.hpp"
 #include "domain/new_plant_decoder.hpp"
 #include "store/plant_archive.hpp"
@@ -146,9 +146,9 @@ ImportCounts import_store(std::istream& in, store::PlantArchive& archive,
                     break;
                 case store::PlantArchive::Outcome::conflict:
                     ++counts.conflicts;
-                    report << "plantstore: line " << pending_lines[i] << ": tenant " << pending[i].tenant
-                           << " already has a different plant with id " << pending[i].id
-                           << " (kept)\n";
+                    report << "plantstore: line " << pending_lines[i] << ": tenant "
+                           << pending[i].tenant << " already has a different plant with id "
+                           << pending[i].id << " (kept)\n";
                     break;
             }
         }
@@ -184,8 +184,8 @@ ImportCounts import_store(std::istream& in, store::PlantArchive& archive,
                     ++counts.tokens_present;
                 } else {
                     ++counts.token_conflicts;
-                    report << "plantstore: line " << number << ": a different token named " << record.name
-                           << " exists (kept)\n";
+                    report << "plantstore: line " << number << ": a different token named "
+                           << record.name << " exists (kept)\n";
                 }
                 continue;
             }

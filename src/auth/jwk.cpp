@@ -9,8 +9,8 @@
 
 #include <stdexcept>
 
-#include "common/base64.hpp"
 #include "auth/jose_json.hpp"
+#include "common/base64.hpp"
 
 namespace plantstore::auth {
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "common/base64.hpp"
 #include "auth/jose_json.hpp"
+#include "common/base64.hpp"
 #include "common/http_text.hpp"
 
 namespace plantstore::auth {

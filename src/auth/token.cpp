@@ -19,8 +19,8 @@ std::string mint_token() {
     if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
         throw std::runtime_error("the OpenSSL random generator failed");
     }
-    return "ps_" + common::base64url_encode(std::string_view(reinterpret_cast<const char*>(random.data()),
-                                                     random.size()));
+    return "ps_" + common::base64url_encode(std::string_view(
+                       reinterpret_cast<const char*>(random.data()), random.size()));
 }
 
 TokenDigest digest_token(std::string_view token) {

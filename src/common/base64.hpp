@@ -23,8 +23,8 @@ struct Alphabet {
 
 inline constexpr Alphabet kStandard{
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", true};
-inline constexpr Alphabet kUrl{
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", false};
+inline constexpr Alphabet kUrl{"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+                               false};
 
 inline constexpr std::uint8_t kNotADigit = 0xFF;
 

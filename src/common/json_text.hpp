@@ -72,11 +72,21 @@ inline void append_json_string(std::string& out, std::string_view text) {
         } else {
             out += '\\';
             switch (c) {
-                case '\b': out += 'b'; break;
-                case '\f': out += 'f'; break;
-                case '\n': out += 'n'; break;
-                case '\r': out += 'r'; break;
-                case '\t': out += 't'; break;
+                case '\b':
+                    out += 'b';
+                    break;
+                case '\f':
+                    out += 'f';
+                    break;
+                case '\n':
+                    out += 'n';
+                    break;
+                case '\r':
+                    out += 'r';
+                    break;
+                case '\t':
+                    out += 't';
+                    break;
                 default:
                     out += "u00";
                     out += kHex[byte >> 4];

@@ -1,4 +1,3 @@
-#include "common/background_thread.hpp"
 #include "feed/feed_service.hpp"
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/background_thread.hpp"
 #include "common/loop_gate.hpp"
 #include "common/span.hpp"
 #include "common/time_text.hpp"
@@ -108,9 +108,7 @@ class FeedService::Impl {
           gate_(std::make_shared<common::LoopGate>(io_)),
           pruner_(store, {options_.retention, clock_, options_.on_failure}) {
         schedule_check();
-        thread_.start("ps-feed", [this] {
-            io_.run();
-        });
+        thread_.start("ps-feed", [this] { io_.run(); });
     }
 
     ~Impl() {

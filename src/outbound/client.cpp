@@ -1,4 +1,3 @@
-#include "common/background_thread.hpp"
 #include "outbound/client.hpp"
 
 #include <openssl/ssl.h>
@@ -29,6 +28,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/background_thread.hpp"
 #include "common/url_host.hpp"
 #include "outbound/resolver.hpp"
 
@@ -257,7 +257,8 @@ class Client::Impl {
           sweep_(context_) {
         sweep();
         // An exception escaping a handler leaves the loop where it was: it runs on at once.
-        thread_.start("ps-outbound", [this] { context_.run(); }, std::chrono::milliseconds(0));
+        thread_.start(
+            "ps-outbound", [this] { context_.run(); }, std::chrono::milliseconds(0));
     }
 
     ~Impl() {

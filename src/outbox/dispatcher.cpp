@@ -69,9 +69,7 @@ Dispatcher::Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
     options_.workers = std::max<std::size_t>(options_.workers, 1);
     options_.per_subscription = std::max<std::size_t>(options_.per_subscription, 1);
     options_.per_tenant = std::clamp<std::size_t>(options_.per_tenant, 1, options_.workers);
-    claimer_.start("ps-hook-claim", [this] {
-        run_claimer();
-    });
+    claimer_.start("ps-hook-claim", [this] { run_claimer(); });
 }
 
 Dispatcher::~Dispatcher() { stop(); }

@@ -23,9 +23,7 @@ OtlpExporter::OtlpExporter(Options options)
       last_report_(std::chrono::steady_clock::now() - std::chrono::minutes(1)) {
     if (options_.client == nullptr) throw std::invalid_argument("no outbound client");
     queue_.reserve(options_.max_batch);
-    thread_.start("ps-trace-send", [this] {
-        run();
-    });
+    thread_.start("ps-trace-send", [this] { run(); });
 }
 
 OtlpExporter::~OtlpExporter() { stop(); }

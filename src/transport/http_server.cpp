@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/client_key.hpp"
 #include "common/background_thread.hpp"
+#include "common/client_key.hpp"
 #include "transport/connection.hpp"
 
 namespace plantstore::transport {
@@ -149,10 +149,10 @@ class HttpServer::Impl {
     // The listener on options_.host and port. @throws std::runtime_error naming the address
     // and why, in words (not Asio's source location).
     void listen_on_own_address() {
-        const std::string where = (options_.host.find(':') != std::string::npos
-                                       ? "[" + options_.host + "]"
-                                       : options_.host) +
-                                  ":" + std::to_string(options_.port);
+        const std::string where =
+            (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
+                                                          : options_.host) +
+            ":" + std::to_string(options_.port);
         error_code ec;
         const auto address = net::ip::make_address(options_.host, ec);
         if (ec) {
@@ -200,8 +200,9 @@ class HttpServer::Impl {
             // An exception escaping a handler (a connection catches its own) leaves the loop
             // where it was: it runs on at once, its other connections untouched.
             threads_.emplace_back(std::make_unique<common::BackgroundThread>())
-                ->start("ps-io", [&context = worker->context] { context.run(); },
-                        std::chrono::milliseconds(0));
+                ->start(
+                    "ps-io", [&context = worker->context] { context.run(); },
+                    std::chrono::milliseconds(0));
         }
     }
 

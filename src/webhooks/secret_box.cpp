@@ -1,13 +1,12 @@
 #include "webhooks/secret_box.hpp"
 
-#include "common/base64.hpp"
-
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <memory>
 #include <stdexcept>
 
+#include "common/base64.hpp"
 #include "webhooks/signature.hpp"
 
 namespace plantstore::webhooks {

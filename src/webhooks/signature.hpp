@@ -29,5 +29,4 @@ std::string sign(std::string_view key, std::string_view id, std::int64_t timesta
 std::string signature_header(const std::vector<std::string>& keys, std::string_view id,
                              std::int64_t timestamp, std::string_view body);
 
-
 }  // namespace plantstore::webhooks

@@ -212,9 +212,9 @@ TEST_F(Jwt, MalformedTokensOfAnyShapeAreRefused) {
     EXPECT_EQ(refusal(signed_jwt(*ec, "ES256", jwt_header("ES256", "ec-1"), "[]")),
               "the token's claims are not a JSON object");
     // an ES256 signature of the wrong length (DER instead of R || S)
-    EXPECT_EQ(
-        refusal(good.substr(0, good.rfind('.') + 1) + common::base64url_encode(std::string(70, 'x'))),
-        "the token's signature is not valid");
+    EXPECT_EQ(refusal(good.substr(0, good.rfind('.') + 1) +
+                      common::base64url_encode(std::string(70, 'x'))),
+              "the token's signature is not valid");
 }
 
 TEST_F(Jwt, TenantAndScopesMapToPlantstoresModel) {

@@ -54,20 +54,25 @@ TEST_F(BackgroundThreadTest, WhatALoopThrowsIsReportedAndTheLoopRunsAgainUntilIt
     EXPECT_TRUE(done);
     EXPECT_EQ(runs, 3);
     std::lock_guard lock(reports_mutex);
-    EXPECT_EQ(reports, (std::vector<std::string>{
-                           "ps-test: first", "ps-test: an exception that is not a std::exception"}));
+    EXPECT_EQ(reports,
+              (std::vector<std::string>{"ps-test: first",
+                                        "ps-test: an exception that is not a std::exception"}));
 }
 
 TEST_F(BackgroundThreadTest, NoRestartOnceStopWasAsked) {
     std::atomic<int> runs{0};
     BackgroundThread thread;
     std::atomic<bool> thrown{false};
-    thread.start("ps-test", [&] {
-        ++runs;
-        thrown = true;
-        throw std::runtime_error("down");
-    }, std::chrono::hours(1));  // a restart would come only after an hour
-    for (int i = 0; i < 10'000 && !thrown; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    thread.start(
+        "ps-test",
+        [&] {
+            ++runs;
+            thrown = true;
+            throw std::runtime_error("down");
+        },
+        std::chrono::hours(1));  // a restart would come only after an hour
+    for (int i = 0; i < 10'000 && !thrown; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     thread.stop();  // ends the wait for the restart
     EXPECT_EQ(runs, 1);
 }

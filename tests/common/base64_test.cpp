@@ -47,7 +47,7 @@ TEST(Base64, StandardWithPaddingRoundTripsAndRefusesNonCanonicalText) {
     EXPECT_FALSE(base64_decode("Zm-_").has_value());  // base64url is not base64
     EXPECT_FALSE(base64_decode("Zg=").has_value());   // padding short of a multiple of 4
     EXPECT_FALSE(base64_decode("====").has_value());
-    EXPECT_FALSE(base64_decode(" Zm8=").has_value());  // whitespace
+    EXPECT_FALSE(base64_decode(" Zm8=").has_value());           // whitespace
     EXPECT_EQ(base64_decode("+/8="), std::string("\xfb\xff"));  // the standard alphabet
 }
 

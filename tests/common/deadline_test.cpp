@@ -22,9 +22,9 @@ TEST(Deadline, SaturatesAtTheClocksLastMoment) {
     const auto now = Clock::now();
     EXPECT_EQ(deadline_after(now, std::chrono::milliseconds::max()), Clock::time_point::max());
     EXPECT_EQ(deadline_after(now, std::chrono::hours(24 * 365 * 1000)), Clock::time_point::max());
-    EXPECT_EQ(deadline_after(Clock::time_point::max() - std::chrono::seconds(1),
-                             std::chrono::seconds(2)),
-              Clock::time_point::max());
+    EXPECT_EQ(
+        deadline_after(Clock::time_point::max() - std::chrono::seconds(1), std::chrono::seconds(2)),
+        Clock::time_point::max());
 }
 
 }  // namespace

@@ -41,12 +41,13 @@ std::string parsed_back(const std::string& text) {
 // valid text with a byte cut or added).
 rc::Gen<std::string> texts() {
     return rc::gen::oneOf(
-        rc::gen::map(rc::gen::container<std::vector<char>>(rc::gen::arbitrary<char>()),
-                     [](const std::vector<char>& bytes) { return std::string(bytes.begin(), bytes.end()); }),
-        rc::gen::map(rc::gen::container<std::vector<std::uint32_t>>(rc::gen::oneOf(
-                         rc::gen::inRange<std::uint32_t>(0, 0x80),
-                         rc::gen::inRange<std::uint32_t>(0x80, 0xD800),
-                         rc::gen::inRange<std::uint32_t>(0xE000, 0x110000))),
+        rc::gen::map(
+            rc::gen::container<std::vector<char>>(rc::gen::arbitrary<char>()),
+            [](const std::vector<char>& bytes) { return std::string(bytes.begin(), bytes.end()); }),
+        rc::gen::map(rc::gen::container<std::vector<std::uint32_t>>(
+                         rc::gen::oneOf(rc::gen::inRange<std::uint32_t>(0, 0x80),
+                                        rc::gen::inRange<std::uint32_t>(0x80, 0xD800),
+                                        rc::gen::inRange<std::uint32_t>(0xE000, 0x110000))),
                      [](const std::vector<std::uint32_t>& points) {
                          std::string out;
                          for (const auto point : points) {
@@ -74,7 +75,8 @@ TEST(JsonText, WritesWhatBoostJsonWritesForValidText) {
     EXPECT_EQ(json_string("\xC3\xA9"), "\"é\"");
     EXPECT_EQ(json_string("\xC3"), "\"\xEF\xBF\xBD\"");                  // cut short
     EXPECT_EQ(json_string("\xC0\xAF"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");  // overlong '/'
-    EXPECT_EQ(json_string("\xED\xA0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");  // surrogate
+    EXPECT_EQ(json_string("\xED\xA0\x80"),
+              "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");          // surrogate
     EXPECT_EQ(json_string("\xF4\x90\x80\x80").size(), 2U + 4 * 3);  // above U+10FFFF
 }
 

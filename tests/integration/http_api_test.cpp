@@ -200,7 +200,8 @@ TEST_F(HttpApi, AnEmptyNameIsStoredAsItWas) {
     EXPECT_EQ(created.status, 200) << created.body;
     EXPECT_EQ(created.body, R"({"name":"","tag":""})");
     HttpConnection connection(port());
-    const auto read = connection.request("GET", "/plants/21", "", {"Authorization: Bearer " + token});
+    const auto read =
+        connection.request("GET", "/plants/21", "", {"Authorization: Bearer " + token});
     ASSERT_TRUE(read);
     EXPECT_EQ(read->status, 200);
     EXPECT_NE(read->body.find(R"("name":"")"), std::string::npos) << read->body;
@@ -220,7 +221,8 @@ TEST_F(HttpApi, AQueryParameterAnOperationDoesNotTakeIs400) {
         EXPECT_NE(response->body.find("(this operation takes none)"), std::string::npos);
     }
     HttpConnection connection(port());
-    const auto still = connection.request("GET", "/plants/22", "", {"Authorization: Bearer " + token});
+    const auto still =
+        connection.request("GET", "/plants/22", "", {"Authorization: Bearer " + token});
     ASSERT_TRUE(still);
     EXPECT_EQ(still->status, 200);  // the DELETE above was refused, not run
     HttpConnection anonymous(port());

@@ -296,8 +296,8 @@ TEST_F(Lifecycle, CommandLineErrorsAreOneLineSayingWhatToDo) {
 TEST_F(Lifecycle, AStartThatFailsSaysWhyForAPerson) {
     start();
     const std::string taken = "127.0.0.1:" + std::to_string(port());
-    const auto in_use = run_plantstore(
-        {"serve", "--listen", taken, "--data-dir", (dir.path() / "other").string()});
+    const auto in_use =
+        run_plantstore({"serve", "--listen", taken, "--data-dir", (dir.path() / "other").string()});
     EXPECT_EQ(in_use.exit_code, 1);
     EXPECT_NE(in_use.err.find(R"("event":"fatal")"), std::string::npos) << in_use.err;
     EXPECT_TRUE(in_use.err.ends_with("\nplantstore: cannot listen on " + taken +
@@ -312,8 +312,8 @@ TEST_F(Lifecycle, AStartThatFailsSaysWhyForAPerson) {
         << named.err;
     const auto file = dir.path() / "a-file";
     std::ofstream(file) << "x";
-    const auto not_directory = run_plantstore(
-        {"serve", "--listen", "127.0.0.1:0", "--data-dir", file.string()});
+    const auto not_directory =
+        run_plantstore({"serve", "--listen", "127.0.0.1:0", "--data-dir", file.string()});
     EXPECT_EQ(not_directory.exit_code, 1);
     EXPECT_TRUE(not_directory.err.ends_with("\nplantstore: data directory " + file.string() +
                                             ": it is a file, not a directory\n"))

@@ -83,8 +83,9 @@ TEST_F(Transfer, ConflictsAreReportedAndKeptAndBadLinesStopTheImport) {
         "\n");
     const auto result = import_into(data_dir(), conflicting);
     EXPECT_EQ(result.exit_code, 1);
-    EXPECT_NE(result.err.find("plantstore: line 1: tenant default already has a different plant with id 1 "
-                              "(kept)"),
+    EXPECT_NE(result.err.find(
+                  "plantstore: line 1: tenant default already has a different plant with id 1 "
+                  "(kept)"),
               std::string::npos)
         << result.err;
     EXPECT_NE(result.err.find("imported 1 plants"), std::string::npos) << result.err;

@@ -38,7 +38,9 @@ TEST(Log, ALineIsJsonWithTheFieldsTextKeptAndInvalidBytesReplaced) {
     log_event(LogLevel::warn, "example", {{"path", "/plants?tag=pt\xC3\xA9ris"}, {"raw", "a\xC3"}});
     const std::string line = testing::internal::GetCapturedStderr();
     ASSERT_TRUE(line.ends_with("}\n")) << line;
-    EXPECT_NE(line.find(R"("level":"warn","event":"example","path":"/plants?tag=ptéris","raw":"a)" "\xEF\xBF\xBD" R"("})"),
+    EXPECT_NE(line.find(R"("level":"warn","event":"example","path":"/plants?tag=ptéris","raw":"a)"
+                        "\xEF\xBF\xBD"
+                        R"("})"),
               std::string::npos)
         << line;
     EXPECT_EQ(boost::json::parse(line).as_object().at("raw"), "a\xEF\xBF\xBD");

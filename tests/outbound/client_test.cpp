@@ -15,8 +15,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "common/background_thread.hpp"
 #include "https_test_server.hpp"

@@ -99,7 +99,8 @@ CommittedAnswers answer_committed_rows(std::span<WriteRequest* const> batch,
         } else if (outcomes[i]) {
             batch[i]->done(std::move(*outcomes[i]));
         } else {  // neither a create nor a change of the batch: a caller's bug, still answered
-            batch[i]->done(WriteResult::unavailable_because("the write was in none of the statements"));
+            batch[i]->done(
+                WriteResult::unavailable_because("the write was in none of the statements"));
         }
     }
     return answers;

@@ -1,4 +1,3 @@
-#include "common/background_thread.hpp"
 #include "store/postgres/pg_plant_store.hpp"
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/background_thread.hpp"
 #include "common/time_text.hpp"
 #include "store/postgres/committed_batch.hpp"
 #include "store/postgres/event_listener.hpp"
@@ -109,9 +109,7 @@ class PgPlantStore::Engine {
             for (auto& writer : writers_) writer.connection->start();
             for (auto& reader : readers_) reader->start();
         });
-        thread_.start("ps-pg-write", [this] {
-            run();
-        });
+        thread_.start("ps-pg-write", [this] { run(); });
         // Serve only once every connection is up (or say why the writer cannot be).
         std::unique_lock lock(mutex_);
         const auto all_up = [](const std::vector<bool>& up) {
@@ -379,7 +377,8 @@ class PgPlantStore::Engine {
                 if (batch.empty()) break;
                 const std::string reason =
                     "PostgreSQL is unreachable: " + writers_.front().connection->last_error();
-                for (Pending& pending : batch) pending.done(WriteResult::unavailable_because(reason));
+                for (Pending& pending : batch)
+                    pending.done(WriteResult::unavailable_because(reason));
                 continue;
             }
             auto idle = std::find_if(writers_.begin(), writers_.end(), [](const Writer& w) {
@@ -530,7 +529,8 @@ class PgPlantStore::Engine {
                 tell_appended(outcome.results[outcome.results.size() - 3].get());
             } catch (const PgError& error) {  // a malformed answer: nothing can be promised
                 failure = error.what();
-                for (Pending& pending : batch) pending.done(WriteResult::unavailable_because(failure));
+                for (Pending& pending : batch)
+                    pending.done(WriteResult::unavailable_because(failure));
             }
             if (failure.empty())
                 failure = complete_rows(batch, creates, changes, outcome.results, again);
@@ -599,7 +599,7 @@ class PgPlantStore::Engine {
         }
         for (Pending& pending : exhausted) {
             pending.done(WriteResult::unavailable_because("conflicting concurrent writes; tried " +
-                                     std::to_string(kMaxAttempts) + " times"));
+                                                          std::to_string(kMaxAttempts) + " times"));
         }
     }
 
@@ -693,7 +693,8 @@ class PgPlantStore::Engine {
             std::lock_guard lock(mutex_);
             left.swap(queue_.writes());
         }
-        for (Pending& pending : left) pending.done(WriteResult::unavailable_because("the store is closing"));
+        for (Pending& pending : left)
+            pending.done(WriteResult::unavailable_because("the store is closing"));
         work_.reset();
     }
 

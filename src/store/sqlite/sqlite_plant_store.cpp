@@ -1,4 +1,3 @@
-#include "common/background_thread.hpp"
 #include "store/sqlite/sqlite_plant_store.hpp"
 
 #include <sqlite3.h>
@@ -9,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "common/background_thread.hpp"
 #include "common/time_text.hpp"
 #include "domain/etag.hpp"
 #include "domain/event.hpp"
@@ -42,8 +42,8 @@ class SqlitePlantStore::Checkpointer {
   public:
     Checkpointer(const std::filesystem::path& data_dir, StoreObserver* observer)
         : observer_(observer), db_(open_existing_database(data_dir)) {
-    thread_.start("ps-checkpoint", [this] { run(); });
-}
+        thread_.start("ps-checkpoint", [this] { run(); });
+    }
     Checkpointer(const Checkpointer&) = delete;
     Checkpointer& operator=(const Checkpointer&) = delete;
     ~Checkpointer() {
@@ -673,9 +673,7 @@ SqlitePlantStore::SqlitePlantStore(Options options)
                                        options_.writes.max_plants_per_tenant, options_.cache_mib)),
       queue_(options_.writes.max_pending) {
     queue_.writes().reserve(options_.writes.max_batch);
-    thread_.start("ps-sqlite-write", [this] {
-        run_writer();
-    });
+    thread_.start("ps-sqlite-write", [this] { run_writer(); });
 }
 
 SqlitePlantStore::~SqlitePlantStore() { close(); }
@@ -830,7 +828,8 @@ void SqlitePlantStore::run_writer() {
             }
         }
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            batch[i].done(failure.empty() ? std::move(results[i]) : WriteResult::unavailable_because(failure));
+            batch[i].done(failure.empty() ? std::move(results[i])
+                                          : WriteResult::unavailable_because(failure));
         }
         batch.clear();
     }
