@@ -46,10 +46,18 @@ TEST_F(ApiTest, UnknownPathIs404EvenUnderTheWrongPrefix) {
     EXPECT_EQ(final_response({"POST", "/v1/plantsx", {}, false, {}}).status, 404);
 }
 
+// The query is not part of the path that picks the route: the create is still the create, and
+// refuses a parameter it does not take (one rule for every operation with a scope).
 TEST_F(ApiTest, QueryStringDoesNotChangeTheRoute) {
-    EXPECT_NE(
-        api.admit({"POST", "/v1/plants?x=1", "Bearer ps_good", false, "application/json"}).next,
-        nullptr);
+    const Response refused =
+        final_response({"POST", "/v1/plants?x=1", "Bearer ps_good", false, "application/json"});
+    EXPECT_EQ(refused.status, 400);
+    EXPECT_NE(refused.body.find("unknown query parameter: x (this operation takes none)"),
+              std::string::npos)
+        << refused.body;
+    EXPECT_EQ(refused.route, "/plants");
+    EXPECT_NE(api.admit({"POST", "/v1/plants", "Bearer ps_good", false, "application/json"}).next,
+              nullptr);
 }
 
 TEST_F(ApiTest, OtherMethodIs405WithAllow) {
