@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace plantstore::app {
@@ -121,10 +122,10 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(store_config(config.store).sqlite_cache_mib, 64U);
 }
 
-// What parsing `args` (as serve's command line) says: "" when accepted, else CLI11's message.
-std::string parse_error(std::vector<std::string> args) {
+// What parsing `args` (as serve's command line, into `config`) says: "" when accepted, else
+// CLI11's message.
+std::string parse_error(std::vector<std::string> args, ServeConfig& config) {
     CLI::App command;
-    ServeConfig config;
     add_serve_options(&command, config);
     std::reverse(args.begin(), args.end());
     try {
@@ -133,6 +134,10 @@ std::string parse_error(std::vector<std::string> args) {
         return error.what();
     }
     return "";
+}
+std::string parse_error(std::vector<std::string> args) {
+    ServeConfig config;
+    return parse_error(std::move(args), config);
 }
 
 // The bound's text as a command line gives it.
@@ -185,15 +190,9 @@ TEST(ServeConfig, EveryNumberIsRefusedOutsideItsBoundsNamingItsFlag) {
 
 TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {
     const auto parsed = [](std::vector<std::string> args) -> std::string {
-        CLI::App command;
         ServeConfig config;
-        add_serve_options(&command, config);
-        std::reverse(args.begin(), args.end());
-        try {
-            command.parse(args);
-        } catch (const CLI::ParseError& error) {
-            return error.what();
-        }
+        const std::string error = parse_error(std::move(args), config);
+        if (!error.empty()) return error;
         return std::to_string(config.store.max_plants_per_tenant);
     };
     EXPECT_EQ(parsed({"--max-plants-per-tenant", "250"}), "250");
