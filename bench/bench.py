@@ -1206,9 +1206,12 @@ def main():
     try:
         data_dir = os.path.join(workdir, "data")
         token = mint_token(binary, data_dir)
+        # Each server is listed as soon as it runs, so that the finally below stops it even when
+        # the next one fails to start (nginx missing left plantstore running).
         plantstore = start_plantstore(binary, data_dir)
+        servers.append(plantstore)
         nginx = start_nginx(workdir)
-        servers = [plantstore, nginx]
+        servers.append(nginx)
         tokens = {plantstore.name: token, nginx.name: token}
         for index, (base_binary, base_name) in enumerate(baselines):
             base_dir = os.path.join(workdir, f"baseline{index}")
