@@ -107,6 +107,9 @@ class BackgroundThread {
     /// stop() was called. At most once per BackgroundThread.
     void start(std::string name, std::function<void()> loop,
                std::chrono::milliseconds restart_delay = std::chrono::seconds(1)) {
+        // The loop runs before this assignment ends: a stop() it causes on another thread waits
+        // for the assignment (join_mutex_) before it reads thread_.
+        std::lock_guard join_lock(join_mutex_);
         thread_ = std::thread([this, name = std::move(name), loop = std::move(loop),
                                restart_delay] {
             id_ = std::this_thread::get_id();
