@@ -9,12 +9,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -53,7 +54,8 @@ using tcp = net::ip::tcp;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-inline auto use_ec(error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+// No exception for an I/O error: the operation's result comes back as (error_code, ...).
+inline constexpr auto kResult = net::as_tuple(net::use_awaitable);
 
 // After a response that closes the connection, how long and how much of the client's unread
 // input is drained so that closing does not reset the connection before it reads the response.
@@ -67,6 +69,14 @@ inline bool is_http_framing_error(const error_code& ec) {
 using Clock = std::chrono::steady_clock;
 
 // One client connection over `Stream`: tcp::socket, or TlsStream for HTTPS.
+//
+// Read top to bottom: serve_all() serves requests one after another; serve_one() reads a
+// request's head, lets the handler admit it, reads its body, runs the handler and sends the
+// answer; everything about that one request lives in its `Request`, a local of serve_all's loop
+// passed down. What outlives a request is the connection's: its stream, read buffer, the
+// handler call's wake-up, and the deadline the worker's sweep checks (check_deadline): a sweep
+// every 100 ms per worker cancels the stream of a connection past its deadline, instead of a
+// timer armed and cancelled around every read and write.
 template <class Stream>
 class Connection final : public ConnectionBase,
                          public std::enable_shared_from_this<Connection<Stream>> {
@@ -111,12 +121,6 @@ class Connection final : public ConnectionBase,
     }
 
     void check_deadline(Clock::time_point now) override {
-        if (phase_ == Phase::reading && !request_started_ && request_has_begun()) {
-            // The first bytes of a request arrived: from now on it has request_timeout to finish
-            // (a new connection's first request keeps its deadline from the accept).
-            request_started_ = true;
-            if (!fresh_) deadline_ = common::deadline_after(now, limits_.request_timeout);
-        }
         if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
     }
 
@@ -125,29 +129,50 @@ class Connection final : public ConnectionBase,
     std::size_t read_buffer_capacity() const { return buffer_.capacity(); }
 
     void drain() override {
-        if (phase_ == Phase::reading && !request_has_begun()) shorten_idle_for_drain();
+        if (phase_ == Phase::reading && !request_began_) shorten_idle_for_drain();
         // A stream waiting for its next piece ends now, cleanly (see send_stream).
         if (streaming_ && awaiting_handler_) handler_timer_.cancel();
     }
 
   private:
+    // One request, from its first byte to its answer: what the handler and the observer see of
+    // it, and what it will report. Owned copies, since the parser's buffers go with it.
+    struct Request {
+        std::string request_id;
+        std::string method;
+        std::string target;
+        std::string origin;
+        std::string client;  // behind a trusted proxy: the client's address; else empty
+        std::array<char, 55> traceparent{};  // the request's span, once its head was read
+        bool traced = false;
+        bool sampled = false;                // the trace's sampled flag
+        std::array<char, 16> parent_span{};  // the caller's span, as hex, when has_parent
+        bool has_parent = false;
+        Clock::time_point started{};
+        bool counted = false;  // its head was read (on_request_started was called)
+        bool head_request = false;
+        std::string_view framing_problem;  // overrides the parser's message for a 400
+    };
+
     net::awaitable<void> serve_all() {
         worker_.connections.insert(this);
-        try {
-            bool open = true;
-            if constexpr (kTls) {
-                // The handshake is part of the first request: it gets the request time-out.
-                enter(Phase::reading, limits_.request_timeout);
-                error_code ec;
-                co_await socket_.async_handshake(net::ssl::stream_base::server, use_ec(ec));
-                open = !ec;
+        bool open = true;
+        if constexpr (kTls) {
+            // The handshake is part of the first request: it gets the request time-out.
+            enter(Phase::reading, limits_.request_timeout);
+            auto [ec] = co_await socket_.async_handshake(net::ssl::stream_base::server, kResult);
+            open = !ec;
+        }
+        while (open) {
+            Request request;
+            try {
+                open = co_await serve_one(request);
+            } catch (const std::exception& error) {
+                // A bug on this connection must not take the others down; it closes, and says why.
+                observer_.on_failure(ids(request), "connection", error.what());
+                open = false;
             }
-            while (open && co_await serve_one()) {
-                fresh_ = false;
-            }
-        } catch (const std::exception& error) {
-            // A bug on this connection must not take the others down; it closes, and says why.
-            observer_.on_failure(ids(), "connection", error.what());
+            fresh_ = false;
         }
         phase_ = Phase::closed;
         worker_.connections.erase(this);
@@ -155,10 +180,6 @@ class Connection final : public ConnectionBase,
     }
 
     enum class Phase { reading, handling, writing, closed };
-
-    bool request_has_begun() const {
-        return buffer_.size() > 0 || (parser_ && parser_->got_some());
-    }
 
     void expire() {
         expired_ = true;
@@ -171,127 +192,133 @@ class Connection final : public ConnectionBase,
         deadline_ = common::deadline_after(phase_since_, timeout);
     }
 
+    // The first bytes of a request arrived: from now on it has request_timeout to finish (a new
+    // connection's first request keeps its deadline from the accept).
+    void note_request_began() {
+        if (request_began_) return;
+        request_began_ = true;
+        if (!fresh_) deadline_ = common::deadline_after(Clock::now(), limits_.request_timeout);
+    }
+
     // While the server drains, a connection waiting for a request stays open only drain_idle.
     void shorten_idle_for_drain() {
         deadline_ = std::min(deadline_, common::deadline_after(phase_since_, limits_.drain_idle));
     }
 
-    // What the handler and the observer see of the current request's head, from owned copies
-    // (the parser may be gone); empty before a head was read.
-    plantstore::http::RequestHead known_head() const {
+    // What the handler and the observer see of `request`'s head; empty before a head was read.
+    plantstore::http::RequestHead known_head(const Request& request) const {
         plantstore::http::RequestHead head;
-        head.method = exchange_.method;
-        head.target = exchange_.target;
-        head.origin = exchange_.origin;
-        head.peer_address = exchange_.client.empty() ? peer_address_ : exchange_.client;
-        if (exchange_.traced) {
+        head.method = request.method;
+        head.target = request.target;
+        head.origin = request.origin;
+        head.peer_address = request.client.empty() ? peer_address_ : request.client;
+        if (request.traced) {
             head.traceparent =
-                std::string_view(exchange_.traceparent.data(), exchange_.traceparent.size());
+                std::string_view(request.traceparent.data(), request.traceparent.size());
         }
         return head;
     }
 
-    // The current request's id and trace, for what the observer logs about it.
-    RequestIdentity ids() const {
-        if (!exchange_.traced) return {exchange_.request_id, {}, {}};
-        const char* text = exchange_.traceparent.data();
-        return {exchange_.request_id, std::string_view(text + 3, 32),
+    // The request's id and trace, for what the observer logs about it.
+    static RequestIdentity ids(const Request& request) {
+        if (!request.traced) return {request.request_id, {}, {}};
+        const char* text = request.traceparent.data();
+        return {request.request_id, std::string_view(text + 3, 32),
                 std::string_view(text + 36, 16)};
     }
 
     // The request's span (W3C Trace Context): a child of the caller's `traceparent` when it
     // sent exactly one well-formed, else a new trace. Its `tracestate` is not read: nothing
     // passes it on yet (deliveries carry the traceparent alone).
-    void start_trace(const http::request<http::string_body>& request) {
+    void start_trace(Request& request, const http::request<http::string_body>& head) const {
         std::optional<std::string_view> parent;
-        if (request.count("traceparent") == 1) parent = request["traceparent"];
+        if (head.count("traceparent") == 1) parent = head["traceparent"];
         const common::TraceContext trace =
             common::request_trace(parent, {}, worker_.trace_sample_ratio);
-        exchange_.traceparent = trace.traceparent_chars();
-        exchange_.traced = true;
-        exchange_.sampled = trace.sampled();
-        exchange_.has_parent = trace.has_parent();
-        if (exchange_.has_parent) exchange_.parent_span = trace.parent_span_id_chars();
+        request.traceparent = trace.traceparent_chars();
+        request.traced = true;
+        request.sampled = trace.sampled();
+        request.has_parent = trace.has_parent();
+        if (request.has_parent) request.parent_span = trace.parent_span_id_chars();
     }
 
     // Reads, handles and answers one request. Returns whether the connection stays open.
-    net::awaitable<bool> serve_one() {
+    net::awaitable<bool> serve_one(Request& request) {
         expired_ = false;
-        exchange_ = {};
-        framing_problem_.clear();
-        auto& parser = parser_.emplace();
+        ChunkExtensionBudget chunk_extensions{limits_.max_header_bytes, false};
+        http::request_parser<http::string_body> parser;  // holds a reference to the budget
         parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
         parser.body_limit(limits_.max_body_bytes);
-        chunk_extensions_ = {limits_.max_header_bytes, false};
-        parser.on_chunk_header(chunk_extensions_);
-        // Until a first byte arrives the connection is idle; check_deadline then switches to
-        // the request time-out. A pipelined request is already under way. A new connection is
-        // not idle: its first request has request_timeout from the accept (a connection that
+        parser.on_chunk_header(chunk_extensions);
+        // Until a first byte arrives the connection is idle; note_request_began then switches
+        // to the request time-out. A pipelined request is already under way. A new connection
+        // is not idle: its first request has request_timeout from the accept (a connection that
         // sends nothing is not kept for the idle time-out).
-        request_started_ = buffer_.size() > 0;
+        request_began_ = buffer_.size() > 0;
         if (fresh_) {
             enter(Phase::reading, limits_.request_timeout);
             deadline_ = common::deadline_after(accepted_, limits_.request_timeout);
         } else {
-            enter(Phase::reading,
-                  request_started_ ? limits_.request_timeout : limits_.idle_timeout);
+            enter(Phase::reading, request_began_ ? limits_.request_timeout : limits_.idle_timeout);
         }
-        if (draining_ && !request_started_) shorten_idle_for_drain();
-        error_code ec = co_await read_header(parser);
-        if (ec) co_return co_await answer_read_failure(ec);
+        if (draining_ && !request_began_) shorten_idle_for_drain();
+        if (const error_code ec = co_await read_header(parser, request)) {
+            co_return co_await answer_read_failure(request, ec, chunk_extensions.exceeded);
+        }
 
-        const auto& request = parser.get();
-        const unsigned version = request.version();
-        exchange_.started = Clock::now();
-        exchange_.counted = true;
+        const auto& head = parser.get();
+        const unsigned version = head.version();
+        request.started = Clock::now();
+        request.counted = true;
         observer_.on_request_started(worker_.index);
-        exchange_.method = request.method_string();
-        exchange_.head_request = request.method() == http::verb::head;
-        exchange_.target = request.target();
-        if (const auto id = request["X-Request-Id"]; well_formed_request_id(id)) {
-            exchange_.request_id = id;
+        request.method = head.method_string();
+        request.head_request = head.method() == http::verb::head;
+        request.target = head.target();
+        if (const auto id = head["X-Request-Id"]; well_formed_request_id(id)) {
+            request.request_id = id;
         }
-        start_trace(request);
-        exchange_.origin = request[http::field::origin];
-        if (!proxies_.empty()) exchange_.client = client_behind_proxies(request);
-        if (const auto refusal = framing_refusal(request)) {
-            co_return co_await send(malformed(*refusal), version, false);
+        start_trace(request, head);
+        request.origin = head[http::field::origin];
+        if (!proxies_.empty()) request.client = client_behind_proxies(head);
+        if (const auto refusal = framing_refusal(head)) {
+            co_return co_await send(request, malformed(request, *refusal), version, false);
         }
-        plantstore::http::Decision decision = admit(request);
+        plantstore::http::Decision decision = admit(request, head);
         if (!decision.next) {
             // An unread body cannot be skipped reliably, so the connection closes after this.
-            co_return co_await send(std::move(decision.response), version,
-                                    request.keep_alive() && parser.is_done());
+            co_return co_await send(request, std::move(decision.response), version,
+                                    head.keep_alive() && parser.is_done());
         }
         if (const auto length = parser.content_length();
             length && *length > limits_.max_body_bytes) {
-            co_return co_await send(body_too_large(), version, false);
+            co_return co_await send(request, body_too_large(request), version, false);
         }
-        if (!parser.is_done() && beast::iequals(request[http::field::expect], "100-continue")) {
+        if (!parser.is_done() && beast::iequals(head[http::field::expect], "100-continue")) {
             static constexpr std::string_view kContinue[] = {"HTTP/1.0 100 Continue\r\n\r\n",
                                                              "HTTP/1.1 100 Continue\r\n\r\n"};
             const auto line = kContinue[version == 10 ? 0 : 1];
-            co_await net::async_write(socket_, net::buffer(line.data(), line.size()), use_ec(ec));
+            auto [ec, written] =
+                co_await net::async_write(socket_, net::buffer(line.data(), line.size()), kResult);
             if (ec) co_return false;
         }
-        co_await http::async_read(socket_, buffer_, parser, use_ec(ec));
-        if (ec) co_return co_await answer_read_failure(ec);
+        if (auto [ec, read] = co_await http::async_read(socket_, buffer_, parser, kResult); ec) {
+            co_return co_await answer_read_failure(request, ec, chunk_extensions.exceeded);
+        }
 
         plantstore::http::Response response =
-            co_await run_handler(*decision.next, parser.get().body());
-        co_return co_await send(std::move(response), version, parser.get().keep_alive());
+            co_await run_handler(request, *decision.next, parser.get().body());
+        co_return co_await send(request, std::move(response), version, parser.get().keep_alive());
     }
 
     // The client's address when the peer is a trusted proxy (Forwarded, X-Forwarded-For).
-    std::string client_behind_proxies(const http::request<http::string_body>& request) const {
+    std::string client_behind_proxies(const http::request<http::string_body>& head) const {
         std::vector<std::string_view> forwarded;
         std::vector<std::string_view> forwarded_for;
         for (const auto& field :
-             boost::make_iterator_range(request.equal_range(http::field::forwarded))) {
+             boost::make_iterator_range(head.equal_range(http::field::forwarded))) {
             forwarded.push_back(field.value());
         }
-        for (const auto& field :
-             boost::make_iterator_range(request.equal_range("X-Forwarded-For"))) {
+        for (const auto& field : boost::make_iterator_range(head.equal_range("X-Forwarded-For"))) {
             forwarded_for.push_back(field.value());
         }
         return proxies_.client_address(peer_address_, forwarded, forwarded_for);
@@ -299,16 +326,16 @@ class Connection final : public ConnectionBase,
 
     // Why a request's framing cannot be trusted, beyond what Beast's parser checks.
     static std::optional<std::string_view> framing_refusal(
-        const http::request<http::string_body>& request) {
-        if (const auto coding = request[http::field::transfer_encoding];
+        const http::request<http::string_body>& head) {
+        if (const auto coding = head[http::field::transfer_encoding];
             !coding.empty() &&
-            (request.count(http::field::transfer_encoding) != 1 ||
+            (head.count(http::field::transfer_encoding) != 1 ||
              !common::iequals_ascii(common::trim_whitespace(coding), "chunked"))) {
             // Only chunked is implemented; a body in another coding (e.g. "gzip, chunked")
             // would otherwise be read as if it were plain (RFC 9112 §6.1).
             return "only Transfer-Encoding: chunked is supported";
         }
-        if (request.version() == 11 && request.count(http::field::host) != 1) {
+        if (head.version() == 11 && head.count(http::field::host) != 1) {
             // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without exactly
             // one Host, which a proxy and this server could otherwise route differently.
             return "HTTP/1.1 needs exactly one Host header";
@@ -322,7 +349,8 @@ class Connection final : public ConnectionBase,
     // given to the continuation holds the connection weakly and reaches it through the worker's
     // gate: a store that keeps it, calls it late or destroys it on its own thread never owns,
     // touches or destroys this connection (its stream, timers, TLS state) or the continuation.
-    net::awaitable<plantstore::http::Response> run_handler(plantstore::http::Continuation& next,
+    net::awaitable<plantstore::http::Response> run_handler(const Request& request,
+                                                           plantstore::http::Continuation& next,
                                                            std::string_view body) {
         phase_ = Phase::handling;
         handler_ready_ = false;
@@ -331,20 +359,21 @@ class Connection final : public ConnectionBase,
             next.start(body, make_ready(call));
         } catch (const std::exception& error) {
             ++handler_calls_;
-            observer_.on_failure(ids(), "handler", error.what());
-            co_return refuse(500, "internal error");
+            observer_.on_failure(ids(request), "handler", error.what());
+            co_return refuse(request, 500, "internal error");
         }
         const auto timeout = limits_.handler_timeout + next.patience();
         if (!co_await wait_ready(timeout)) {
-            co_return refuse(503, "the store did not answer within " +
-                                      std::to_string(limits_.handler_timeout.count()) +
-                                      " ms; retry later");
+            co_return refuse(request, 503,
+                             "the store did not answer within " +
+                                 std::to_string(limits_.handler_timeout.count()) +
+                                 " ms; retry later");
         }
         try {
             co_return next.finish();
         } catch (const std::exception& error) {
-            observer_.on_failure(ids(), "handler", error.what());
-            co_return refuse(500, "internal error");
+            observer_.on_failure(ids(request), "handler", error.what());
+            co_return refuse(request, 500, "internal error");
         }
     }
 
@@ -371,8 +400,7 @@ class Connection final : public ConnectionBase,
         if (!handler_ready_) {
             handler_timer_.expires_after(timeout);
             awaiting_handler_ = true;
-            error_code ec;
-            co_await handler_timer_.async_wait(use_ec(ec));
+            co_await handler_timer_.async_wait(kResult);
             awaiting_handler_ = false;
         }
         if (!handler_ready_) {
@@ -387,19 +415,19 @@ class Connection final : public ConnectionBase,
     // drains; then the last chunk, and the connection closes. The idle and request time-outs do
     // not apply while it waits for a piece (the stream's patience does), the write time-out
     // applies to each write. Reported to the observer once, when it ends.
-    net::awaitable<bool> send_stream(plantstore::http::Response response, unsigned version) {
+    net::awaitable<bool> send_stream(Request& request, plantstore::http::Response response,
+                                     unsigned version) {
         const std::shared_ptr<plantstore::http::BodyStream> stream = std::move(response.stream);
         out_.clear();
         serialize_response(out_, response,
-                           {version, false, false, exchange_.request_id, true, worker_.date.now(),
+                           {version, false, false, request.request_id, true, worker_.date.now(),
                             kTls ? std::string_view(limits_.strict_transport_security) : ""});
         append_chunk(out_, response.body, version);
         std::size_t bytes = response.body.size();
         streaming_ = true;
         client_gone_ = false;
-        error_code ec;
         enter(Phase::writing, limits_.write_timeout);
-        co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
+        auto [ec, written] = co_await net::async_write(socket_, net::buffer(out_), kResult);
         if constexpr (std::is_same_v<Stream, tcp::socket>) {
             if (!ec) {
                 watching_ = true;
@@ -421,21 +449,20 @@ class Connection final : public ConnectionBase,
             append_chunk(out_, *piece, version);
             bytes += piece->size();
             enter(Phase::writing, limits_.write_timeout);
-            co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
+            std::tie(ec, written) = co_await net::async_write(socket_, net::buffer(out_), kResult);
         }
         streaming_ = false;
         if (!ec && !client_gone_ && version == 11) {
             enter(Phase::writing, limits_.write_timeout);
-            co_await net::async_write(socket_, net::buffer(kLastChunk.data(), kLastChunk.size()),
-                                      use_ec(ec));
+            std::tie(ec, written) = co_await net::async_write(
+                socket_, net::buffer(kLastChunk.data(), kLastChunk.size()), kResult);
         }
         if (watching_) {  // stop the watching read before anything else reads
             StreamControl<Stream>::cancel(socket_);
             watch_done_.expires_at(Clock::time_point::max());
-            error_code ignored;
-            co_await watch_done_.async_wait(use_ec(ignored));
+            co_await watch_done_.async_wait(kResult);
         }
-        report(response, Streamed{bytes, stream->items_sent()});
+        report(request, response, Streamed{bytes, stream->items_sent()});
         if (!ec && !client_gone_) co_await linger();
         co_return false;
     }
@@ -448,7 +475,8 @@ class Connection final : public ConnectionBase,
         std::array<char, 1024> sink{};
         error_code ec;
         while (streaming_ && !ec) {
-            co_await socket_.async_read_some(net::buffer(sink), use_ec(ec));
+            std::tie(ec, std::ignore) =
+                co_await socket_.async_read_some(net::buffer(sink), kResult);
         }
         if (streaming_ && ec != net::error::operation_aborted) {
             client_gone_ = true;
@@ -462,10 +490,10 @@ class Connection final : public ConnectionBase,
     // header bytes for obsolete line folding: Beast unfolds it silently, and a proxy in front
     // may not, so the two could see different fields. RFC 9112 §5.2 lets a server reject it.
     // Reads at most what the bounded buffer has room for (the head's limit is the parser's).
-    net::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser) {
+    net::awaitable<error_code> read_header(http::request_parser<http::string_body>& parser,
+                                           Request& request) {
         constexpr std::size_t kReadSize = std::size_t{64} * 1024;
         std::size_t search_from = 0;  // where the end of the head may still begin
-        error_code ec;
         for (;;) {
             if (buffer_.size() > 0) {
                 const std::string_view bytes(static_cast<const char*>(buffer_.data().data()),
@@ -474,23 +502,24 @@ class Connection final : public ConnectionBase,
                     end == std::string_view::npos) {
                     search_from = bytes.size() < 3 ? 0 : bytes.size() - 3;
                 } else if (has_obsolete_line_folding(bytes.substr(0, end + 2))) {
-                    framing_problem_ = "obsolete line folding";
+                    request.framing_problem = "obsolete line folding";
                     co_return http::error::bad_value;
                 }
+                error_code ec;
                 const auto used = parser.put(buffer_.data(), ec);
                 if (ec && ec != http::error::need_more &&
                     has_bare_lf(bytes.substr(0, bytes.find("\r\n\r\n")))) {
-                    framing_problem_ = "bare LF (each line must end with CRLF)";
+                    request.framing_problem = "bare LF (each line must end with CRLF)";
                 }
                 buffer_.consume(used);
                 if (ec != http::error::need_more) co_return ec;
-                ec = {};
             }
             const std::size_t room = buffer_.max_size() - buffer_.size();
             if (room == 0) co_return http::error::header_limit;
-            const auto read = co_await socket_.async_read_some(
-                buffer_.prepare(std::min(kReadSize, room)), use_ec(ec));
+            auto [ec, read] = co_await socket_.async_read_some(
+                buffer_.prepare(std::min(kReadSize, room)), kResult);
             buffer_.commit(read);
+            if (read > 0) note_request_began();
             if (ec == net::error::eof) {
                 if (!parser.got_some() && buffer_.size() == 0) co_return http::error::end_of_stream;
                 ec = {};
@@ -501,33 +530,34 @@ class Connection final : public ConnectionBase,
         }
     }
 
-    plantstore::http::Decision admit(const http::request<http::string_body>& request) {
-        plantstore::http::RequestHead head = known_head();
-        if (const auto found = request.find(http::field::authorization); found != request.end()) {
+    plantstore::http::Decision admit(const Request& request,
+                                     const http::request<http::string_body>& fields) {
+        plantstore::http::RequestHead head = known_head(request);
+        if (const auto found = fields.find(http::field::authorization); found != fields.end()) {
             head.authorization = found->value();
-            head.repeated_authorization = request.count(http::field::authorization) > 1;
+            head.repeated_authorization = fields.count(http::field::authorization) > 1;
         }
-        if (const auto found = request.find(http::field::content_type); found != request.end()) {
+        if (const auto found = fields.find(http::field::content_type); found != fields.end()) {
             head.content_type = found->value();
         }
-        head.preflight_method = request[http::field::access_control_request_method];
-        head.accept = request[http::field::accept];
-        head.last_event_id = request["Last-Event-ID"];
-        head.if_match = joined_field(request, http::field::if_match);
-        head.if_none_match = joined_field(request, http::field::if_none_match);
+        head.preflight_method = fields[http::field::access_control_request_method];
+        head.accept = fields[http::field::accept];
+        head.last_event_id = fields["Last-Event-ID"];
+        head.if_match = joined_field(fields, http::field::if_match);
+        head.if_none_match = joined_field(fields, http::field::if_none_match);
         try {
             return handler_.admit(head);
         } catch (const std::exception& error) {
-            observer_.on_failure(ids(), "admit", error.what());
-            return {refuse(500, "internal error"), nullptr};
+            observer_.on_failure(ids(request), "admit", error.what());
+            return {refuse(request, 500, "internal error"), nullptr};
         }
     }
 
     // Every field line named `name`, joined with ", " (a list field may be split over several
     // lines, RFC 9110 §5.3); nullopt when there is none.
-    static std::optional<std::string> joined_field(const http::request<http::string_body>& request,
+    static std::optional<std::string> joined_field(const http::request<http::string_body>& fields,
                                                    http::field name) {
-        const auto [first, last] = request.equal_range(name);
+        const auto [first, last] = fields.equal_range(name);
         if (first == last) return std::nullopt;
         std::string value;
         for (auto field = first; field != last; ++field) {
@@ -538,70 +568,76 @@ class Connection final : public ConnectionBase,
     }
 
     // The handler's response to a request this connection refuses itself.
-    plantstore::http::Response refuse(int status, std::string_view message) const {
-        return handler_.refuse(known_head(), status, message);
+    plantstore::http::Response refuse(const Request& request, int status,
+                                      std::string_view message) const {
+        return handler_.refuse(known_head(request), status, message);
     }
 
     // The 400 for a request whose framing cannot be trusted; the connection closes after it.
-    plantstore::http::Response malformed(std::string_view why) const {
+    plantstore::http::Response malformed(const Request& request, std::string_view why) const {
         std::string message = "malformed HTTP request: ";
         message.append(why.data(), why.size());
-        return refuse(400, message);
+        return refuse(request, 400, message);
     }
 
-    plantstore::http::Response body_too_large() const {
+    plantstore::http::Response body_too_large(const Request& request) const {
         return refuse(
-            413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes");
+            request, 413,
+            "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes");
     }
 
     // Maps a failed read to its answer; a client that went away, or an idle connection whose
-    // time is up, gets none.
-    net::awaitable<bool> answer_read_failure(const error_code& ec) {
+    // time is up, gets none. `extensions_exceeded`: the chunk extensions' budget ran out.
+    net::awaitable<bool> answer_read_failure(Request& request, const error_code& ec,
+                                             bool extensions_exceeded) {
         constexpr unsigned kVersion = 11;
         if (expired_) {
-            if (!request_started_ && !request_has_begun()) {
+            if (!request_began_) {
                 // Idle while the server drains: a FIN, so that a request crossing it finds the
                 // connection closed rather than reset.
                 if (draining_) co_await linger();
                 co_return false;
             }
-            co_return co_await send(refuse(408, "the request was not received in time"), kVersion,
-                                    false);
+            co_return co_await send(request,
+                                    refuse(request, 408, "the request was not received in time"),
+                                    kVersion, false);
         }
+        const std::string limit = std::to_string(limits_.max_header_bytes) + " bytes";
         if (ec == http::error::header_limit) {
             co_return co_await send(
-                refuse(431, "the request line and headers exceed " +
-                                std::to_string(limits_.max_header_bytes) + " bytes"),
+                request, refuse(request, 431, "the request line and headers exceed " + limit),
                 kVersion, false);
         }
         if (ec == http::error::body_limit) {
-            co_return co_await send(body_too_large(), kVersion, false);
+            co_return co_await send(request, body_too_large(request), kVersion, false);
         }
         if (ec == http::error::buffer_overflow) {
             // A chunk-size line or the trailer section outgrew the bounded read buffer.
             const std::string_view pending(static_cast<const char*>(buffer_.data().data()),
                                            buffer_.size());
-            const std::string limit = std::to_string(limits_.max_header_bytes) + " bytes";
             if (pending_is_trailer_section(pending)) {
-                co_return co_await send(refuse(431, "the trailer fields exceed " + limit), kVersion,
-                                        false);
+                co_return co_await send(request,
+                                        refuse(request, 431, "the trailer fields exceed " + limit),
+                                        kVersion, false);
             }
             co_return co_await send(
-                malformed("a chunk-size line with its extensions exceeds " + limit), kVersion,
-                false);
+                request,
+                malformed(request, "a chunk-size line with its extensions exceeds " + limit),
+                kVersion, false);
         }
-        if (chunk_extensions_.exceeded) {
+        if (extensions_exceeded) {
             co_return co_await send(
-                malformed("the chunk extensions exceed " +
-                          std::to_string(limits_.max_header_bytes) + " bytes in all"),
+                request, malformed(request, "the chunk extensions exceed " + limit + " in all"),
                 kVersion, false);
         }
         if (is_http_framing_error(ec) && ec != http::error::end_of_stream &&
             ec != http::error::partial_message) {
             const std::string parser_problem = ec.message();
-            co_return co_await send(
-                malformed(framing_problem_.empty() ? parser_problem : framing_problem_), kVersion,
-                false);
+            co_return co_await send(request,
+                                    malformed(request, request.framing_problem.empty()
+                                                           ? std::string_view(parser_problem)
+                                                           : request.framing_problem),
+                                    kVersion, false);
         }
         if (ec != http::error::end_of_stream && ec != http::error::partial_message) {
             observer_.on_read_failed(peer_, ec.message());  // e.g. reset by the peer
@@ -609,24 +645,23 @@ class Connection final : public ConnectionBase,
         co_return false;
     }
 
-    net::awaitable<bool> send(plantstore::http::Response response, unsigned version,
-                              bool keep_alive) {
+    net::awaitable<bool> send(Request& request, plantstore::http::Response response,
+                              unsigned version, bool keep_alive) {
         keep_alive = keep_alive && !draining_ && !response.close;
-        if (exchange_.request_id.empty()) exchange_.request_id = worker_.request_ids.next();
-        if (exchange_.started == Clock::time_point{}) exchange_.started = Clock::now();
-        if (response.stream && !exchange_.head_request) {
-            co_return co_await send_stream(std::move(response), version);
+        if (request.request_id.empty()) request.request_id = worker_.request_ids.next();
+        if (request.started == Clock::time_point{}) request.started = Clock::now();
+        if (response.stream && !request.head_request) {
+            co_return co_await send_stream(request, std::move(response), version);
         }
         response.stream.reset();  // HEAD: the head alone, as for any response
         out_.clear();
         serialize_response(
             out_, response,
-            {version, keep_alive, exchange_.head_request, exchange_.request_id, false,
+            {version, keep_alive, request.head_request, request.request_id, false,
              worker_.date.now(), kTls ? std::string_view(limits_.strict_transport_security) : ""});
-        report(response);
+        report(request, response);
         enter(Phase::writing, limits_.write_timeout);
-        error_code ec;
-        co_await net::async_write(socket_, net::buffer(out_), use_ec(ec));
+        auto [ec, written] = co_await net::async_write(socket_, net::buffer(out_), kResult);
         if (ec) co_return false;
         if (!keep_alive) co_await linger();
         co_return keep_alive;
@@ -638,29 +673,29 @@ class Connection final : public ConnectionBase,
         std::uint64_t items = 0;
     };
 
-    void report(const plantstore::http::Response& response,
+    void report(const Request& request, const plantstore::http::Response& response,
                 std::optional<Streamed> streamed = std::nullopt) {
         Exchange exchange;
-        exchange.request_id = exchange_.request_id;
-        const RequestIdentity request = ids();
-        exchange.trace_id = request.trace_id;
-        exchange.span_id = request.span_id;
-        if (exchange_.has_parent) {
+        exchange.request_id = request.request_id;
+        const RequestIdentity identity = ids(request);
+        exchange.trace_id = identity.trace_id;
+        exchange.span_id = identity.span_id;
+        if (request.has_parent) {
             exchange.parent_span_id =
-                std::string_view(exchange_.parent_span.data(), exchange_.parent_span.size());
+                std::string_view(request.parent_span.data(), request.parent_span.size());
         }
-        exchange.sampled = exchange_.sampled;
-        exchange.method = exchange_.method;
-        exchange.target = exchange_.target;
+        exchange.sampled = request.sampled;
+        exchange.method = request.method;
+        exchange.target = request.target;
         exchange.route = response.route;
         exchange.caller = response.caller;
         exchange.peer = peer_;
-        exchange.client = exchange_.client.empty() ? std::string_view(peer_address_)
-                                                   : std::string_view(exchange_.client);
+        exchange.client = request.client.empty() ? std::string_view(peer_address_)
+                                                 : std::string_view(request.client);
         exchange.status = response.status;
-        exchange.body_bytes = exchange_.head_request ? 0 : response.body.size();
-        exchange.duration = Clock::now() - exchange_.started;
-        exchange.started = exchange_.counted;
+        exchange.body_bytes = request.head_request ? 0 : response.body.size();
+        exchange.duration = Clock::now() - request.started;
+        exchange.started = request.counted;
         if (streamed) {
             exchange.streamed = true;
             exchange.body_bytes = streamed->bytes;
@@ -675,18 +710,20 @@ class Connection final : public ConnectionBase,
 
     // Half-closes, then discards what the client still sends for a bounded time and size.
     net::awaitable<void> linger() {
-        error_code ec;
         if constexpr (kTls) {
             enter(Phase::writing, kLingerTime);
-            co_await socket_.async_shutdown(use_ec(ec));  // close_notify, bounded by the deadline
+            co_await socket_.async_shutdown(kResult);  // close_notify, bounded by the deadline
             co_return;
         }
         StreamControl<Stream>::shutdown_send(socket_);
         enter(Phase::writing, kLingerTime);
         std::array<char, 4096> sink{};
         std::size_t discarded = 0;
+        error_code ec;
         while (!ec && discarded < kLingerBytes) {
-            discarded += co_await socket_.async_read_some(net::buffer(sink), use_ec(ec));
+            std::size_t read = 0;
+            std::tie(ec, read) = co_await socket_.async_read_some(net::buffer(sink), kResult);
+            discarded += read;
         }
     }
 
@@ -712,17 +749,18 @@ class Connection final : public ConnectionBase,
     // when the buffer is full, instead of growing it; a body goes on into its own bounded
     // string (--max-body-bytes) as it arrives.
     beast::flat_buffer buffer_;
-    ChunkExtensionBudget chunk_extensions_;  // the parser holds a reference
-    std::optional<http::request_parser<http::string_body>> parser_;
     std::string out_;
-    net::steady_timer handler_timer_;  // bounds the wait for the handler
-    std::uint64_t handler_calls_ = 0;  // identifies the call a readiness belongs to
+    // The handler call under way (run_handler, a stream's next piece): its number identifies
+    // the call a readiness belongs to; the timer bounds the wait and its cancel wakes it.
+    net::steady_timer handler_timer_;
+    std::uint64_t handler_calls_ = 0;
     bool handler_ready_ = false;
     bool awaiting_handler_ = false;  // the coroutine waits on handler_timer_
-    bool streaming_ = false;         // a streamed response is being written (send_stream)
-    bool watching_ = false;          // watch_client is running
-    bool client_gone_ = false;       // watch_client saw the client go
-    net::steady_timer watch_done_;   // cancelled when watch_client ends
+    // A streamed response (send_stream) and the read that watches its client (watch_client).
+    bool streaming_ = false;
+    bool watching_ = false;
+    bool client_gone_ = false;
+    net::steady_timer watch_done_;  // cancelled when watch_client ends
     Worker& worker_;
     const plantstore::http::Handler& handler_;
     const ServerLimits& limits_;
@@ -735,28 +773,12 @@ class Connection final : public ConnectionBase,
     std::string client_key_;  // counted under, per client (count_as); "": not counted
     const Clock::time_point accepted_ = Clock::now();
     bool fresh_ = true;  // no request served yet
-    // What the current exchange will report; owned copies, since the parser may be gone.
-    struct {
-        std::string request_id;
-        std::string method;
-        std::string target;
-        std::string origin;
-        std::string client;  // behind a trusted proxy: the client's address; else empty
-        std::array<char, 55> traceparent{};  // the request's span, once its head was read
-        bool traced = false;
-        bool sampled = false;                // the trace's sampled flag
-        std::array<char, 16> parent_span{};  // the caller's span, as hex, when has_parent
-        bool has_parent = false;
-        Clock::time_point started{};
-        bool counted = false;
-        bool head_request = false;
-    } exchange_;
+    // The deadline the worker's sweep checks (check_deadline) and what it depends on.
     Phase phase_ = Phase::reading;
     Clock::time_point deadline_{};
     Clock::time_point phase_since_{};  // when the current phase began
-    bool request_started_ = false;
-    bool expired_ = false;
-    std::string framing_problem_;  // overrides the parser's message for a 400
+    bool request_began_ = false;       // the current request's first bytes arrived
+    bool expired_ = false;             // the sweep cancelled the stream: the deadline passed
 };
 
 }  // namespace plantstore::transport::internal

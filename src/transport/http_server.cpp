@@ -40,8 +40,7 @@ net::awaitable<void> sweep_deadlines(Worker& worker, ExchangeObserver& observer)
     net::steady_timer timer(co_await net::this_coro::executor);
     for (;;) {
         timer.expires_after(kSweepInterval);
-        error_code ec;
-        co_await timer.async_wait(use_ec(ec));
+        co_await timer.async_wait(kResult);
         const auto now = Clock::now();
         for (ConnectionBase* connection : worker.connections) connection->check_deadline(now);
         observer.on_tick(worker.index);
@@ -286,14 +285,13 @@ class HttpServer::Impl {
     net::awaitable<void> accept_loop(tcp::acceptor& acceptor) {
         while (acceptor.is_open()) {
             Worker& worker = next_worker();
-            error_code ec;
-            tcp::socket socket = co_await acceptor.async_accept(worker.context, use_ec(ec));
+            auto [ec, socket] = co_await acceptor.async_accept(worker.context, kResult);
             if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
             if (ec) {
                 // Out of descriptors or similar: pause so the loop does not spin.
                 observer_.on_failure({}, "accept", ec.message());
                 net::steady_timer pause(co_await net::this_coro::executor, 50ms);
-                co_await pause.async_wait(use_ec(ec));
+                co_await pause.async_wait(kResult);
                 continue;
             }
             serve(worker, std::move(socket));
