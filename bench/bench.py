@@ -1150,8 +1150,8 @@ def main():
                         help="also measure stores of 1M and 10M plants (with --postgres, on "
                              "PostgreSQL too) and idle connections")
     parser.add_argument("--rounds", type=int, default=1,
-                        help="rounds of the POST rows (servers interleaved in each); the table "
-                             "shows each row's median round")
+                        help="rounds of the POST, GET and PATCH rows (servers interleaved in "
+                             "each); the table shows each row's median round")
     parser.add_argument("--preload", type=int, default=10_000_000)
     parser.add_argument("--tag-lists", action="store_true",
                         help="also measure tag-filtered lists on stores of --preload plants, "
@@ -1236,19 +1236,27 @@ def main():
                   for server in readers}
         created = min(r["requests"] - r["non200"] for r in firsts.values())
         if created > 0:
-            for workload, mode in (("GET /plants/{id}", "get"),
-                                   ("GET /plants?limit=100", "list"),
-                                   ("PATCH /plants/{id}", "patch")):
-                for server in servers:
-                    if mode == "patch" and server.name != "nginx" and not supports_patch(
-                            server, tokens[server.name], firsts[server.name]["first_id"] + 1):
-                        continue  # an older build without PATCH /plants/{id}
-                    first = firsts.get(server.name, firsts[plantstore.name])
-                    row = run_wrk(server, 64, args.duration, tokens[server.name],
-                                  first["first_id"], workload, mode, created)
-                    rows.append(row)
-                    print(f"{server.name:>10} {workload} {row['requests_per_s']:>9,.0f} req/s",
-                          file=sys.stderr)
+            # Like the POST rows: --rounds rounds, the servers' order alternating, each row the
+            # median round (a single pass in a fixed order favoured whoever ran first).
+            patching = [server for server in servers
+                        if server.name == "nginx" or supports_patch(
+                            server, tokens[server.name], firsts[server.name]["first_id"] + 1)]
+            read_rows = []
+            for round_index in range(args.rounds):
+                for workload, mode in (("GET /plants/{id}", "get"),
+                                       ("GET /plants?limit=100", "list"),
+                                       ("PATCH /plants/{id}", "patch")):
+                    # An older build without PATCH /plants/{id} has no PATCH row.
+                    measured = patching if mode == "patch" else servers
+                    order = measured if round_index % 2 == 0 else list(reversed(measured))
+                    for server in order:
+                        first = firsts.get(server.name, firsts[plantstore.name])
+                        row = run_wrk(server, 64, args.duration, tokens[server.name],
+                                      first["first_id"], workload, mode, created)
+                        read_rows.append(row)
+                        print(f"{server.name:>10} {workload} {row['requests_per_s']:>9,.0f} "
+                              "req/s", file=sys.stderr)
+            rows += median_rows(read_rows)
         for server in servers:
             server.stop()
         servers = []
@@ -1283,8 +1291,8 @@ def main():
           "bodies; plantstore durable (WAL, fsync before 200).\n")
     print(markdown_table(rows))
     if args.rounds > 1:
-        print(f"\nPOST rows: the median of {args.rounds} rounds (each row's figures from that "
-              "round); req/s of every round in the JSON (requests_per_s_all).")
+        print(f"\nPOST, GET and PATCH rows: the median of {args.rounds} rounds (each row's figures "
+              "from that round); req/s of every round in the JSON (requests_per_s_all).")
     commits = commit_table(rows)
     if commits:
         print("\nGroup commit (plantstore's /metrics during each POST row):\n")

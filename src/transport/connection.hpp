@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -30,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -74,9 +77,9 @@ using Clock = std::chrono::steady_clock;
 // request's head, lets the handler admit it, reads its body, runs the handler and sends the
 // answer; everything about that one request lives in its `Request`, a local of serve_all's loop
 // passed down. What outlives a request is the connection's: its stream, read buffer, the
-// handler call's wake-up, and the deadline the worker's sweep checks (check_deadline): a sweep
-// every 100 ms per worker cancels the stream of a connection past its deadline, instead of a
-// timer armed and cancelled around every read and write.
+// handler call's wake-up, and the one deadline the worker's sweep checks (check_deadline, every
+// kSweepInterval): past it, a read or write is cancelled and a wait for the handler gives up,
+// instead of a timer armed and cancelled around every read, write and wait.
 template <class Stream>
 class Connection final : public ConnectionBase,
                          public std::enable_shared_from_this<Connection<Stream>> {
@@ -90,7 +93,6 @@ class Connection final : public ConnectionBase,
         : socket_(std::move(stream)),
           tls_(std::move(tls)),
           buffer_(limits.max_header_bytes),
-          handler_timer_(socket_.get_executor()),
           watch_done_(socket_.get_executor()),
           worker_(worker),
           handler_(handler),
@@ -121,7 +123,12 @@ class Connection final : public ConnectionBase,
     }
 
     void check_deadline(Clock::time_point now) override {
-        if (phase_ != Phase::handling && phase_ != Phase::closed && now >= deadline_) expire();
+        if (phase_ == Phase::closed || now < deadline_) return;
+        if (phase_ == Phase::handling) {
+            stop_waiting();
+        } else {
+            expire();
+        }
     }
 
     /// How large the read buffer ever grew: never past --max-header-bytes (a flat buffer keeps
@@ -131,7 +138,11 @@ class Connection final : public ConnectionBase,
     void drain() override {
         if (phase_ == Phase::reading && !request_began_) shorten_idle_for_drain();
         // A stream waiting for its next piece ends now, cleanly (see send_stream).
-        if (streaming_ && awaiting_handler_) handler_timer_.cancel();
+        if (streaming_) stop_waiting();
+    }
+
+    boost::asio::any_completion_handler<void()> take_waiter() override {
+        return std::move(waiter_);
     }
 
   private:
@@ -348,7 +359,8 @@ class Connection final : public ConnectionBase,
     // deadline the answer is 503 and the continuation's late readiness is ignored. The Ready
     // given to the continuation holds the connection weakly and reaches it through the worker's
     // gate: a store that keeps it, calls it late or destroys it on its own thread never owns,
-    // touches or destroys this connection (its stream, timers, TLS state) or the continuation.
+    // touches or destroys this connection (its stream, coroutine, TLS state) or the
+    // continuation.
     net::awaitable<plantstore::http::Response> run_handler(const Request& request,
                                                            plantstore::http::Continuation& next,
                                                            std::string_view body) {
@@ -377,31 +389,38 @@ class Connection final : public ConnectionBase,
         }
     }
 
-    // The Ready handed to a handler for call number `call` (see run_handler).
+    // The Ready handed to a handler for call number `call` (see run_handler). From a store's
+    // thread it is one hop: the worker's gate posts the record, which resumes the waiting
+    // coroutine where it runs. Called on this connection's thread (at once during start(), or by
+    // a part on this loop), it runs inside its caller, so the coroutine resumes after it instead.
     plantstore::http::Ready make_ready(std::uint64_t call) {
         return [connection = this->weak_from_this(), gate = worker_.gate,
                 call](std::function<void()> record) {
-            gate->dispatch([connection, call, record = std::move(record)] {
+            gate->dispatch([connection, call, record = std::move(record),
+                            caller = std::this_thread::get_id()] {
                 const auto self = connection.lock();
                 if (!self || call != self->handler_calls_) return;  // an abandoned call
                 if (record) record();
                 self->handler_ready_ = true;
-                // Ready during start() (an answer at once) needs no wake-up: the wait has
-                // not begun.
-                if (self->awaiting_handler_) self->handler_timer_.cancel();
+                self->resume_waiter(/*here=*/std::this_thread::get_id() != caller);
             });
         };
     }
 
     // Waits, at most `timeout`, for the current call's Ready (make_ready) unless it already came.
     // Returns whether it came; if not, the call is abandoned: whatever it says later is dropped.
-    // A drain cuts the wait short for a stream (drain()).
+    // The sweep ends the wait at the deadline (check_deadline); a drain ends a stream's wait, and
+    // so does its client going away.
     net::awaitable<bool> wait_ready(Clock::duration timeout) {
         if (!handler_ready_) {
-            handler_timer_.expires_after(timeout);
-            awaiting_handler_ = true;
-            co_await handler_timer_.async_wait(kResult);
-            awaiting_handler_ = false;
+            enter(Phase::handling, timeout);
+            co_await net::async_initiate<decltype(net::use_awaitable), void()>(
+                [this](auto waiter) {
+                    // Not `waiter_ = ...`: Boost 1.81's move assignment of an
+                    // any_completion_handler wraps the handler in itself, endlessly.
+                    boost::asio::any_completion_handler<void()>(std::move(waiter)).swap(waiter_);
+                },
+                net::use_awaitable);
         }
         if (!handler_ready_) {
             ++handler_calls_;
@@ -409,6 +428,21 @@ class Connection final : public ConnectionBase,
         }
         co_return true;
     }
+
+    // Resumes the coroutine waiting in wait_ready, if it waits: `here` runs it at once (this is
+    // a handler of its own on the connection's thread), else it is posted, so that it never runs
+    // inside a caller that is not done (the sweep's loop over connections, a Ready's caller).
+    void resume_waiter(bool here) {
+        if (!waiter_) return;
+        if (here) {
+            std::move(waiter_)();
+        } else {
+            net::post(socket_.get_executor(), std::move(waiter_));
+        }
+    }
+
+    // Gives up the wait for the handler, if there is one: the call is abandoned (wait_ready).
+    void stop_waiting() { resume_waiter(false); }
 
     // Writes a streamed response: the head and its body at once, then each piece the stream
     // makes ready, until it ends, the client is gone (a failed or timed-out write), or the server
@@ -480,7 +514,7 @@ class Connection final : public ConnectionBase,
         }
         if (streaming_ && ec != net::error::operation_aborted) {
             client_gone_ = true;
-            if (awaiting_handler_) handler_timer_.cancel();
+            stop_waiting();
         }
         watching_ = false;
         watch_done_.cancel();
@@ -751,11 +785,11 @@ class Connection final : public ConnectionBase,
     beast::flat_buffer buffer_;
     std::string out_;
     // The handler call under way (run_handler, a stream's next piece): its number identifies
-    // the call a readiness belongs to; the timer bounds the wait and its cancel wakes it.
-    net::steady_timer handler_timer_;
+    // the call a readiness belongs to; the waiter is the coroutine waiting for it (wait_ready),
+    // or empty.
     std::uint64_t handler_calls_ = 0;
     bool handler_ready_ = false;
-    bool awaiting_handler_ = false;  // the coroutine waits on handler_timer_
+    boost::asio::any_completion_handler<void()> waiter_;
     // A streamed response (send_stream) and the read that watches its client (watch_client).
     bool streaming_ = false;
     bool watching_ = false;

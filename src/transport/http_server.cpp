@@ -32,21 +32,6 @@ namespace {
 
 using namespace internal;
 
-// How often each worker checks its connections' deadlines: time-outs are honoured within this.
-constexpr auto kSweepInterval = 100ms;
-
-// Runs until its worker's event loop is stopped.
-net::awaitable<void> sweep_deadlines(Worker& worker, ExchangeObserver& observer) {
-    net::steady_timer timer(co_await net::this_coro::executor);
-    for (;;) {
-        timer.expires_after(kSweepInterval);
-        co_await timer.async_wait(kResult);
-        const auto now = Clock::now();
-        for (ConnectionBase* connection : worker.connections) connection->check_deadline(now);
-        observer.on_tick(worker.index);
-    }
-}
-
 // ALPN (RFC 7301): the one protocol served, HTTP/1.1; a client that offers only others gets
 // the no_application_protocol alert (§3.2). OpenSSL picks from the lists; this only says which.
 int select_http11(SSL* /*ssl*/, const unsigned char** out, unsigned char* out_length,
@@ -194,7 +179,10 @@ class HttpServer::Impl {
             net::co_spawn(workers_.front()->context, accept_loop(acceptor), net::detached);
         }
         for (auto& worker : workers_) {
-            net::co_spawn(worker->context, sweep_deadlines(*worker, observer_), net::detached);
+            net::co_spawn(worker->context,
+                          sweep_deadlines(
+                              *worker, [this, index = worker->index] { observer_.on_tick(index); }),
+                          net::detached);
             keep_running_.push_back(net::make_work_guard(worker->context));
             // An exception escaping a handler (a connection catches its own) leaves the loop
             // where it was: it runs on at once, its other connections untouched.

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <condition_variable>
 #include <mutex>
@@ -143,34 +142,44 @@ struct NoObserver final : ExchangeObserver {
     std::atomic<std::thread::id> closed_on{};
 };
 
-// Runs one connection on `worker` whose handler is `handler`, sending `input`, for at most
-// `limit`; returns what the server wrote.
-std::string run_connection(Worker& worker, const plantstore::http::Handler& handler,
-                           ExchangeObserver& observer, const std::string& input,
-                           std::chrono::milliseconds handler_timeout, std::chrono::seconds limit) {
+// What a server keeps for its connections; declared before the worker, so that it outlives the
+// connections the worker destroys.
+struct Surroundings {
+    explicit Surroundings(std::chrono::milliseconds handler_timeout) {
+        limits.handler_timeout = handler_timeout;
+        open_connections.add();
+    }
     ServerLimits limits;
-    limits.handler_timeout = handler_timeout;
     const TrustedProxies proxies;
     const std::atomic<bool> draining{false};
     ConnectionCount open_connections;
-    open_connections.add();
+};
+
+// Runs one connection on `worker` whose handler is `handler`, sending `input`, for at most
+// `limit` (it should have finished by then, unless `expect_finished` is false); returns what the
+// server wrote.
+std::string run_connection(Surroundings& around, Worker& worker,
+                           const plantstore::http::Handler& handler, ExchangeObserver& observer,
+                           const std::string& input, std::chrono::milliseconds limit,
+                           bool expect_finished = true) {
     beast::test::stream server_side(worker.context);
     beast::test::stream client_side(worker.context);
     server_side.connect(client_side);
     server_side.append(input);
     server_side.close_remote();
     bool finished = false;
-    auto keep_running = net::make_work_guard(worker.context);
     auto connection = std::make_shared<Connection<beast::test::stream>>(
-        std::move(server_side), nullptr, worker, handler, limits, proxies, draining,
-        open_connections, observer);
+        std::move(server_side), nullptr, worker, handler, around.limits, around.proxies,
+        around.draining, around.open_connections, observer);
+    // The worker's sweep, as a server runs it: it ends a wait for the handler at its deadline.
+    net::co_spawn(worker.context, sweep_deadlines(worker, [] {}), net::detached);
     net::co_spawn(worker.context, Connection<beast::test::stream>::run(std::move(connection)),
                   [&](const std::exception_ptr&) {
                       finished = true;
-                      keep_running.reset();
+                      worker.context.stop();
                   });
     worker.context.run_for(limit);
-    EXPECT_TRUE(finished);
+    EXPECT_TRUE(finished || !expect_finished);
     return client_side.str();
 }
 
@@ -178,10 +187,11 @@ std::string run_connection(Worker& worker, const plantstore::http::Handler& hand
 // worker's event loop for at most `limit`, and returns what the server wrote.
 std::string exchange(Readiness readiness, const std::string& input,
                      std::chrono::milliseconds handler_timeout, std::chrono::seconds limit) {
+    Surroundings around(handler_timeout);
     Worker worker(0);
     TestHandler handler(readiness, worker.context);
     NoObserver observer;
-    return run_connection(worker, handler, observer, input, handler_timeout, limit);
+    return run_connection(around, worker, handler, observer, input, limit);
 }
 
 const std::string kRequest =
@@ -218,10 +228,11 @@ TEST(Connection, IsDestroyedOnItsOwnThreadWhenTheStoreReleasesItsReadyLater) {
     KeepingStore store;
     NoObserver observer;
     {
+        Surroundings around(std::chrono::seconds(30));
         Worker worker(0);
         TestHandler handler(Readiness::kept_by_store, worker.context, &store);
-        const auto out = run_connection(worker, handler, observer, kRequest,
-                                        std::chrono::seconds(30), std::chrono::seconds(5));
+        const auto out =
+            run_connection(around, worker, handler, observer, kRequest, std::chrono::seconds(5));
         EXPECT_NE(out.find(R"({"echo":"hi"})"), std::string::npos) << out;
         store.release();  // the store's thread destroys its copy now
         EXPECT_EQ(observer.closed_on.load(), std::this_thread::get_id())
@@ -235,6 +246,7 @@ TEST(Connection, AReadyCalledAfterTheWorkerIsGoneIsDropped) {
     KeepingStore store;
     NoObserver observer;
     {
+        Surroundings around(std::chrono::milliseconds(50));
         Worker worker(0);
         // A continuation that hands its Ready to the store without answering: 503 at the deadline.
         struct Keeping final : plantstore::http::Handler {
@@ -259,8 +271,8 @@ TEST(Connection, AReadyCalledAfterTheWorkerIsGoneIsDropped) {
                 return response;
             }
         } keeping(store);
-        const auto out = run_connection(worker, keeping, observer, kRequest,
-                                        std::chrono::milliseconds(50), std::chrono::seconds(5));
+        const auto out =
+            run_connection(around, worker, keeping, observer, kRequest, std::chrono::seconds(5));
         EXPECT_NE(out.find("HTTP/1.1 503"), std::string::npos) << out;
     }
     std::atomic<bool> recorded{false};
@@ -273,6 +285,24 @@ TEST(Connection, AContinuationNeverReadyIs503AtTheDeadline) {
                               std::chrono::seconds(5));
     EXPECT_NE(out.find("HTTP/1.1 503 Service Unavailable"), std::string::npos) << out;
     EXPECT_NE(out.find("did not answer within 100 ms"), std::string::npos) << out;
+}
+
+// A server that stops while a connection waits for its handler (a store that never answers, a
+// stream waiting for its next piece) destroys that connection with its worker: the waiting
+// coroutine holds the connection, which holds it, and nothing else would end either.
+TEST(Connection, WaitingForItsHandlerWhenTheLoopStopsIsDestroyedWithTheWorker) {
+    NoObserver observer;
+    Surroundings around(std::chrono::seconds(30));
+    {
+        Worker worker(0);
+        TestHandler handler(Readiness::never, worker.context);
+        const auto out = run_connection(around, worker, handler, observer, kRequest,
+                                        std::chrono::milliseconds(300), /*expect_finished=*/false);
+        EXPECT_EQ(out, "");  // still waiting for its handler
+        EXPECT_EQ(observer.closed_on.load(), std::thread::id{});
+    }
+    EXPECT_EQ(observer.closed_on.load(), std::this_thread::get_id())
+        << "the connection outlived its worker";
 }
 
 TEST(Connection, HeadResponsesKeepTheirLengthAndDropTheBody) {
