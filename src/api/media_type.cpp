@@ -7,10 +7,6 @@ namespace plantstore::api {
 using common::iequals_ascii;
 using common::trim_whitespace;
 
-bool is_json_media_type(std::string_view content_type) {
-    return is_utf8_media_type(content_type, "application/json");
-}
-
 bool names_media_type(std::string_view content_type, std::string_view type) {
     return iequals_ascii(trim_whitespace(content_type.substr(0, content_type.find(';'))), type);
 }

@@ -2,7 +2,6 @@
 
 #include "api/call.hpp"
 #include "api/entity_tags.hpp"
-#include "api/media_type.hpp"
 #include "api/page_query.hpp"
 #include "api/responses.hpp"
 #include "domain/etag.hpp"
@@ -296,16 +295,10 @@ Prepared PlantCalls::replace(const CallRequest& request) const {
 }
 
 Prepared PlantCalls::patch(const CallRequest& request) const {
-    const auto& type = request.head.content_type;
-    if (!type || !(is_utf8_media_type(*type, kMergePatch) || is_json_media_type(*type))) {
-        const bool right_type = type && (names_media_type(*type, kMergePatch) ||
-                                         names_media_type(*type, "application/json"));
-        http::Response refusal = error_response(
-            415, right_type ? unsupported_parameters(*type)
-                            : "Content-Type must be application/merge-patch+json (or "
-                              "application/json)");
-        refusal.headers.emplace_back("Accept-Patch", std::string(kMergePatch));
-        return refusal;
+    if (auto refusal = require_body_type(request.head, {kMergePatch, "application/json"},
+                                         "application/merge-patch+json (or application/json)")) {
+        refusal->headers.emplace_back("Accept-Patch", std::string(kMergePatch));
+        return std::move(*refusal);
     }
     return change(request, true);
 }

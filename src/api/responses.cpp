@@ -8,6 +8,15 @@
 
 namespace plantstore::api {
 
+namespace {
+// The 415 message for a media type accepted but for its charset or a parameter.
+std::string unsupported_parameters(std::string_view content_type) {
+    return "Content-Type's charset must be utf-8, or absent (JSON is UTF-8), and its parameters "
+           "name=value; got '" +
+           std::string(content_type) + "'";
+}
+}  // namespace
+
 http::Response json_response(int status, std::string body) {
     http::Response response;
     response.status = status;
@@ -15,12 +24,21 @@ http::Response json_response(int status, std::string body) {
     return response;
 }
 
-std::optional<http::Response> require_json_body(const http::RequestHead& head) {
-    if (head.content_type && is_json_media_type(*head.content_type)) return std::nullopt;
-    if (head.content_type && names_media_type(*head.content_type, "application/json")) {
-        return error_response(415, unsupported_parameters(*head.content_type));
+std::optional<http::Response> require_body_type(const http::RequestHead& head,
+                                                std::initializer_list<std::string_view> accepted,
+                                                std::string_view expected) {
+    const auto& type = head.content_type;
+    bool named = false;
+    for (const std::string_view media_type : accepted) {
+        if (type && is_utf8_media_type(*type, media_type)) return std::nullopt;
+        named = named || (type && names_media_type(*type, media_type));
     }
-    return error_response(415, "Content-Type must be application/json");
+    if (named) return error_response(415, unsupported_parameters(*type));
+    return error_response(415, "Content-Type must be " + std::string(expected));
+}
+
+std::optional<http::Response> require_json_body(const http::RequestHead& head) {
+    return require_body_type(head, {"application/json"}, "application/json");
 }
 
 http::Response unknown_query_parameter(std::string_view encoded_query) {
@@ -28,12 +46,6 @@ http::Response unknown_query_parameter(std::string_view encoded_query) {
     const std::string_view name = first.substr(0, first.find('='));
     return error_response(
         400, "unknown query parameter: " + std::string(name) + " (this operation takes none)");
-}
-
-std::string unsupported_parameters(std::string_view content_type) {
-    return "Content-Type's charset must be utf-8, or absent (JSON is UTF-8), and its parameters "
-           "name=value; got '" +
-           std::string(content_type) + "'";
 }
 
 http::Response error_response(int status, std::string_view message) {

@@ -88,6 +88,19 @@ TEST_F(PlantCalls, PutAndPatchDecodeTheirBodiesAndPassIfMatchToTheStore) {
     const Response unsupported = full(patch, R"({})");
     EXPECT_EQ(unsupported.status, 415);
     EXPECT_EQ(header(unsupported, "Accept-Patch"), "application/merge-patch+json");
+    EXPECT_NE(unsupported.body.find(
+                  "Content-Type must be application/merge-patch+json (or application/json)"),
+              std::string::npos)
+        << unsupported.body;
+    // The right media type with a refused charset is told so, for either type.
+    for (const char* type :
+         {"application/merge-patch+json; charset=latin1", "application/json; charset=latin1"}) {
+        patch.content_type = type;
+        const Response charset = full(patch, R"({})");
+        EXPECT_EQ(charset.status, 415) << type;
+        EXPECT_EQ(header(charset, "Accept-Patch"), "application/merge-patch+json") << type;
+        EXPECT_NE(charset.body.find("charset must be utf-8"), std::string::npos) << charset.body;
+    }
     patch.content_type = "application/merge-patch+json";
     patch.if_match = "garbage";
     EXPECT_EQ(final_response(patch).status, 400);
