@@ -114,7 +114,14 @@ void Receiver::collect(History& history) {
             seqs.insert(event.seq);
             history.deliveries.push_back(std::move(event));
         }
-        if (seqs.size() >= history.events.size() || Clock::now() > deadline) break;
+        if (seqs.size() >= history.events.size()) break;
+        if (Clock::now() > deadline) {
+            // Said before the checker names what is missing, so that a run cut short (a ctest
+            // time-out) still shows where it was.
+            std::cout << "consistency: after 120 s the receiver has " << seqs.size() << " of "
+                      << history.events.size() << " events" << std::endl;
+            break;
+        }
         std::this_thread::sleep_for(200ms);
     }
     history.deliveries_checked = true;
@@ -124,6 +131,9 @@ void judge(const std::string& scenario, std::uint64_t seed, History& history, in
            unsigned short port, const std::string& token, Receiver* receiver) {
     std::string why;
     ASSERT_TRUE(read_feed(port, token, history, why)) << why;
+    std::cout << "consistency: " << scenario << ": the feed read, " << history.events.size()
+              << " events" << (receiver != nullptr ? "; collecting the webhook deliveries" : "")
+              << std::endl;
     if (receiver != nullptr) receiver->collect(history);
     const auto started = Clock::now();
     const Verdict verdict = check(history);
