@@ -145,7 +145,7 @@ void judge(const std::string& scenario, std::uint64_t seed, History& history, in
                       ? std::to_string(history.deliveries.size()) + " webhook deliveries, "
                       : std::string())
               << faults << " faults; checked in " << took.count() << " ms; " << (verdict.ok ? 0 : 1)
-              << " violations\n";
+              << " violations" << std::endl;
     if (verdict.ok) return;
     const std::string file = "consistency-" + scenario + "-" + std::to_string(seed) + ".jsonl";
     std::ofstream(file) << to_json_lines(history);
