@@ -7,8 +7,9 @@
 // Properties, beyond "no crash, no sanitizer report, no hang":
 // - the output is a sequence of complete, well-formed HTTP/1.x responses and nothing else;
 // - none is 5xx (the store is healthy, so a 5xx could only answer a client's mistake);
-// - every final response has an X-Request-Id and (but for /metrics' text) a JSON body; every
-//   error is Error-shaped with `error` equal to the status;
+// - every final response has an X-Request-Id and a JSON body, but for a document's success (the
+//   metrics text, the API page and its files: their routes say so); every error is
+//   Error-shaped with `error` equal to the status, whatever the route;
 // - nothing follows a response that said "Connection: close";
 // - the bytes buffered before parsing (a head, a chunk-size line with its extensions, a
 //   trailer section) never outgrew --max-header-bytes, whatever the framing.
@@ -104,13 +105,14 @@ struct Service {
     transport::TrustedProxies proxies;
 };
 
-// Forwards to the service's observer and records each answered request's method, in order, so
-// that the checker knows which responses answer a HEAD (and so carry no body).
+// Forwards to the service's observer and records each answered request's method and route, in
+// order, so that the checker knows which responses answer a HEAD (and so carry no body) and
+// which are documents (not JSON).
 struct MethodRecorder final : transport::ExchangeObserver {
     explicit MethodRecorder(transport::ExchangeObserver& next_observer) : next(next_observer) {}
     void on_request_started(unsigned worker) override { next.on_request_started(worker); }
     void on_exchange(unsigned worker, const transport::Exchange& exchange) override {
-        methods.emplace_back(exchange.method);
+        answered.push_back({std::string(exchange.method), std::string(exchange.route)});
         next.on_exchange(worker, exchange);
     }
     void on_tick(unsigned worker) override { next.on_tick(worker); }
@@ -125,12 +127,22 @@ struct MethodRecorder final : transport::ExchangeObserver {
         next.on_read_failed(peer, reason);
     }
     transport::ExchangeObserver& next;
-    std::vector<std::string> methods;
+    struct Answered {
+        std::string method;
+        std::string route;
+    };
+    std::vector<Answered> answered;
 };
 
-// Parses `output` as consecutive responses and checks the properties above. `methods` are the
-// answered requests' methods, in order.
-void check_responses(std::string_view output, const std::vector<std::string>& methods) {
+// The routes whose successful answers are documents in their own media types.
+bool is_document_route(std::string_view route) {
+    return route == "/metrics" || route == "/docs" || route == "/docs/{file}";
+}
+
+// Parses `output` as consecutive responses and checks the properties above. `requests` are the
+// answered requests, in order.
+void check_responses(std::string_view output,
+                     const std::vector<MethodRecorder::Answered>& requests) {
     const std::string_view whole = output;
     bool closed = false;
     std::size_t answered = 0;
@@ -139,7 +151,7 @@ void check_responses(std::string_view output, const std::vector<std::string>& me
         beast_http::response_parser<beast_http::string_body> parser;
         parser.eager(true);
         // A response to HEAD has the headers of GET's, Content-Length included, and no body.
-        parser.skip(answered < methods.size() && methods[answered] == "HEAD");
+        parser.skip(answered < requests.size() && requests[answered].method == "HEAD");
         while (!parser.is_done()) {
             error_code ec;
             const auto used = parser.put(net::buffer(output.data(), output.size()), ec);
@@ -154,9 +166,10 @@ void check_responses(std::string_view output, const std::vector<std::string>& me
         if (status < 200) continue;  // 100 Continue
         if (response["X-Request-Id"].empty()) fail("a response without X-Request-Id", whole);
         closed = !response.keep_alive();
-        if (methods.at(answered++) == "HEAD" || status == 204) continue;
+        const MethodRecorder::Answered& request = requests.at(answered++);
+        if (request.method == "HEAD" || status == 204) continue;
+        if (status < 400 && is_document_route(request.route)) continue;
         const auto content_type = response[beast_http::field::content_type];
-        if (content_type.starts_with("text/plain; version=0.0.4")) continue;  // GET /metrics
         if (content_type != "application/json") fail("a response that is not JSON", whole);
         boost::json::error_code ec;
         const auto body = boost::json::parse(response.body(), ec);
@@ -207,7 +220,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                   });
     io.run_for(std::chrono::seconds(10));
     if (!finished) fail("the connection did not finish within 10 s", client_side.str());
-    check_responses(client_side.str(), recorder.methods);
+    check_responses(client_side.str(), recorder.answered);
     if (observed->read_buffer_capacity() > service.limits.max_header_bytes) {
         fail("the read buffer outgrew --max-header-bytes", client_side.str());
     }
