@@ -786,7 +786,11 @@ pid nginx.pid;
 error_log stderr warn;
 events { worker_connections 4096; }
 http {
-    access_log off;
+    # Each request's arrival (seconds, to the millisecond), path and webhook-id: the id begins
+    # with its event's commit time in hex milliseconds, so every event's time from its commit to
+    # its receiver is read from here.
+    log_format hooks '$msec $uri $http_webhook_id';
+    access_log @LOG@ hooks buffer=256k flush=1s;
     client_body_temp_path tmp/body;
     proxy_temp_path tmp/proxy;
     fastcgi_temp_path tmp/fastcgi;
@@ -837,7 +841,7 @@ def start_webhook_receiver(workdir, cert, key):
     os.makedirs(os.path.join(prefix, "tmp"), exist_ok=True)
     config = (WEBHOOK_RECEIVER_CONF.replace("@PORT@", str(port))
               .replace("@TLS_PORT@", str(tls_port)).replace("@CERT@", cert)
-              .replace("@KEY@", key))
+              .replace("@KEY@", key).replace("@LOG@", os.path.join(prefix, "hooks.log")))
     with open(os.path.join(prefix, "nginx.conf"), "w") as f:
         f.write(config)
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -850,147 +854,213 @@ def start_webhook_receiver(workdir, cert, key):
 
 
 DELIVERED = 'plantstore_webhook_attempts_total{outcome="delivered"}'
-OLDEST = "plantstore_webhook_outbox_oldest_age_seconds"
 
 
-class AgeSampler:
-    """The age of the oldest undelivered event (the server's gauge), read every half second on a
-    thread of its own while the creates run and the backlog drains: how late deliveries are."""
+def metric_sum(servers, prefix):
+    """The sum of every sample whose name (with labels) starts with `prefix`, over `servers`."""
+    total = 0.0
+    for server in servers:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(prefix):
+                    total += float(line.split()[-1])
+    return total
 
-    def __init__(self, server):
-        import threading
-        self.server, self.ages, self.done = server, [], threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
 
-    def run(self):
-        while not self.done.wait(0.5):
-            try:
-                self.ages.append(metric(self.server, OLDEST))
-            except OSError:
-                pass
+def arrivals(log_path, path):
+    """{webhook-id: first arrival (Unix ms)} of the receiver's log lines for `path`."""
+    first = {}
+    try:
+        with open(log_path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3 and parts[1] == path and parts[2].startswith("msg_"):
+                    at = float(parts[0]) * 1000
+                    if parts[2] not in first or at < first[parts[2]]:
+                        first[parts[2]] = at
+    except OSError:
+        pass
+    return first
 
-    def stop(self):
-        self.done.set()
-        self.thread.join(timeout=10)
-        ages = sorted(self.ages) or [0.0]
-        return ages[len(ages) // 2], ages[-1]
+
+def percentile(values, share):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(share * len(values)))] if values else 0.0
 
 
 def webhook_rows(args, binary, workdir, ids):
-    """Creates at 64 connections for --webhook-seconds with no subscription, with one to an
-    http:// receiver, one to an https:// receiver whose authority is in a trust store the size of
-    the system's, and one to a receiver that answers after a second; for each, the events
-    delivered while the creates ran, the backlog when they ended and how long it took to drain
-    (watched for --webhook-seconds more), and the server's CPU per event. With --baseline, the
-    first baseline's http and https rows beside them."""
+    """Creates at 64 connections for --webhook-seconds with no subscription, and with one
+    subscription to an https:// receiver whose authority is in a trust store the size of the
+    system's (and, on SQLite, one to a receiver that answers after a second), on SQLite and, with
+    --postgres, on two instances sharing a PostgreSQL database; the first --baseline beside this
+    build, interleaved. For each: the events delivered while the creates ran (from the receiver's
+    log: each event's first arrival), the backlog when they ended and how long it took to drain
+    (watched for --webhook-seconds more), each event's time from its commit to its receiver (p50,
+    p99, max), the server's CPU per event (create and delivery) and the outbox's bookkeeping
+    transactions a second (this build's metric)."""
     rows, results = [], []
     cert, key, bundle = webhook_pki(workdir)
     receiver, port, tls_port = start_webhook_receiver(workdir, cert, key)
+    hooks_log = os.path.join(workdir, "receiver", "hooks.log")
     slow_port = free_port()
     slow = Server("slow receiver", [sys.executable, "-c", SLOW_RECEIVER, str(slow_port), "1"],
                   slow_port)
     builds = [(binary, "plantstore")]
     if args.baseline:
         builds.append((args.baseline, f"plantstore ({args.baseline_name})"))
-    setups = [(b, f"{label}, no webhook", None) for b, label in builds[:1]]
-    for program, label in builds:
-        setups += [(program, f"{label}, http:// webhook", f"http://127.0.0.1:{port}/hook"),
-                   (program, f"{label}, https:// webhook (system store)",
-                    f"https://127.0.0.1:{tls_port}/hook")]
-    setups.append((binary, "plantstore, webhook to a 1 s receiver",
-                   f"http://127.0.0.1:{slow_port}/hook"))
+    engines = ["sqlite"] + (["postgres"] if args.postgres else [])
     environment = dict(os.environ, SSL_CERT_FILE=bundle)
     seconds = args.webhook_seconds
+    postgres = Postgres(workdir) if args.postgres else None
+    key_file = os.path.join(workdir, "webhook.key")
+    with open(key_file, "w") as f:
+        f.write("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=\n")
     try:
-        for program, name, url in setups:
-            data_dir = os.path.join(workdir, "webhooks-" + str(len(rows)))
-            token = mint_token(program, data_dir)
-            port_of = free_port()
-            server = Server(name, [program, "serve", "--listen", f"127.0.0.1:{port_of}",
-                                   "--data-dir", data_dir, "--access-log", "off",
-                                   "--webhook-allow-http", "on",
-                                   "--webhook-allow-private-addresses", "on"], port_of,
-                            env=environment)
-            try:
-                if url:
-                    subscribe(server, token, url)
-                before = store_counters(server).get("rows", 0)
-                ticks_before = cpu_ticks(server.pids())
-                sampler = AgeSampler(server) if url else None
-                row = run_wrk(server, 64, seconds, token, ids.take())
-                row["workload"] = "POST /plants, webhooks"
-                rows.append(row)
-                # Plants the server stored (each one event), from its own counter: wrk does not
-                # count the answers still in flight when its time is up.
-                created = int(store_counters(server).get("rows", 0) - before)
-                result = {"name": name, "creates_per_s": row["requests_per_s"],
-                          "created": created}
-                if url:
-                    at_end = metric(server, DELIVERED)
-                    ended = time.monotonic()
-                    ticks_at_end = cpu_ticks(server.pids())
-                    result["delivered_during_creates"] = at_end
-                    result["backlog_at_end"] = created - at_end
-                    result["backlog_seconds_of_creates"] = (
-                        (created - at_end) / max(row["requests_per_s"], 1))
-                    if "1 s" not in name:
+        for engine in engines:
+            setups = [(binary, "plantstore, no webhook", None)]
+            for program, label in builds:
+                setups.append((program, f"{label}, https:// webhook (system store)", "tls"))
+            if engine == "sqlite":
+                setups.append((binary, "plantstore, webhook to a 1 s receiver", "slow"))
+            for program, name, kind in setups:
+                index = len(results)
+                path = f"/hook-{index}"
+                url = {None: None, "tls": f"https://127.0.0.1:{tls_port}{path}",
+                       "slow": f"http://127.0.0.1:{slow_port}{path}"}[kind]
+                flags = ["--access-log", "off", "--webhook-allow-http", "on",
+                         "--webhook-allow-private-addresses", "on"]
+                if engine == "sqlite":
+                    data_dir = os.path.join(workdir, f"webhooks-{index}")
+                    token = mint_token(program, data_dir)
+                    instances = [Server(name, [program, "serve", "--listen",
+                                               f"127.0.0.1:{p}", "--data-dir", data_dir, *flags],
+                                        p, env=environment) for p in [free_port()]]
+                else:
+                    database = postgres.database(f"hooks{index}")
+                    token = mint_token(program, url=database)
+                    instances = []
+                    for suffix in ("", " 2nd"):
+                        p = free_port()
+                        instances.append(Server(
+                            name + suffix,
+                            [program, "serve", "--listen", f"127.0.0.1:{p}", "--data-dir",
+                             os.path.join(workdir, "unused"), "--database-url", database,
+                             "--webhook-key-file", key_file, *flags], p, env=environment))
+                label = f"{engine}{', 2 instances' if engine == 'postgres' else ''}: {name}"
+                try:
+                    if url:
+                        subscribe(instances[0], token, url)
+                    group = Group(label, instances, postgres) if postgres and engine == "postgres" \
+                        else None
+                    target = group or instances[0]
+                    instance_pids = lambda: [p for i in instances for p in i.pids()]
+                    before = sum(store_counters(i).get("rows", 0) for i in instances)
+                    ticks_before = cpu_ticks(instance_pids())
+                    db_before = cpu_ticks(postgres.pids()) if group else 0
+                    tx_before = (metric_sum(instances, "plantstore_webhook_outbox_transactions_total")
+                                 if url and program == binary else None)
+                    started = time.time()
+                    row = run_wrk(target, 64, seconds, token, ids.take(), targets=instances)
+                    ended = time.time()
+                    row["workload"] = "POST /plants, webhooks"
+                    rows.append(row)
+                    # Plants the server stored (each one event), from its own counter: wrk does
+                    # not count the answers still in flight when its time is up.
+                    created = int(sum(store_counters(i).get("rows", 0) for i in instances)
+                                  - before)
+                    result = {"name": label, "engine": engine,
+                              "creates_per_s": row["requests_per_s"], "created": created}
+                    if url:
                         deadline = ended + seconds
-                        delivered = at_end
-                        while delivered < created and time.monotonic() < deadline:
-                            time.sleep(0.2)
-                            delivered = metric(server, DELIVERED)
-                        result["drain_s"] = time.monotonic() - ended
-                        result["delivered"] = delivered
-                        result["left"] = created - delivered
-                        result["deliveries_per_s"] = delivered / (seconds + result["drain_s"])
-                        ticks_now = cpu_ticks(server.pids())
-                        result["cpu_us_per_event"] = ((ticks_now - ticks_before) / CLK_TCK * 1e6
-                                                      / max(created, 1))
-                        # After the creates: the server does nothing but deliver.
-                        if delivered - at_end >= 1000:
-                            result["drain_deliveries_per_s"] = ((delivered - at_end)
-                                                                / result["drain_s"])
-                            result["drain_cpu_us_per_delivery"] = (
-                                (ticks_now - ticks_at_end) / CLK_TCK * 1e6 / (delivered - at_end))
-                    result["oldest_age_median_s"], result["oldest_age_max_s"] = sampler.stop()
-                results.append(result)
-                print(f"{name:>50} {row['requests_per_s']:>9,.0f} creates/s "
-                      + (f"backlog {result['backlog_at_end']:,.0f} at the end"
-                         if url else ""), file=sys.stderr)
-            finally:
-                server.stop()
+                        drained_at = None
+                        while time.time() < deadline:
+                            time.sleep(0.25)
+                            seen = arrivals(hooks_log, path) if kind == "tls" else None
+                            count = (len(seen) if seen is not None else
+                                     metric_sum(instances, DELIVERED))
+                            if count >= created:
+                                drained_at = time.time()
+                                break
+                            if kind == "slow":
+                                break  # 4 at a time: it never drains; what was sent is enough
+                        time.sleep(1.2)  # the receiver's log is flushed every second
+                        finished = time.time()
+                        ticks = cpu_ticks(instance_pids()) - ticks_before
+                        if kind == "tls":
+                            seen = arrivals(hooks_log, path)
+                            during = [at for at in seen.values() if at <= ended * 1000]
+                            waits = [at - int(i[4:16], 16) for i, at in seen.items()]
+                            result.update({
+                                "delivered_during_creates": len(during),
+                                "ratio_during_creates": len(during) / max(created, 1),
+                                "backlog_at_end": created - len(during),
+                                "delivered": len(seen),
+                                "drain_s": (drained_at - ended) if drained_at else None,
+                                "left": created - len(seen),
+                                "latency_p50_ms": percentile(waits, 0.5),
+                                "latency_p99_ms": percentile(waits, 0.99),
+                                "latency_max_ms": max(waits) if waits else 0.0,
+                                "cpu_us_per_event": ticks / CLK_TCK * 1e6 / max(created, 1)})
+                            if group:
+                                result["db_cpu_us_per_event"] = (
+                                    (cpu_ticks(postgres.pids()) - db_before) / CLK_TCK * 1e6
+                                    / max(created, 1))
+                            if tx_before is not None:
+                                result["bookkeeping_per_s"] = (
+                                    (metric_sum(instances,
+                                                "plantstore_webhook_outbox_transactions_total")
+                                     - tx_before) / (finished - started))
+                        else:
+                            result["delivered_during_creates"] = metric_sum(instances, DELIVERED)
+                    results.append(result)
+                    print(f"{label:>70} {row['requests_per_s']:>9,.0f} creates/s"
+                          + (f", {result.get('ratio_during_creates', 0):.2f} delivered while "
+                             "creating" if kind == "tls" else ""), file=sys.stderr)
+                finally:
+                    for instance in instances:
+                        instance.stop()
+        for engine in engines:
+            alone = next(r for r in results if r["engine"] == engine
+                         and r["name"].endswith("no webhook"))
+            alone_row = next(row for row, r in zip(rows, results) if r is alone)
+            alone["cpu_us_per_create"] = alone_row["cpu_us_per_request"]
+            for r in results:
+                if r["engine"] == engine and "cpu_us_per_event" in r:
+                    r["outbox_cpu_us_per_event"] = r["cpu_us_per_event"] - alone["cpu_us_per_create"]
     finally:
         receiver.stop()
         slow.stop()
-    alone = next(r for r in results if r["name"].endswith("no webhook"))
-    alone["cpu_us_per_create"] = next(row["cpu_us_per_request"] for row in rows
-                                      if row["server"] == alone["name"])
+        if postgres:
+            postgres.stop()
     return rows, {"webhooks": results, "webhook_seconds": seconds}
 
 
 def webhook_table(extra):
-    lines = ["| setup | creates/s | delivered while creating | backlog at the end | "
-             "drained after | deliveries/s | server CPU per event (create + delivery) | "
-             "deliveries/s after the creates | their CPU each | oldest waiting event, "
-             "median / max |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| setup | creates/s | delivered while creating | backlog at the end | drained "
+             "after | commit to receiver p50 / p99 / max | server CPU per event | of which the "
+             "outbox | bookkeeping transactions/s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in extra["webhooks"]:
-        if "backlog_at_end" not in r:
+        if "delivered_during_creates" not in r:
             lines.append(f"| {r['name']} | {r['creates_per_s']:,.0f} | | | | | "
-                         f"{r['cpu_us_per_create']:.1f} µs (create alone) | | | |")
+                         f"{r['cpu_us_per_create']:.1f} µs (create alone) | | |")
             continue
-        drained = ("" if "drain_s" not in r else f"{r['drain_s']:.1f} s" if r["left"] <= 0
+        if "backlog_at_end" not in r:  # the slow receiver
+            lines.append(f"| {r['name']} | {r['creates_per_s']:,.0f} | "
+                         f"{r['delivered_during_creates']:,.0f} of {r['created']:,} | | | | | | |")
+            continue
+        drained = (f"{r['drain_s']:.1f} s" if r["drain_s"] is not None
                    else f"not in {extra['webhook_seconds']} s ({r['left']:,.0f} left)")
+        db = (f" (+{r['db_cpu_us_per_event']:.1f} µs PostgreSQL)"
+              if "db_cpu_us_per_event" in r else "")
         lines.append(
-            f"| {r['name']} | {r['creates_per_s']:,.0f} | {r['delivered_during_creates']:,.0f} "
-            f"of {r['created']:,} | {r['backlog_at_end']:,.0f} "
-            f"({r['backlog_seconds_of_creates']:.2f} s of creates) | {drained} | "
-            + (f"{r['deliveries_per_s']:,.0f} | {r['cpu_us_per_event']:.1f} µs | "
-               if "deliveries_per_s" in r else " | | ")
-            + (f"{r['drain_deliveries_per_s']:,.0f} | {r['drain_cpu_us_per_delivery']:.1f} µs | "
-               if "drain_deliveries_per_s" in r else " | | ")
-            + f"{r['oldest_age_median_s']:.1f} / {r['oldest_age_max_s']:.1f} s |")
+            f"| {r['name']} | {r['creates_per_s']:,.0f} | "
+            f"{r['delivered_during_creates']:,.0f} of {r['created']:,} "
+            f"({r['ratio_during_creates']:.2f}) | {r['backlog_at_end']:,.0f} | {drained} | "
+            f"{r['latency_p50_ms']:,.0f} / {r['latency_p99_ms']:,.0f} / "
+            f"{r['latency_max_ms']:,.0f} ms | {r['cpu_us_per_event']:.1f} µs{db} | "
+            f"{r.get('outbox_cpu_us_per_event', 0):.1f} µs | "
+            + (f"{r['bookkeeping_per_s']:.1f}" if "bookkeeping_per_s" in r else "") + " |")
     return "\n".join(lines)
 
 

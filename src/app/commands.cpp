@@ -180,6 +180,13 @@ int backup(const store::StoreConfig& where, const std::filesystem::path& target)
     return 0;
 }
 
+int webhook_key_replace(const store::StoreConfig& where, const std::string& key_file) {
+    if (refused_without_store(where)) return 1;
+    WebhookConfig config;
+    config.key_file = key_file;
+    return replace_webhook_key(config, where);
+}
+
 int check(const store::StoreConfig& where) {
     const auto result = store::check_store(where);
     (result.ok ? std::cout : std::cerr)

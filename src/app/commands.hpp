@@ -35,6 +35,9 @@ int tenant_set(const store::StoreConfig& where, const std::string& tenant,
 int tenant_list(const store::StoreConfig& where, std::int64_t default_quota);
 int backup(const store::StoreConfig& where, const std::filesystem::path& target);
 int check(const store::StoreConfig& where);
+/// `plantstore webhook-key replace` (see app/webhook_setup.hpp); `key_file` as serve's
+/// --webhook-key-file.
+int webhook_key_replace(const store::StoreConfig& where, const std::string& key_file);
 int export_plants(const store::StoreConfig& where, bool tokens);
 int import_plants(const store::StoreConfig& where, const domain::FieldLimits& limits);
 

@@ -207,6 +207,21 @@ int run(int argc, char** argv) {
                      "Longest name or tag accepted, as serve's option")
         ->capture_default_str();
 
+    std::string replace_key_file;
+    auto* key_command = cli.add_subcommand(
+        "webhook-key", "Manage the key that seals webhook signing secrets at rest");
+    key_command->require_subcommand(1);
+    auto* key_replace_command = key_command->add_subcommand(
+        "replace",
+        "Make a new key: secrets the old key opens are sealed again, the others replaced and "
+        "their subscriptions disabled until rotated (stop the servers first)");
+    key_replace_command
+        ->add_option("--webhook-key-file", replace_key_file,
+                     "The key file serve reads (empty: <data-dir>/webhook.key; required on "
+                     "PostgreSQL)")
+        ->envname("PLANTSTORE_WEBHOOK_KEY_FILE");
+    add_store_options(key_replace_command, maintenance_store, true);
+
     auto* version_command = cli.add_subcommand("version", "Print the version");
 
     try {  // a config file's value becomes its option's default, checked as the option is
@@ -246,6 +261,7 @@ int run(int argc, char** argv) {
         if (*check_command) return check(maintenance_store);
         if (*export_command) return export_plants(maintenance_store, export_tokens);
         if (*import_command) return import_plants(maintenance_store, {import_max_text});
+        if (*key_replace_command) return webhook_key_replace(maintenance_store, replace_key_file);
         if (*version_command) {
             std::cout << "plantstore " << PLANTSTORE_VERSION << '\n';
             return 0;

@@ -304,6 +304,7 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
     auto& tracing = config.tracing;
     auto& jwt = config.jwt;
     auto& webhooks = config.webhooks;
+    auto& outbound = config.outbound;
     return {
         // ---- The main listener ----
         text("--listen", listener.listen,
@@ -498,6 +499,9 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
                std::size_t{256},
                "Delivery requests in flight for one tenant's subscriptions together at most "
                "(no more than --webhook-workers in effect)"),
+        number("--webhook-max-held", webhooks.max_held, std::size_t{1}, kMillion,
+               "Deliveries this instance holds in memory to send at most, queued and in "
+               "flight; more wait in the outbox until there is room"),
         number("--webhook-max-subscriptions", webhooks.max_subscriptions, std::size_t{1},
                std::size_t{1000}, "Webhook subscriptions per tenant at most; more get 409"),
         on_off("--webhook-allow-http", webhooks.allow_http,
@@ -511,6 +515,14 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
                "Delivered and failed events are kept this long for the deliveries endpoint"),
         number("--webhook-disable-after-hours", webhooks.disable_after_hours, 1L, 87'600L,
                "A subscription whose every attempt failed for this long is disabled"),
+        // ---- Outbound calls (deliveries, span exports, JWKS fetches) ----
+        number("--outbound-max-idle-connections", outbound.max_idle_connections, std::size_t{1},
+               std::size_t{100'000},
+               "Idle keep-alive connections to receivers kept open at most, all destinations "
+               "together (16 per destination); past it the one idle longest is closed"),
+        number("--outbound-max-cached-hosts", outbound.max_cached_hosts, std::size_t{1}, kMillion,
+               "Host names whose DNS answers, and destinations whose TLS sessions, are kept at "
+               "most; expired ones are dropped every 5 s"),
     };
 }
 
@@ -628,6 +640,13 @@ std::optional<auth::JwtPolicy> jwt_policy(const JwtSettings& settings) {
     if (settings.issuer.empty()) return std::nullopt;
     return auth::JwtPolicy{settings.issuer, settings.audience, settings.leeway_seconds,
                            settings.tenant_claim, settings.default_tenant};
+}
+
+outbound::ClientOptions outbound_options(const OutboundSettings& settings) {
+    outbound::ClientOptions options;
+    options.max_idle_connections = settings.max_idle_connections;
+    options.max_cached_hosts = settings.max_cached_hosts;
+    return options;
 }
 
 JwksRefresher::Options jwks_options(const JwtSettings& settings) {

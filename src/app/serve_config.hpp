@@ -25,6 +25,7 @@
 #include "app/webhook_setup.hpp"
 #include "auth/jwt.hpp"
 #include "ops/observability.hpp"
+#include "outbound/client.hpp"
 #include "store/open.hpp"
 #include "telemetry/otlp_exporter.hpp"
 #include "transport/http_server.hpp"
@@ -168,6 +169,14 @@ struct JwtSettings {
 std::optional<auth::JwtPolicy> jwt_policy(const JwtSettings& settings);
 JwksRefresher::Options jwks_options(const JwtSettings& settings);
 
+/// The one client through which plantstore calls out (webhook deliveries, span exports, JWKS
+/// fetches): what it keeps between requests.
+struct OutboundSettings {
+    std::size_t max_idle_connections = 256;
+    std::size_t max_cached_hosts = 1024;
+};
+outbound::ClientOptions outbound_options(const OutboundSettings& settings);
+
 struct ServeConfig {
     std::string config_file;
     ListenerSettings listener;
@@ -179,6 +188,7 @@ struct ServeConfig {
     TracingSettings tracing;
     JwtSettings jwt;
     WebhookConfig webhooks;  ///< webhook_setup.hpp
+    OutboundSettings outbound;
 };
 
 /// One row of the table of serve's settings.

@@ -98,18 +98,14 @@ void serve_until_stopped(Service& service, const sigset_t& signals,
     while (wait_for_signal(signals, deadline) == SIGHUP) service.reload();
 }
 
-// The store's observer during `serve`: metrics and logs, a wake-up for the webhook dispatcher
-// after each committed batch (new plants may have queued deliveries), and for the change feed's
-// waiting readers after each commit that appended events (set once the feed exists: the store
-// is opened first).
+// The store's observer during `serve`: metrics and logs, the deliveries each committed batch
+// queued handed to the webhook dispatcher, and a wake-up for the change feed's waiting readers
+// after each commit that appended events (both set once they exist: the store is opened first;
+// no write is made before the server starts).
 class WakingObserver final : public store::StoreObserver {
   public:
-    WakingObserver(store::StoreObserver& next, outbox::Dispatcher* dispatcher)
-        : next_(next), dispatcher_(dispatcher) {}
-    void on_batch(const store::BatchReport& batch) override {
-        next_.on_batch(batch);
-        if (dispatcher_ != nullptr && batch.failure.empty()) dispatcher_->wake();
-    }
+    explicit WakingObserver(store::StoreObserver& next) : next_(next) {}
+    void on_batch(const store::BatchReport& batch) override { next_.on_batch(batch); }
     void on_maintenance_failed(std::string_view what) override {
         next_.on_maintenance_failed(what);
     }
@@ -118,12 +114,20 @@ class WakingObserver final : public store::StoreObserver {
             feed->committed(tenant, last);
         }
     }
+    void on_deliveries(std::vector<store::ClaimedDelivery>&& deliveries) override {
+        if (outbox::Dispatcher* dispatcher = dispatcher_.load(std::memory_order_acquire)) {
+            dispatcher->offer(std::move(deliveries));
+        }
+    }
     void set_feed(feed::FeedService* feed) { feed_.store(feed, std::memory_order_release); }
+    void set_dispatcher(outbox::Dispatcher* dispatcher) {
+        dispatcher_.store(dispatcher, std::memory_order_release);
+    }
 
   private:
     store::StoreObserver& next_;
-    outbox::Dispatcher* dispatcher_;
     std::atomic<feed::FeedService*> feed_{nullptr};
+    std::atomic<outbox::Dispatcher*> dispatcher_{nullptr};
 };
 
 feed::FeedService::Options feed_options(const ServeConfig& config, const store::PlantStore& store,
@@ -174,22 +178,25 @@ ops::Observability::Options observed(const ServeConfig& config, common::SpanSink
 struct Service::Parts {
     Parts(const ServeConfig& config, std::vector<int> listen_fds)
         : socket_activated(!listen_fds.empty()),
+          outbound(outbound_options(config.outbound)),
           exporter(start_exporter(config.tracing, outbound)),
           observability(observed(config, exporter.get())),
-          store_config(app::store_config(config.store)),
-          // Webhooks: the subscription service and the dispatcher, on the same store. Every
-          // committed batch wakes the dispatcher (it looks only when some tenant subscribes).
-          webhooks(start_webhooks(config.webhooks, store_config,
-                                  std::string("plantstore/") + PLANTSTORE_VERSION, observability,
-                                  outbound)),
-          store_observer(observability, webhooks.dispatcher.get()),
+          webhook_plan(plan_webhooks(config.webhooks, app::store_config(config.store),
+                                     std::string("plantstore/") + PLANTSTORE_VERSION)),
+          store_config(with_outbox(app::store_config(config.store), webhook_plan)),
+          store_observer(observability),
           store(open_store(store_config, store_observer)),
+          // Webhooks: the subscription service and the dispatcher, on the same store, whose
+          // committed batches hand their deliveries over to the dispatcher.
+          webhooks(start_webhooks(config.webhooks, webhook_plan, store_config, *store,
+                                  observability, outbound)),
           feed(*store, feed_options(config, *store, exporter.get(), observability)),
           // A change of the tokens wakes the held requests of the feed: one whose token was
           // revoked ends now (api/held_requests.hpp).
           refresher([this] { return store::open_token_repository(store_config); }, tokens,
                     kTokenPollInterval, [this] { feed.wake(); }) {
         observability.watch_store(*store);
+        store_observer.set_dispatcher(webhooks.dispatcher.get());
         store_observer.set_feed(&feed);
         // JWTs from an identity provider, when configured: the key set is loaded before serving
         // (a bad key file stops the start), and refreshed in the background. The refresher is
@@ -238,6 +245,11 @@ struct Service::Parts {
         return store::open_plant_store(config);
     }
 
+    static store::StoreConfig with_outbox(store::StoreConfig config, const WebhookPlan& plan) {
+        config.writes.outbox = outbox_lease(plan);
+        return config;
+    }
+
     std::function<std::string()> render_metrics() {
         return [this] { return observability.render_metrics(); };
     }
@@ -251,10 +263,11 @@ struct Service::Parts {
     // once nothing makes spans, and sends what is left.
     const std::unique_ptr<telemetry::OtlpExporter> exporter;
     ops::Observability observability;
+    const WebhookPlan webhook_plan;
     const store::StoreConfig store_config;
-    Webhooks webhooks;
     WakingObserver store_observer;
     const std::unique_ptr<store::PlantStore> store;
+    Webhooks webhooks;
     feed::FeedService feed;
     auth::TokenRegistry tokens;
     TokenRefresher refresher;

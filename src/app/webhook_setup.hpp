@@ -1,8 +1,10 @@
 // App layer (see main.cpp): the webhook pieces of `serve`: their settings, the signing-secret
-// key, and the subscription service and dispatcher wired to the configured store.
+// key (found, checked against the store's subscriptions, or made), and the subscription service
+// and dispatcher wired to the store that serves; and `plantstore webhook-key replace`.
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -21,6 +23,7 @@ struct WebhookConfig {
     std::size_t concurrency = 4;
     std::size_t workers = 16;
     std::size_t tenant_workers = 8;
+    std::size_t max_held = 16'384;
     std::size_t max_subscriptions = 20;
     bool allow_http = false;
     bool allow_private_addresses = false;
@@ -41,11 +44,38 @@ struct Webhooks {
 /// naming the flag ("--webhook-...: ...")
 void validate_webhook_config(const WebhookConfig& config);
 
-/// Loads (or, for the SQLite default, creates) the key and starts the service and the
-/// dispatcher on the store `store` names. @throws std::exception when the key file is missing
-/// or unreadable, or the store cannot be opened
-Webhooks start_webhooks(const WebhookConfig& config, const store::StoreConfig& store,
-                        const std::string& user_agent, outbox::DeliveryObserver& observer,
-                        outbound::Client& client);
+/// Whether this instance delivers webhooks, decided before the store opens: its writes lease
+/// the deliveries they queue to this instance, and hand them over at commit, only when it does.
+struct WebhookPlan {
+    std::string off_reason;  ///< empty: webhooks run here
+    std::string owner;       ///< this instance's name on the leases it holds ("instance-...")
+    outbox::DeliveryOptions delivery;
+};
+WebhookPlan plan_webhooks(const WebhookConfig& config, const store::StoreConfig& store,
+                          const std::string& user_agent);
+/// What the plant store leases the deliveries it queues with (no owner when webhooks are off).
+store::OutboxLease outbox_lease(const WebhookPlan& plan);
+
+/// Where the key is: --webhook-key-file, else <data-dir>/webhook.key on SQLite; empty on
+/// PostgreSQL without one.
+std::filesystem::path webhook_key_path(const WebhookConfig& config,
+                                       const store::StoreConfig& store);
+
+/// Loads the key and starts the service and the dispatcher on the store `serving` serves
+/// (`store` names it). On SQLite without --webhook-key-file the key is <data-dir>/webhook.key,
+/// made on the first start. @throws std::exception when the key file cannot be read, or does
+/// not open the signing secrets of the store's subscriptions (a restore without its key, a key
+/// file that changed, the default key file gone): saying which file, and how to go on (restore
+/// it, or `plantstore webhook-key replace`), never making a new key over them
+Webhooks start_webhooks(const WebhookConfig& config, const WebhookPlan& plan,
+                        const store::StoreConfig& store, store::PlantStore& serving,
+                        outbox::DeliveryObserver& observer, outbound::Client& client);
+
+/// `plantstore webhook-key replace`: a new key in the key file; every subscription's secret the
+/// old key opens is sealed again under the new one (its tenant sees nothing change), and every
+/// one it does not open gets a new secret and is disabled until its tenant rotates the secret
+/// (which shows it) and enables it again. Safe to run again after an interruption. Prints what
+/// it did; returns the exit code.
+int replace_webhook_key(const WebhookConfig& config, const store::StoreConfig& store);
 
 }  // namespace plantstore::app

@@ -104,12 +104,16 @@ void Observability::on_attempt(const outbox::AttemptReport& attempt) {
     webhooks_.on_attempt(attempt.outcome, attempt.duration);
     if (attempt.outcome != "delivered") {
         // Never the secret or the body: which delivery, and what the receiver (or the network)
-        // did.
-        log_event(LogLevel::warn, "webhook_attempt_failed",
-                  {{"subscription", std::string(attempt.subscription_id)},
-                   {"event_id", std::string(attempt.event_id)},
-                   {"outcome", std::string(attempt.outcome)},
-                   {"problem", std::string(attempt.problem)}});
+        // did; once per subscription a minute, with the failures the minute before counted.
+        if (const auto unlogged =
+                failed_attempts_.admit(attempt.subscription_id, attempt.started_unix_ms)) {
+            log_event(LogLevel::warn, "webhook_attempt_failed",
+                      {{"subscription", std::string(attempt.subscription_id)},
+                       {"event_id", std::string(attempt.event_id)},
+                       {"outcome", std::string(attempt.outcome)},
+                       {"problem", std::string(attempt.problem)},
+                       {"failed_since_last_line", std::to_string(*unlogged)}});
+        }
     }
     if (spans_ != nullptr) {
         if (auto span = delivery_span(attempt)) spans_->record(std::move(*span));
@@ -117,6 +121,10 @@ void Observability::on_attempt(const outbox::AttemptReport& attempt) {
 }
 
 void Observability::on_outbox(const store::OutboxStats& stats) { webhooks_.on_outbox(stats); }
+
+void Observability::on_bookkeeping(std::string_view kind, std::size_t /*rows*/) {
+    webhooks_.on_bookkeeping(kind);
+}
 
 void Observability::on_outbox_failed(std::string_view what) {
     log_event(LogLevel::error, "webhook_outbox_failed", {{"reason", std::string(what)}});

@@ -13,6 +13,7 @@
 #include "ops/access_log.hpp"
 #include "ops/feed_metrics.hpp"
 #include "ops/http_metrics.hpp"
+#include "ops/log_throttle.hpp"
 #include "ops/store_metrics.hpp"
 #include "ops/webhook_metrics.hpp"
 #include "outbox/delivery_observer.hpp"
@@ -65,6 +66,7 @@ class Observability final : public transport::ExchangeObserver,
     void on_attempt(const outbox::AttemptReport& attempt) override;
     void on_outbox(const store::OutboxStats& stats) override;
     void on_outbox_failed(std::string_view what) override;
+    void on_bookkeeping(std::string_view kind, std::size_t rows) override;
 
     /// The change feed handed out a page with `events_behind` of its tenant's events after it
     /// (FeedMetrics). Thread-safe.
@@ -106,6 +108,8 @@ class Observability final : public transport::ExchangeObserver,
     HttpMetrics http_;
     StoreMetrics store_metrics_;
     WebhookMetrics webhooks_;
+    // One webhook_attempt_failed line per subscription a minute at most.
+    LogThrottle failed_attempts_{std::chrono::minutes(1)};
     FeedMetrics feed_;
     AccessLog access_log_;
 };

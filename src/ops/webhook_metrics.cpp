@@ -18,6 +18,10 @@ void WebhookMetrics::on_attempt(std::string_view outcome, std::chrono::milliseco
     attempt_seconds_[bucket_of(kAttemptSecondsBuckets, seconds)].fetch_add(1, relaxed);
 }
 
+void WebhookMetrics::on_bookkeeping(std::string_view kind) {
+    bookkeeping_[index_of(kBookkeeping, kind)].fetch_add(1, std::memory_order_relaxed);
+}
+
 void WebhookMetrics::on_outbox(const store::OutboxStats& stats) {
     pending_.store(stats.pending);
     oldest_pending_created_at_.store(stats.oldest_pending_created_at.value_or(0));
@@ -39,6 +43,14 @@ void WebhookMetrics::render(PrometheusText& out) const {
                "Time of one delivery attempt.");
     out.histogram("plantstore_webhook_attempt_duration_seconds", "", kAttemptSecondsBuckets,
                   attempt_counts.data(), static_cast<double>(attempt_milliseconds_.load()) / 1e3);
+    out.family("plantstore_webhook_outbox_transactions_total", "counter",
+               "The dispatcher's bookkeeping in the store, by kind (claim: due deliveries nobody "
+               "handed over; record: the attempts that ended, together; housekeeping: pruning "
+               "and these figures), a transaction each at most.");
+    for (std::size_t i = 0; i < kBookkeeping.size(); ++i) {
+        out.sample("plantstore_webhook_outbox_transactions_total",
+                   concat("kind=\"", kBookkeeping[i], "\""), bookkeeping_[i].load());
+    }
     out.family("plantstore_webhook_outbox_depth", "gauge",
                "Deliveries waiting to be made (all instances).");
     out.sample("plantstore_webhook_outbox_depth", "", pending_.load());

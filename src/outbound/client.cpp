@@ -22,13 +22,16 @@
 #include <cstring>
 #include <ctime>
 #include <future>
+#include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
 
 #include "common/background_thread.hpp"
+#include "common/chunk_extension_budget.hpp"
 #include "common/url_host.hpp"
 #include "outbound/resolver.hpp"
 
@@ -47,7 +50,14 @@ constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 // A response body that is not kept is still read, up to this much, so that its connection can
 // carry the next request; a longer one closes the connection instead.
 constexpr std::size_t kDrainedBodyBytes = std::size_t{64} * 1024;
+// What an answer may hold besides its body, each bounded before it is buffered, as the server
+// bounds requests: its heads together (interim 1xx ones and the final one), and its chunk
+// extensions together (RFC 9112 §7.1.1 asks a recipient to limit them).
 constexpr std::uint32_t kResponseHeaderBytes = 16 * 1024;
+// Bytes read and not parsed yet: a chunk-size line with its extensions, or a trailer section,
+// must fit (else the answer fails, instead of the buffer growing with what the receiver sends);
+// a body moves on into its own bounded string as it arrives.
+constexpr std::size_t kReadBufferBytes = kResponseHeaderBytes;
 // How often idle connections are looked at (closed past the idle time-out).
 constexpr auto kSweepInterval = std::chrono::seconds(5);
 
@@ -80,6 +90,13 @@ Target parse_target(const std::string& url, bool allow_http) {
     if (target.host.empty()) throw std::invalid_argument("the URL has no host");
     target.port = parsed->has_port() && !parsed->port().empty() ? std::string(parsed->port())
                                                                 : (https ? "443" : "80");
+    unsigned port = 0;
+    const auto [end, error] =
+        std::from_chars(target.port.data(), target.port.data() + target.port.size(), port);
+    if (error != std::errc() || end != target.port.data() + target.port.size() || port == 0 ||
+        port > 65535) {
+        throw std::invalid_argument("the URL's port is not a number from 1 to 65535");
+    }
     target.path_and_query =
         parsed->encoded_path().empty() ? "/" : std::string(parsed->encoded_path());
     if (parsed->has_query()) target.path_and_query += "?" + std::string(parsed->encoded_query());
@@ -99,16 +116,25 @@ std::int64_t unix_now() {
         .count();
 }
 
-// Why an exchange ended without a usable response: whether anything of a response came.
+// Why an exchange ended without a usable response, and whether the request could not even be
+// written (so that the receiver cannot have read it whole).
 struct ExchangeError : std::runtime_error {
-    ExchangeError(const std::string& what, bool nothing_came)
-        : std::runtime_error(what), before_response(nothing_came) {}
-    bool before_response;
+    ExchangeError(const std::string& what, bool request_unsent)
+        : std::runtime_error(what), unsent(request_unsent) {}
+    bool unsent;
 };
 
 std::string describe(const error_code& ec, std::chrono::milliseconds timeout) {
     if (ec == beast::error::timeout)
         return "timed out after " + std::to_string(timeout.count()) + " ms";
+    if (ec == bhttp::error::header_limit) {
+        return "the response's heads are larger than " + std::to_string(kResponseHeaderBytes) +
+               " bytes";
+    }
+    if (ec == bhttp::error::buffer_overflow) {
+        return "a chunk-size line or the trailers of the response are larger than " +
+               std::to_string(kReadBufferBytes) + " bytes";
+    }
     return ec.message();
 }
 
@@ -162,22 +188,43 @@ class StreamConnection final : public Connection {
         const auto timeout = request.timeout;
         auto [written, bytes] = co_await bhttp::async_write(stream_, message, use_tuple);
         if (written) throw ExchangeError(describe(written, timeout), true);
-        bhttp::response_parser<bhttp::string_body> parser;
-        parser.header_limit(kResponseHeaderBytes);
-        parser.body_limit(request.max_body_bytes > 0 ? request.max_body_bytes : kDrainedBodyBytes);
-        auto [head, read] = co_await bhttp::async_read_header(stream_, buffer_, parser, use_tuple);
-        // (A Content-Length over the body limit is found with the head.)
-        if (head && head != bhttp::error::body_limit) {
-            throw ExchangeError(describe(head, timeout), !parser.got_some());
+        common::ChunkExtensionBudget extensions{kResponseHeaderBytes};
+        std::optional<bhttp::response_parser<bhttp::string_body>> parser;
+        std::uint32_t head_budget = kResponseHeaderBytes;
+        error_code head;
+        for (;;) {
+            parser.emplace();  // holds a reference to the budget
+            parser->header_limit(head_budget);
+            parser->body_limit(request.max_body_bytes > 0 ? request.max_body_bytes
+                                                          : kDrainedBodyBytes);
+            parser->on_chunk_header(extensions);
+            std::size_t read = 0;
+            std::tie(head, read) =
+                co_await bhttp::async_read_header(stream_, buffer_, *parser, use_tuple);
+            // (A Content-Length over the body limit is found with the head.)
+            if (head && head != bhttp::error::body_limit) {
+                throw ExchangeError(describe(head, timeout), false);
+            }
+            const unsigned status = parser->get().result_int();
+            // An interim answer (RFC 9110 §15.2: 100 Continue, 103 Early Hints, ...) is not the
+            // answer: a client reads on to the final one. 101 would switch protocols, which
+            // plantstore never asks for: it is final, and not a success.
+            if (head || status < 100 || status >= 200 || status == 101) break;
+            head_budget -= static_cast<std::uint32_t>(std::min<std::size_t>(read, head_budget));
+            if (head_budget == 0) {
+                throw ExchangeError(describe(bhttp::error::header_limit, timeout), false);
+            }
         }
-        response.status = static_cast<int>(parser.get().result_int());
-        if (const auto found = parser.get().find(bhttp::field::retry_after);
-            found != parser.get().end()) {
+        response.status = static_cast<int>(parser->get().result_int());
+        if (const auto found = parser->get().find(bhttp::field::retry_after);
+            found != parser->get().end()) {
             response.retry_after = parse_retry_after(found->value(), unix_now());
         }
         error_code body = head;
-        if (!body)
-            std::tie(body, read) = co_await bhttp::async_read(stream_, buffer_, parser, use_tuple);
+        if (!body && !parser->is_done()) {
+            std::tie(body, std::ignore) =
+                co_await bhttp::async_read(stream_, buffer_, *parser, use_tuple);
+        }
         if (body == bhttp::error::body_limit && request.max_body_bytes == 0) {
             co_return false;  // an answer whose body nobody reads: the connection closes
         }
@@ -187,11 +234,16 @@ class StreamConnection final : public Connection {
                                         std::to_string(request.max_body_bytes) + " bytes",
                                     false);
             }
+            if (extensions.exceeded) {
+                throw ExchangeError("the response's chunk extensions are larger than " +
+                                        std::to_string(kResponseHeaderBytes) + " bytes",
+                                    false);
+            }
             throw ExchangeError(describe(body, timeout), false);
         }
-        if (request.max_body_bytes > 0) response.body = std::move(parser.get().body());
+        if (request.max_body_bytes > 0) response.body = std::move(parser->get().body());
         // A response that says close, or data the server sent beyond it, ends the connection.
-        co_return parser.get().keep_alive() && buffer_.size() == 0;
+        co_return parser->get().keep_alive() && buffer_.size() == 0;
     }
 
     void cancel() override {
@@ -214,7 +266,7 @@ class StreamConnection final : public Connection {
   private:
     std::shared_ptr<net::ssl::context> tls_;  // outlives the stream that refers to it
     Stream stream_;
-    beast::flat_buffer buffer_;
+    beast::flat_buffer buffer_{kReadBufferBytes};
 };
 
 using PlainConnection = StreamConnection<beast::tcp_stream>;
@@ -222,6 +274,32 @@ using TlsConnection = StreamConnection<beast::ssl_stream<beast::tcp_stream>>;
 
 struct SessionFree {
     void operator()(SSL_SESSION* session) const { SSL_SESSION_free(session); }
+};
+
+// What stopping the client cancels: one entry per operation under way (a name being resolved, a
+// connection being made, an exchange), registered for as long as the operation runs by a
+// Registration in its scope, which removes it however the scope ends. On the client's thread.
+class Cancellations {
+  public:
+    class Registration {
+      public:
+        Registration(Cancellations& all, std::function<void()> cancel)
+            : all_(all), at_(all.entries_.insert(all.entries_.end(), std::move(cancel))) {}
+        ~Registration() { all_.entries_.erase(at_); }
+        Registration(const Registration&) = delete;
+        Registration& operator=(const Registration&) = delete;
+
+      private:
+        Cancellations& all_;
+        std::list<std::function<void()>>::iterator at_;
+    };
+    /// Cancels each (what they wait for completes later, on the loop).
+    void cancel_all() {
+        for (auto& cancel : entries_) cancel();
+    }
+
+  private:
+    std::list<std::function<void()>> entries_;
 };
 
 }  // namespace
@@ -237,7 +315,11 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
     const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
     if (error == std::errc() && end == value.data() + value.size()) {
         if (seconds < 0) return std::nullopt;
-        return std::chrono::seconds(seconds);
+        return std::min(std::chrono::seconds(seconds), kLongestRetryAfter);
+    }
+    if (error == std::errc::result_out_of_range && end == value.data() + value.size() &&
+        value.front() != '-') {
+        return kLongestRetryAfter;  // digits only, too many of them
     }
     // An HTTP-date: IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT" (RFC 9110 §5.6.7).
     std::tm date{};
@@ -245,7 +327,8 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
     const char* parsed = strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &date);
     if (parsed == nullptr || *parsed != '\0') return std::nullopt;
     const std::int64_t at = timegm(&date);
-    return std::chrono::seconds(std::max<std::int64_t>(0, at - now_unix));
+    return std::chrono::seconds(
+        std::clamp<std::int64_t>(at - now_unix, 0, kLongestRetryAfter.count()));
 }
 
 class Client::Impl {
@@ -253,7 +336,8 @@ class Client::Impl {
     explicit Impl(ClientOptions options)
         : options_(std::move(options)),
           work_(net::make_work_guard(context_)),
-          resolver_(context_, {options_.max_dns_ttl, options_.dns_servers}),
+          resolver_(context_,
+                    {options_.max_dns_ttl, options_.dns_servers, options_.max_cached_hosts}),
           sweep_(context_) {
         sweep();
         // An exception escaping a handler leaves the loop where it was: it runs on at once.
@@ -267,7 +351,8 @@ class Client::Impl {
                 stopping_ = true;
                 sweep_.cancel();
                 idle_.clear();
-                for (auto& [id, cancel] : cancellers_) cancel();
+                idle_count_ = 0;
+                cancellations_.cancel_all();
                 maybe_finish();
             });
         } catch (const std::exception&) {
@@ -315,6 +400,7 @@ class Client::Impl {
             contexts_.clear();
             sessions_.clear();
             idle_.clear();  // connections made with the old trust stores are not reused
+            idle_count_ = 0;
         });
     }
 
@@ -326,6 +412,9 @@ class Client::Impl {
             const ResolverStats dns = resolver_.stats();
             stats.dns_lookups = dns.lookups;
             stats.dns_cached = dns.cached;
+            stats.cached_names = dns.entries;
+            stats.cached_sessions = sessions_.size();
+            stats.idle_connections = idle_count_;
             answer.set_value(stats);
         });
         return result.get();
@@ -411,11 +500,10 @@ class Client::Impl {
             wait->timer.cancel();
         });
         if (!wait->done) {
-            const auto id = ++next_id_;
-            cancellers_[id] = [wait] { wait->timer.cancel(); };
+            const Cancellations::Registration cancellable(cancellations_,
+                                                          [wait] { wait->timer.cancel(); });
             wait->timer.expires_at(deadline);
             co_await wait->timer.async_wait(use_tuple);
-            cancellers_.erase(id);
         }
         if (!wait->done) {
             throw std::runtime_error(stopping_ ? "the outbound client is stopping"
@@ -449,9 +537,12 @@ class Client::Impl {
             const auto found = idle_.find(pool_key(target, request.ca_file, address));
             if (found == idle_.end()) continue;
             auto& idle = found->second;
+            // The probe is made now, just before the request is written: a connection the
+            // receiver closed (or that holds stray bytes) is dropped here, unused.
             while (!idle.empty()) {
                 std::unique_ptr<Connection> connection = std::move(idle.back());
                 idle.pop_back();
+                --idle_count_;
                 if (now - connection->idle_since < options_.idle_timeout &&
                     connection->idle_and_open()) {
                     return connection;
@@ -465,23 +556,54 @@ class Client::Impl {
         if (stopping_) return;
         connection->idle_since = Clock::now();
         auto& idle = idle_[connection->key];
-        if (idle.size() >= options_.max_idle_per_destination) idle.erase(idle.begin());
+        if (idle.size() >= options_.max_idle_per_destination) {
+            idle.erase(idle.begin());
+            --idle_count_;
+        }
         idle.push_back(std::move(connection));
+        ++idle_count_;
+        if (idle_count_ > options_.max_idle_connections) close_longest_idle();
     }
 
-    std::shared_ptr<net::ssl::context> trust(const std::string& ca_file) {
-        auto& context = contexts_[ca_file];
-        if (!context) {
-            context = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
-            context->set_options(net::ssl::context::default_workarounds |
-                                 net::ssl::context::no_sslv2 | net::ssl::context::no_sslv3 |
-                                 net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
-            context->set_verify_mode(net::ssl::verify_peer);
-            // The system's authorities always; a CA file is trusted besides them.
-            context->set_default_verify_paths();
-            if (!ca_file.empty()) context->load_verify_file(ca_file);
-            SSL_CTX_set_session_cache_mode(context->native_handle(), SSL_SESS_CACHE_CLIENT);
+    // Closes the connection idle for the longest time, of every destination.
+    void close_longest_idle() {
+        auto oldest = idle_.end();
+        for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+            if (!it->second.empty() &&
+                (oldest == idle_.end() ||
+                 it->second.front()->idle_since < oldest->second.front()->idle_since)) {
+                oldest = it;
+            }
         }
+        if (oldest == idle_.end()) return;
+        oldest->second.erase(oldest->second.begin());
+        --idle_count_;
+        if (oldest->second.empty()) idle_.erase(oldest);
+    }
+
+    // The TLS context of a trust store, loaded once; one that fails to load is not kept (the
+    // next request tries again, and says why again). @throws std::exception saying why
+    std::shared_ptr<net::ssl::context> trust(const std::string& ca_file) {
+        if (const auto found = contexts_.find(ca_file); found != contexts_.end()) {
+            return found->second;
+        }
+        auto context = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
+        context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                             net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                             net::ssl::context::no_tlsv1_1);
+        context->set_verify_mode(net::ssl::verify_peer);
+        // The system's authorities always; a CA file is trusted besides them.
+        context->set_default_verify_paths();
+        if (!ca_file.empty()) {
+            error_code ec;
+            context->load_verify_file(ca_file, ec);
+            if (ec) {
+                throw std::runtime_error("cannot load the CA file " + ca_file + ": " +
+                                         ec.message());
+            }
+        }
+        SSL_CTX_set_session_cache_mode(context->native_handle(), SSL_SESS_CACHE_CLIENT);
+        contexts_.emplace(ca_file, context);
         return context;
     }
 
@@ -495,16 +617,15 @@ class Client::Impl {
         for (const auto& address : addresses) endpoints.emplace_back(address, port);
         std::unique_ptr<Connection> connection;
         tcp::endpoint reached;
-        const auto id = ++next_id_;
         if (target.tls) {
             std::shared_ptr<net::ssl::context> tls = trust(request.ca_file);
             auto owned = std::make_unique<TlsConnection>(tls, context_, *tls);
             auto& stream = owned->stream();
-            cancellers_[id] = [raw = owned.get()] { raw->cancel(); };
+            const Cancellations::Registration cancellable(cancellations_,
+                                                          [raw = owned.get()] { raw->cancel(); });
             beast::get_lowest_layer(stream).expires_at(deadline);
             if (!target.host_is_address &&
                 SSL_set_tlsext_host_name(stream.native_handle(), target.host.c_str()) != 1) {
-                cancellers_.erase(id);
                 throw std::runtime_error("cannot set the TLS server name");
             }
             stream.set_verify_callback(net::ssl::host_name_verification(target.host));
@@ -519,7 +640,6 @@ class Client::Impl {
                     co_await stream.async_handshake(net::ssl::stream_base::client, use_tuple);
                 connected = shaken;
             }
-            cancellers_.erase(id);
             if (connected) throw std::runtime_error(describe(connected, request.timeout));
             if (SSL_session_reused(stream.native_handle()) == 1) ++stats_.tls_resumed;
             reached = endpoint;
@@ -527,10 +647,10 @@ class Client::Impl {
         } else {
             auto owned = std::make_unique<PlainConnection>(nullptr, context_);
             auto& stream = owned->stream();
-            cancellers_[id] = [raw = owned.get()] { raw->cancel(); };
+            const Cancellations::Registration cancellable(cancellations_,
+                                                          [raw = owned.get()] { raw->cancel(); });
             stream.expires_at(deadline);
             auto [connected, endpoint] = co_await stream.async_connect(endpoints, use_tuple);
-            cancellers_.erase(id);
             if (connected) throw std::runtime_error(describe(connected, request.timeout));
             reached = endpoint;
             connection = std::move(owned);
@@ -547,25 +667,29 @@ class Client::Impl {
             std::unique_ptr<Connection> connection = take_idle(target, request, addresses);
             const bool reused = connection != nullptr;
             if (!connection) connection = co_await connect(target, request, addresses, deadline);
-            const auto id = ++next_id_;
-            cancellers_[id] = [raw = connection.get()] { raw->cancel(); };
             bool again = false;
             try {
                 response = Response{};
                 response.reused_connection = reused;
-                const bool keep =
-                    co_await connection->exchange(request, target, response, deadline);
-                cancellers_.erase(id);
+                bool keep = false;
+                {
+                    const Cancellations::Registration cancellable(
+                        cancellations_, [raw = connection.get()] { raw->cancel(); });
+                    keep = co_await connection->exchange(request, target, response, deadline);
+                }
                 if (reused) ++stats_.connections_reused;
                 if (target.tls) remember_session(target, request, *connection);
                 if (keep) keep_idle(std::move(connection));
                 co_return;
             } catch (const ExchangeError& error) {
-                cancellers_.erase(id);
-                // A pooled connection the receiver closed just before this request reused it:
-                // nothing of a response came, so it is sent once more on a new connection.
-                again = reused && error.before_response && attempt == 0 && !stopping_ &&
-                        Clock::now() < deadline;
+                // A kept connection the receiver closed as this request reused it (after the
+                // probe in take_idle), seen as a request that could not be written: the receiver
+                // cannot have read it, so it goes once more on a new connection. Once written, it
+                // may have been read and acted on: a connection that then closes without an
+                // answer fails the attempt, and the caller's schedule says what follows, never a
+                // second request at once.
+                again =
+                    reused && error.unsent && attempt == 0 && !stopping_ && Clock::now() < deadline;
                 if (!again) throw std::runtime_error(error.what());
             }
         }
@@ -578,21 +702,43 @@ class Client::Impl {
             SSL_SESSION_free(session);
             return;
         }
-        sessions_[target.host + ":" + target.port + "#" + request.ca_file].reset(session);
+        const std::string key = target.host + ":" + target.port + "#" + request.ca_file;
+        if (options_.max_cached_hosts == 0) {
+            SSL_SESSION_free(session);
+            return;
+        }
+        if (sessions_.size() >= options_.max_cached_hosts && !sessions_.contains(key)) {
+            drop_expired_sessions();
+            // Still full: any one goes (its destination makes a full handshake next time).
+            if (sessions_.size() >= options_.max_cached_hosts) sessions_.erase(sessions_.begin());
+        }
+        sessions_[key].reset(session);
     }
 
-    // Closes idle connections past the idle time-out, every kSweepInterval.
+    void drop_expired_sessions() {
+        const auto now = static_cast<long>(std::time(nullptr));
+        std::erase_if(sessions_, [now](const auto& entry) {
+            SSL_SESSION* session = entry.second.get();
+            return SSL_SESSION_get_time(session) + SSL_SESSION_get_timeout(session) <= now;
+        });
+    }
+
+    // Every kSweepInterval: closes idle connections past the idle time-out, and drops the TLS
+    // sessions and DNS answers that expired.
     void sweep() {
         sweep_.expires_after(kSweepInterval);
         sweep_.async_wait([this](error_code ec) {
             if (ec || stopping_) return;
             const auto now = Clock::now();
             for (auto it = idle_.begin(); it != idle_.end();) {
-                std::erase_if(it->second, [&](const std::unique_ptr<Connection>& connection) {
-                    return now - connection->idle_since >= options_.idle_timeout;
-                });
+                idle_count_ -=
+                    std::erase_if(it->second, [&](const std::unique_ptr<Connection>& connection) {
+                        return now - connection->idle_since >= options_.idle_timeout;
+                    });
                 it = it->second.empty() ? idle_.erase(it) : std::next(it);
             }
+            drop_expired_sessions();
+            resolver_.drop_expired();
             sweep();
         });
     }
@@ -612,8 +758,8 @@ class Client::Impl {
     std::map<std::string, std::shared_ptr<net::ssl::context>> contexts_;  // by CA file
     std::unordered_map<std::string, std::unique_ptr<SSL_SESSION, SessionFree>> sessions_;
     std::unordered_map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;
-    std::unordered_map<std::uint64_t, std::function<void()>> cancellers_;
-    std::uint64_t next_id_ = 0;
+    std::size_t idle_count_ = 0;  // the connections in idle_
+    Cancellations cancellations_;
     std::size_t in_flight_ = 0;
     bool stopping_ = false;
     ClientStats stats_;

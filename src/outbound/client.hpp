@@ -63,10 +63,16 @@ struct Response {
 struct ClientOptions {
     /// Idle keep-alive connections kept per destination; more are closed.
     std::size_t max_idle_per_destination = 16;
+    /// Idle keep-alive connections kept in all (--outbound-max-idle-connections): past it, the
+    /// one idle longest is closed.
+    std::size_t max_idle_connections = 256;
     /// An idle connection is closed after this long unused.
     std::chrono::milliseconds idle_timeout{30000};
     /// DNS answers are kept at most this long (less when their records say so).
     std::chrono::seconds max_dns_ttl{300};
+    /// Host names whose DNS answers, and destinations whose TLS sessions, are kept at most
+    /// (--outbound-max-cached-hosts); both caches also drop what expired every few seconds.
+    std::size_t max_cached_hosts = 1024;
     /// "host:port,..." of the DNS servers to ask; empty: the system's. (Tests.)
     std::string dns_servers;
 };
@@ -79,6 +85,10 @@ struct ClientStats {
     std::uint64_t tls_resumed = 0;  ///< handshakes that resumed a session
     std::uint64_t dns_lookups = 0;
     std::uint64_t dns_cached = 0;
+    // What the client holds now.
+    std::size_t cached_names = 0;     ///< DNS answers
+    std::size_t cached_sessions = 0;  ///< TLS sessions
+    std::size_t idle_connections = 0;
 };
 
 /// Thread-safe: every call may come from any thread; the work runs on the client's own thread.
@@ -111,8 +121,12 @@ class Client {
     std::unique_ptr<Impl> impl_;
 };
 
+/// The longest Retry-After taken as it is: a longer one (or one too large to be a number)
+/// reads as this, so that every use of it can add it to a time without overflow.
+constexpr std::chrono::seconds kLongestRetryAfter = std::chrono::hours(24);
+
 /// Retry-After (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date taken from `now_unix`
-/// (a date in the past is 0 s); nullopt when it is neither.
+/// (a date in the past is 0 s), at most kLongestRetryAfter; nullopt when it is neither.
 std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
                                                       std::int64_t now_unix);
 

@@ -85,7 +85,26 @@ class Resolver::Impl {
         arm_timer();
     }
 
-    ResolverStats stats() const { return stats_; }
+    void drop_expired() {
+        const auto now = Clock::now();
+        std::erase_if(cache_, [now](const auto& entry) { return entry.second.expires <= now; });
+    }
+
+    ResolverStats stats() const {
+        ResolverStats stats = stats_;
+        stats.entries = cache_.size();
+        return stats;
+    }
+
+    // Keeps `addresses` for `host` until `expires`, within the cap of names.
+    void remember(const std::string& host, const Addresses& addresses, Clock::time_point expires) {
+        if (options_.max_entries == 0) return;
+        if (cache_.size() >= options_.max_entries && !cache_.contains(host)) {
+            drop_expired();
+            if (cache_.size() >= options_.max_entries) cache_.erase(cache_.begin());
+        }
+        cache_[host] = {addresses, expires};
+    }
 
   private:
     struct Query {
@@ -141,7 +160,7 @@ class Resolver::Impl {
         } else if (ttl > 0 && !self.stopping_) {
             const auto keep =
                 std::min<std::chrono::seconds>(std::chrono::seconds(ttl), self.options_.max_ttl);
-            self.cache_[query->host] = {addresses, Clock::now() + keep};
+            self.remember(query->host, addresses, Clock::now() + keep);
         }
         auto waiting = std::move(self.pending_[query->host]);
         self.pending_.erase(query->host);
@@ -234,6 +253,8 @@ Resolver::~Resolver() = default;
 void Resolver::resolve(const std::string& host, Done done) {
     impl_->resolve(host, std::move(done));
 }
+
+void Resolver::drop_expired() { impl_->drop_expired(); }
 
 ResolverStats Resolver::stats() const { return impl_->stats(); }
 

@@ -23,12 +23,15 @@ struct ResolverOptions {
     /// "host:port,..." of the DNS servers to ask; empty: the system's (/etc/resolv.conf), and
     /// /etc/hosts first.
     std::string servers;
+    /// Names whose answers are kept at most: a new one then replaces an expired one, or any.
+    std::size_t max_entries = 1024;
 };
 
 struct ResolverStats {
     std::uint64_t lookups = 0;   ///< queries sent to DNS (or /etc/hosts)
     std::uint64_t cached = 0;    ///< answered from the cache
     std::uint64_t failures = 0;  ///< lookups that found no address
+    std::size_t entries = 0;     ///< names whose answers are kept now
 };
 
 /// Runs on one io_context, whose thread alone calls it (not thread-safe otherwise).
@@ -48,6 +51,8 @@ class Resolver {
     /// `done` is called once, on the context's thread, possibly before resolve() returns (from
     /// the cache). A lookup gives up after c-ares' own time-outs (5 s and 2 tries per server).
     void resolve(const std::string& host, Done done);
+    /// Forgets the answers whose time to live ran out (the client calls it every few seconds).
+    void drop_expired();
 
     ResolverStats stats() const;
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -42,6 +43,10 @@ class DeliveryObserver {
     virtual void on_outbox(const store::OutboxStats& stats) = 0;
     /// The outbox could not be read or written (the store is down); deliveries wait for it.
     virtual void on_outbox_failed(std::string_view what) = 0;
+    /// The dispatcher asked the store once more for its bookkeeping: a claim of due deliveries
+    /// (`kind` "claim"), a record of ended attempts ("record", `rows` of them) or housekeeping
+    /// ("housekeeping": pruning and the outbox's figures), each a transaction at most.
+    virtual void on_bookkeeping(std::string_view kind, std::size_t rows) = 0;
 };
 
 }  // namespace plantstore::outbox

@@ -1,7 +1,8 @@
-// Outbox layer: the I/O of webhooks. Owns the dispatcher, which claims due deliveries from the
-// outbox (store/webhook_repository.hpp), sends them signed (webhooks/signature.hpp) through the
-// outbound client, records each attempt and schedules the next (webhooks/retry_schedule.hpp),
-// and the subscription service the API's management endpoints call. May call the webhooks
+// Outbox layer: the I/O of webhooks. Owns the dispatcher, which takes fresh deliveries from the
+// plant store as they commit and claims due ones from the outbox (store/webhook_repository.hpp),
+// sends them signed (webhooks/signature.hpp) through the outbound client, records each attempt
+// and schedules the next (webhooks/retry_schedule.hpp), and the subscription service the API's
+// management endpoints call. May call the webhooks
 // (rules), store (interfaces only), outbound and domain layers; knows nothing of the API or the
 // server's connections. The application wires it to a concrete store.
 #pragma once
@@ -11,8 +12,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,6 +23,7 @@
 #include "common/background_thread.hpp"
 #include "outbound/client.hpp"
 #include "outbox/delivery_observer.hpp"
+#include "outbox/delivery_queue.hpp"
 #include "store/webhook_repository.hpp"
 #include "webhooks/retry_schedule.hpp"
 #include "webhooks/secret_box.hpp"
@@ -43,6 +43,9 @@ struct DeliveryOptions {
     /// the workers are shared round-robin across the tenants with deliveries due, and no tenant
     /// holds more than this many of them.
     std::size_t per_tenant = 8;
+    /// Deliveries held in memory to be sent, queued and in flight (--webhook-max-held); more
+    /// wait in the outbox.
+    std::size_t max_held = 16384;
     bool allow_http = false;               ///< --webhook-allow-http
     bool allow_private_addresses = false;  ///< --webhook-allow-private-addresses
     std::string ca_file;                   ///< --webhook-ca-file: trusted besides the system's
@@ -52,8 +55,11 @@ struct DeliveryOptions {
     /// A subscription whose every attempt failed for this long is disabled.
     std::chrono::milliseconds disable_after{std::chrono::hours(24 * 5)};
     std::string user_agent = "plantstore";
-    /// How often the outbox is looked at when nothing announced new deliveries.
+    /// How often the outbox is looked at for deliveries nobody handed over: retries, what an
+    /// instance that died held, what did not fit in memory.
     std::chrono::milliseconds poll_interval{1000};
+    /// Attempts that ended are recorded together, at most this long after the first of them.
+    std::chrono::milliseconds record_interval{100};
 };
 
 /// The values of the Standard Webhooks headers and the body of one attempt. Pure.
@@ -68,38 +74,43 @@ SignedRequest sign_delivery(const store::ClaimedDelivery& delivery,
                             const std::vector<std::string>& keys, std::int64_t timestamp,
                             std::string_view user_agent);
 
-/// Delivers the outbox. One thread claims due deliveries and records attempts, each batch in
-/// one transaction; the requests go through the process's outbound client (keep-alive
-/// connections, no thread each), at most `workers` at once, shared round-robin across tenants
-/// and then across a tenant's subscriptions, at most `per_tenant` for one tenant and
-/// `per_subscription` for one subscription. An attempt that ends starts the next one at once.
+/// Delivers the outbox. A fresh delivery is handed over by the plant store when its batch
+/// commits, already leased to this instance (offer()): it is sent at once, without a claim. What
+/// nobody handed over (retries when they fall due, what an instance that died held, what did
+/// not fit in memory) is claimed from the outbox every poll interval, each subscription at most
+/// what its receiver's pace lets it send within a lease (delivery_queue.hpp). The requests go
+/// through the process's outbound client (keep-alive connections, no thread each), at most
+/// `workers` at once, shared round-robin across tenants and then across a tenant's
+/// subscriptions, at most `per_tenant` for one tenant and `per_subscription` for one
+/// subscription; an attempt that ends starts the next one at once, on the client's thread.
+/// Attempts that end are recorded together, every record interval (or 1,000 at a time), so the
+/// outbox's bookkeeping is a few transactions a second whatever the rate of events.
 /// Starts on construction; stop() (or the destructor) ends it: the attempts in flight finish
-/// (each bounded by the time-out) and are recorded; claimed jobs not yet sent keep their leases
-/// until they expire and are then claimed again (at least once).
+/// (each bounded by the time-out) and are recorded, then every lease it holds on deliveries not
+/// sent is released, for the next start or another instance.
 class Dispatcher {
   public:
-    /// `client` must outlive the dispatcher.
+    /// `client` must outlive the dispatcher; `owner` is this instance's name on leases.
     Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
                std::unique_ptr<store::WebhookRepository> repository, DeliveryObserver& observer,
-               outbound::Client& client);
+               outbound::Client& client, std::string owner);
     ~Dispatcher();
     Dispatcher(const Dispatcher&) = delete;
     Dispatcher& operator=(const Dispatcher&) = delete;
 
-    /// New deliveries may be due (plants were stored): look soon, if any tenant subscribes.
-    /// Cheap; any thread.
-    void wake();
-    /// Subscriptions changed (one was created or enabled, an event was queued again): look
-    /// soon, whatever the last look found. Any thread.
+    /// How long a claim leases what it takes: the time-out twice, and 5 s (to record it).
+    static std::int64_t lease_ms(const DeliveryOptions& options);
+
+    /// Committed deliveries leased to this instance (StoreObserver::on_deliveries): sent as
+    /// soon as there is room; those that do not fit wait in the outbox. Cheap; any thread.
+    void offer(std::vector<store::ClaimedDelivery>&& deliveries);
+    /// Subscriptions changed (one was created or enabled, an event was queued again): look at
+    /// the outbox soon. Any thread.
     void subscriptions_changed();
     /// Idempotent; any thread, also several at once.
     void stop();
 
   private:
-    struct Job {
-        store::ClaimedDelivery delivery;
-        std::int64_t lease_until = 0;
-    };
     struct Done {
         store::ClaimedDelivery delivery;
         store::AttemptRecord record;
@@ -107,33 +118,22 @@ class Dispatcher {
         std::string problem;
         std::string traceparent;  // the attempt's span
     };
-    // The claimed jobs of one tenant not yet sent, by subscription (in claim order within
-    // each), and what it has in flight.
-    struct Tenant {
-        std::map<std::string, std::deque<Job>> subscriptions;
-        std::string last_subscription;  // served last: the next turn starts after it
-        std::size_t in_flight = 0;
-        std::size_t queued = 0;
-    };
 
-    void run_claimer();
-    /// Claims due deliveries within the budget.
+    void run();
+    /// Claims what the queue has room for (the outbox's due deliveries nobody handed over).
     void claim(std::int64_t now);
-    /// How many jobs `subscription` may hold here (queued and in flight), under mutex_.
-    std::size_t hold_of(const std::string& subscription) const;
-    /// How long a claim leases its deliveries (ms).
-    std::int64_t lease_length() const;
-    /// Sends every queued job that has room now, round-robin; any thread.
+    /// Sends every queued delivery that has room now; any thread, never under mutex_.
     void pump();
-    /// The next job with room (under mutex_), or nullopt; drops jobs whose lease ran out.
-    std::optional<Job> next_job(std::int64_t now);
-    void send(Job job);
+    /// Sends one delivery, or returns its attempt when it cannot be sent (the secret does not
+    /// open): nothing calls back then.
+    std::optional<Done> send(store::ClaimedDelivery delivery);
     /// The attempt's record from the receiver's answer.
-    Done finish(const store::ClaimedDelivery& delivery, std::int64_t at,
-                const std::string& traceparent, const outbound::Response& response) const;
-    /// An attempt that ended before a request could be made (the secret does not open).
-    Done unsent(const store::ClaimedDelivery& delivery, std::int64_t at, std::string error) const;
-    void ended(const std::string& tenant, const std::string& subscription, Done done);
+    Done finish(store::ClaimedDelivery delivery, std::int64_t at, std::string traceparent,
+                const outbound::Response& response) const;
+    /// An attempt that ended before a request could be made.
+    Done unsent(store::ClaimedDelivery delivery, std::int64_t at, std::string error) const;
+    /// Takes an ended attempt (under mutex_): frees its slots and keeps it to be recorded.
+    void ended_locked(Done done, std::int64_t now);
     void record(std::vector<Done>& done);
     void housekeep(std::int64_t now);
 
@@ -142,30 +142,22 @@ class Dispatcher {
     std::unique_ptr<store::WebhookRepository> repository_;  // the claimer thread's only
     DeliveryObserver& observer_;
     outbound::Client& client_;
-    std::string owner_;  // this instance's lease name
+    const std::string owner_;  // this instance's lease name
 
     std::mutex mutex_;
-    std::condition_variable claimer_wake_;
+    std::condition_variable wake_;
     bool stopping_ = false;
-    bool woken_ = false;
-    std::map<std::string, Tenant> tenants_;  // queued or in flight
-    std::string last_tenant_;                // served last: the next turn starts after it
-    std::map<std::string, std::size_t> subscription_in_flight_;
-    // Jobs a subscription may hold, where not the first hold (1,024): doubled each time it
-    // sends all it held within a second of the claim (its receiver keeps up: fewer, larger
-    // claims), halved when a held job's lease ran out before it was sent (a slow receiver), from
-    // 64 to 4,096; forgotten a minute after the subscription last sent.
-    struct Hold {
-        std::size_t jobs = 0;
-        std::int64_t sent_at = 0;  // unix ms
-    };
-    std::map<std::string, Hold> hold_;
-    std::size_t queued_ = 0;
-    std::size_t in_flight_ = 0;
-    std::vector<Done> done_;
-    std::atomic<bool> outbox_active_{true};  // the last look found subscriptions or deliveries
+    bool pump_wanted_ = false;  // deliveries were queued while workers were free
+    bool claim_soon_ = false;   // subscriptions changed
+    DeliveryQueue queue_;
+    // Client callbacks still inside the dispatcher (past DeliveryQueue::finished, before their
+    // last touch of it): stopping waits for them too.
+    std::size_t callbacks_ = 0;
+    std::vector<Done> done_;          // ended, not recorded yet
+    std::int64_t first_done_at_ = 0;  // when the oldest of done_ ended
+    std::int64_t next_due_ = 0;       // the earliest retry recorded since the last claim (0: none)
 
-    common::BackgroundThread claimer_;
+    common::BackgroundThread thread_;
 };
 
 }  // namespace plantstore::outbox

@@ -22,10 +22,6 @@ SubscriptionOutcome not_found(const std::string& id) {
     return outcome(SubscriptionOutcome::Kind::not_found, "no webhook subscription with id " + id);
 }
 
-std::string seal_context(const std::string& tenant, const std::string& id) {
-    return tenant + "/" + id;
-}
-
 }  // namespace
 
 SubscriptionService::SubscriptionService(SubscriptionOptions options, webhooks::SecretKey key,
@@ -53,12 +49,13 @@ void SubscriptionService::close() {
     thread_.stop();
 }
 
-void SubscriptionService::submit(const Callback& done, std::function<SubscriptionOutcome()> work) {
+void SubscriptionService::submit(const Callback& done,
+                                 std::function<std::optional<SubscriptionOutcome>()> work) {
     {
         std::lock_guard lock(mutex_);
         if (!closing_ && queue_.size() < options_.max_queued) {
             queue_.emplace_back([this, done, work = std::move(work)] {
-                SubscriptionOutcome result;
+                std::optional<SubscriptionOutcome> result;
                 try {
                     result = work();
                 } catch (const std::exception& error) {
@@ -68,7 +65,7 @@ void SubscriptionService::submit(const Callback& done, std::function<Subscriptio
                             std::string("a webhook subscription call failed: ") + error.what());
                     }
                 }
-                done(std::move(result));
+                if (result) done(std::move(*result));
             });
             wake_.notify_one();
             return;
@@ -99,6 +96,12 @@ SubscriptionOutcome SubscriptionService::found(const std::string& tenant, const 
     return result;
 }
 
+SubscriptionOutcome SubscriptionService::limit_reached() const {
+    return outcome(SubscriptionOutcome::Kind::conflict,
+                   "this tenant already has " + std::to_string(options_.max_per_tenant) +
+                       " webhook subscriptions, the most allowed; delete one first");
+}
+
 void SubscriptionService::create(std::string tenant, std::string url, domain::EventSet events,
                                  const Callback& done) {
     if (auto problem = webhooks::url_problem(url, options_.policy)) {
@@ -107,6 +110,19 @@ void SubscriptionService::create(std::string tenant, std::string url, domain::Ev
         });
         return;
     }
+    // The tenant's limit first, so that a tenant at it costs no name resolution (and no cache
+    // entry) however many URLs it tries; add() checks it again, in its transaction.
+    submit(done, [this, done, tenant = std::move(tenant), url = std::move(url), events]() mutable {
+        if (repository_->count_subscriptions(tenant) >= options_.max_per_tenant) {
+            return std::optional(limit_reached());
+        }
+        resolve_then_add(std::move(tenant), std::move(url), events, done);
+        return std::optional<SubscriptionOutcome>();  // answered when the check ends
+    });
+}
+
+void SubscriptionService::resolve_then_add(std::string tenant, std::string url,
+                                           domain::EventSet events, const Callback& done) {
     {
         std::lock_guard lock(mutex_);
         if (closing_) {
@@ -140,10 +156,10 @@ void SubscriptionService::create(std::string tenant, std::string url, domain::Ev
                     return add(tenant, url, events);
                 });
             }
-            {
-                std::lock_guard lock(mutex_);
-                --checking_;
-            }
+            // Under the lock: close() may return (and the service be destroyed) as soon as it
+            // sees no check under way, so this is the check's last touch of the service.
+            std::lock_guard lock(mutex_);
+            --checking_;
             wake_.notify_all();
         });
 }
@@ -158,11 +174,9 @@ SubscriptionOutcome SubscriptionService::add(const std::string& tenant, const st
     subscription.created_at = common::unix_ms_now();
     const std::string secret = webhooks::new_secret();
     subscription.sealed_secret =
-        webhooks::seal(key_, secret, seal_context(tenant, subscription.id));
+        webhooks::seal(key_, secret, webhooks::secret_context(tenant, subscription.id));
     if (!repository_->add_subscription(subscription, options_.max_per_tenant)) {
-        return outcome(SubscriptionOutcome::Kind::conflict,
-                       "this tenant already has " + std::to_string(options_.max_per_tenant) +
-                           " webhook subscriptions, the most allowed; delete one first");
+        return limit_reached();
     }
     if (options_.on_change) options_.on_change();
     SubscriptionOutcome result;
@@ -213,9 +227,9 @@ void SubscriptionService::rotate_secret(std::string tenant, std::string id, cons
         const std::string secret = webhooks::new_secret();
         const std::int64_t previous_until =
             common::unix_ms_now() + options_.rotation_overlap.count();
-        if (!repository_->rotate_secret(tenant, id,
-                                        webhooks::seal(key_, secret, seal_context(tenant, id)),
-                                        previous_until)) {
+        if (!repository_->rotate_secret(
+                tenant, id, webhooks::seal(key_, secret, webhooks::secret_context(tenant, id)),
+                previous_until)) {
             return not_found(id);
         }
         SubscriptionOutcome result = found(tenant, id);

@@ -96,8 +96,15 @@ class SubscriptionService {
     void close();
 
   private:
-    void submit(const Callback& done, std::function<SubscriptionOutcome()> work);
+    /// Queues `work` for the service's thread, which answers `done` with what it returns;
+    /// nullopt: `work` arranged for `done` to be answered later, once.
+    void submit(const Callback& done, std::function<std::optional<SubscriptionOutcome>()> work);
     void run();
+    /// The conflict of a tenant that has its limit of subscriptions already.
+    SubscriptionOutcome limit_reached() const;
+    /// Checks where `url`'s host resolves, then stores the subscription (add) or answers why not.
+    void resolve_then_add(std::string tenant, std::string url, domain::EventSet events,
+                          const Callback& done);
     /// Stores a new subscription of `tenant` to `url` (checked) and mints its secret.
     SubscriptionOutcome add(const std::string& tenant, const std::string& url,
                             domain::EventSet events);

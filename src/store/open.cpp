@@ -69,11 +69,13 @@ std::unique_ptr<TenantRepository> open_tenant_repository(const StoreConfig& conf
     return std::make_unique<sqlite::SqliteTenantRepository>(config.data_dir);
 }
 
-std::unique_ptr<WebhookRepository> open_webhook_repository(const StoreConfig& config) {
+std::unique_ptr<WebhookRepository> open_webhook_repository(const StoreConfig& config,
+                                                           PlantStore* serving) {
     if (on_postgres(config)) {
+        // Row locks: its transactions and the plant writer's wait only for the rows they share.
         return std::make_unique<postgres::PgWebhookRepository>(config.database_url);
     }
-    return std::make_unique<sqlite::SqliteWebhookRepository>(config.data_dir);
+    return std::make_unique<sqlite::SqliteWebhookRepository>(config.data_dir, serving);
 }
 
 bool store_exists(const StoreConfig& config) {

@@ -54,8 +54,12 @@ std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config
 std::unique_ptr<TenantRepository> open_tenant_repository(const StoreConfig& config);
 
 /// Opens the webhook subscriptions and outbox of the store `config` names (applying migrations
-/// first). @throws std::exception naming what could not be opened and why
-std::unique_ptr<WebhookRepository> open_webhook_repository(const StoreConfig& config);
+/// first). `serving`, when not null, is the plant store this process serves from it (it must
+/// outlive the repository): the repository's writes then go through its run_between_writes(),
+/// so that they never wait for its writer (SQLite's one write lock), nor it for them.
+/// @throws std::exception naming what could not be opened and why
+std::unique_ptr<WebhookRepository> open_webhook_repository(const StoreConfig& config,
+                                                           PlantStore* serving = nullptr);
 
 /// Whether the store `config` names exists (has been created by serve, token or import).
 bool store_exists(const StoreConfig& config);

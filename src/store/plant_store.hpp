@@ -19,6 +19,7 @@
 #include "domain/event.hpp"
 #include "domain/new_plant_decoder.hpp"
 #include "domain/plant.hpp"
+#include "store/webhook_repository.hpp"
 
 namespace plantstore::store {
 
@@ -236,6 +237,18 @@ class StoreObserver {
         (void)tenant;
         (void)last;
     }
+    /// The webhook deliveries a committed transaction queued, already leased to this instance
+    /// (WritePathOptions::outbox): handed over to be sent now, without a claim. One that is not
+    /// sent waits in the outbox until its lease ends, and is then claimed like any other.
+    virtual void on_deliveries(std::vector<ClaimedDelivery>&& deliveries) { (void)deliveries; }
+};
+
+/// Who sends the webhook deliveries a store's writes queue, when they are handed over at commit
+/// (StoreObserver::on_deliveries) instead of claimed from the outbox later.
+struct OutboxLease {
+    std::string
+        owner;  ///< the lease's name; empty: deliveries are queued unleased, for any claimer
+    std::int64_t lease_ms = 0;  ///< how long from the commit
 };
 
 /// What every engine's write path takes, whatever the engine: the open_plant_store factory hands
@@ -250,6 +263,9 @@ struct WritePathOptions {
     /// Told about every transaction, on the engine's writing thread; may be null. Must outlive
     /// the store.
     StoreObserver* observer = nullptr;
+    /// Webhook deliveries queued by this store's writes are leased to this owner and handed to
+    /// `observer` at commit (needs an observer); an empty owner: they wait to be claimed.
+    OutboxLease outbox;
 };
 
 /// An asynchronous, durable plant store, namespaced by tenant: no operation ever sees another
@@ -318,6 +334,13 @@ class PlantStore {
     /// true when this process is the only writer (SQLite). PostgreSQL hears of other instances'
     /// commits through notifications, which arrive late or, across a lost connection, never.
     virtual bool reports_every_commit() const { return false; }
+    /// Runs `work` (a transaction of another connection to the same store, such as the
+    /// outbox's bookkeeping) where it does not wait on this store's writes, and returns when it
+    /// ran; what it throws is thrown here. SQLite, whose one writer holds the database's write
+    /// lock, runs it on its writer thread between two batches (a second writing connection would
+    /// wait for the lock in SQLite's busy handler, a sleep, and make the writer wait likewise);
+    /// engines with row locks run it at once. After close(): at once, on the caller's thread.
+    virtual void run_between_writes(const std::function<void()>& work) { work(); }
     /// Whether new writes would be accepted now (not while overloaded or closing), and why not.
     virtual Health health() const = 0;
     /// Stops accepting work and completes everything already accepted (each callback runs with

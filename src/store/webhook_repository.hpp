@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "domain/event.hpp"
@@ -78,6 +79,17 @@ struct ClaimedDelivery {
     std::optional<std::int64_t> failing_since;
     /// The span of the request whose change this announces (a W3C traceparent); empty: none.
     std::string traceparent;
+    /// Until when it is leased to its claimer (milliseconds since the Unix epoch).
+    std::int64_t lease_until = 0;
+};
+
+/// How many due deliveries a claim may bring of each subscription: `rooms` names some (by
+/// subscription id; 0 for one that holds all it can send), `other` is the room of every other,
+/// and `total` bounds them all together.
+struct ClaimRooms {
+    std::vector<std::pair<std::string, std::size_t>> rooms;
+    std::size_t other = 0;
+    std::size_t total = 0;
 };
 
 /// The event type stored in an outbox row. @throws std::runtime_error for a name this build
@@ -160,6 +172,16 @@ class WebhookRepository {
     /// Stores `subscription` unless its tenant has `max_per_tenant` already: false then.
     virtual bool add_subscription(const WebhookSubscription& subscription,
                                   std::size_t max_per_tenant) = 0;
+    /// How many subscriptions the tenant has, enabled or not.
+    virtual std::size_t count_subscriptions(const std::string& tenant) = 0;
+    /// Every tenant's subscriptions, without their delivery counts (the server's key check at
+    /// start, `plantstore webhook-key replace`).
+    virtual std::vector<WebhookSubscription> all_subscriptions() = 0;
+    /// Replaces the sealed secrets as they are (sealed again under another key), keeping
+    /// previous_secret_until; false when there is no such subscription.
+    virtual bool set_sealed_secrets(const std::string& tenant, const std::string& id,
+                                    const std::string& sealed_secret,
+                                    const std::optional<std::string>& sealed_previous_secret) = 0;
     /// The tenant's subscriptions with their delivery counts, oldest first.
     virtual std::vector<WebhookSubscription> list_subscriptions(const std::string& tenant) = 0;
     virtual std::optional<WebhookSubscription> find_subscription(const std::string& tenant,
@@ -187,12 +209,17 @@ class WebhookRepository {
     virtual RetryOutcome retry_event(const std::string& tenant, const std::string& subscription_id,
                                      const std::string& event_id, std::int64_t now) = 0;
 
-    /// Claims up to `limit` pending deliveries due at `now` whose lease (if any) expired, and
-    /// none of `busy_subscriptions`, leasing them to `owner` until `lease_until`, oldest due
-    /// first. Engines with several writers (PostgreSQL) let each delivery go to one claimer.
-    virtual std::vector<ClaimedDelivery> claim_due(
-        std::int64_t now, std::int64_t lease_until, std::size_t limit,
-        const std::vector<std::string>& busy_subscriptions, const std::string& owner) = 0;
+    /// Claims pending deliveries due at `now` whose lease (if any) expired, of enabled
+    /// subscriptions, leasing them to `owner` until `lease_until`: of each subscription its
+    /// oldest due first, at most its room, and at most `rooms.total` in all. Engines with
+    /// several writers (PostgreSQL) let each delivery go to one claimer. (Deliveries a plant
+    /// store queues with a lease, WritePathOptions::outbox, are claimed as they are written.)
+    virtual std::vector<ClaimedDelivery> claim_due(std::int64_t now, std::int64_t lease_until,
+                                                   const ClaimRooms& rooms,
+                                                   const std::string& owner) = 0;
+    /// Ends every lease `owner` holds on pending deliveries, so that any claimer may take them
+    /// at once (an instance that stops, with nothing in flight).
+    virtual void release_leases(const std::string& owner) = 0;
     /// Records attempts of deliveries claimed by `owner`, and their consequences, in one
     /// transaction (one durable commit however many). A delivery no longer held by `owner` (its
     /// lease expired and another claimed it) or gone (its subscription was deleted) keeps its

@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/chunk_extension_budget.hpp"
 #include "common/deadline.hpp"
 #include "common/http_text.hpp"
 #include "common/trace_context.hpp"
@@ -256,7 +257,7 @@ class Connection final : public ConnectionBase,
     // Reads, handles and answers one request. Returns whether the connection stays open.
     net::awaitable<bool> serve_one(Request& request) {
         expired_ = false;
-        ChunkExtensionBudget chunk_extensions{limits_.max_header_bytes, false};
+        common::ChunkExtensionBudget chunk_extensions{limits_.max_header_bytes, false};
         http::request_parser<http::string_body> parser;  // holds a reference to the budget
         parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
         parser.body_limit(limits_.max_body_bytes);
@@ -760,21 +761,6 @@ class Connection final : public ConnectionBase,
             discarded += read;
         }
     }
-
-    // Counts the chunk extensions of a request's body, which are ignored (RFC 9112 §7.1.1 asks a
-    // server to limit their total length); past the budget the parser stops with an error.
-    struct ChunkExtensionBudget {
-        std::size_t left = 0;
-        bool exceeded = false;
-        void operator()(std::uint64_t /*size*/, beast::string_view extensions, error_code& ec) {
-            if (extensions.size() > left) {
-                exceeded = true;
-                ec = http::error::bad_chunk_extension;
-                return;
-            }
-            left -= extensions.size();
-        }
-    };
 
     Stream socket_;
     std::shared_ptr<net::ssl::context> tls_;  // kept alive for the stream; null for TCP

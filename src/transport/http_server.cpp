@@ -176,13 +176,14 @@ class HttpServer::Impl {
 
     void start() {
         for (auto& acceptor : acceptors_) {
-            net::co_spawn(workers_.front()->context, accept_loop(acceptor), net::detached);
+            keep_running(workers_.front()->context, "ps-io accept",
+                         [this, &acceptor] { return accept_loop(acceptor); });
         }
         for (auto& worker : workers_) {
-            net::co_spawn(worker->context,
-                          sweep_deadlines(
-                              *worker, [this, index = worker->index] { observer_.on_tick(index); }),
-                          net::detached);
+            keep_running(worker->context, "ps-io sweep", [this, &worker = *worker] {
+                return sweep_deadlines(worker,
+                                       [this, index = worker.index] { observer_.on_tick(index); });
+            });
             keep_running_.push_back(net::make_work_guard(worker->context));
             // An exception escaping a handler (a connection catches its own) leaves the loop
             // where it was: it runs on at once, its other connections untouched.
@@ -252,6 +253,27 @@ class HttpServer::Impl {
     }
 
   private:
+    // Runs the coroutine `make` makes (an accept loop, a deadline sweep) on `context` for as
+    // long as the loop runs. What escapes it (a bug: connections catch their own failures) is
+    // reported as a failure of `part`, and it starts again a second later, as every background
+    // loop does (common/background_thread.hpp), instead of leaving a worker that accepts or
+    // times out nothing, silently. One that returns (a closed listener) is done.
+    template <class Make>
+    static void keep_running(net::io_context& context, const char* part, Make make) {
+        net::co_spawn(context, make(), [&context, part, make](const std::exception_ptr& failure) {
+            if (!failure) return;
+            try {
+                std::rethrow_exception(failure);
+            } catch (...) {
+                common::report_current_exception(part);
+            }
+            auto pause = std::make_shared<net::steady_timer>(context, std::chrono::seconds(1));
+            pause->async_wait([&context, part, make, pause](error_code ec) {
+                if (!ec) keep_running(context, part, make);
+            });
+        });
+    }
+
     std::shared_ptr<net::ssl::context> current_tls() {
         std::lock_guard lock(tls_mutex_);
         return tls_;

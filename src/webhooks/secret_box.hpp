@@ -29,6 +29,15 @@ class SecretKey {
     std::string bytes_;
 };
 
+/// The context a subscription's secret is sealed for: its tenant and id, so that a sealed
+/// secret copied to another subscription does not open.
+inline std::string secret_context(std::string_view tenant, std::string_view subscription) {
+    std::string context(tenant);
+    context += '/';
+    context += subscription;
+    return context;
+}
+
 /// `plaintext` sealed with `key`, bound to `context` (e.g. the tenant and subscription id):
 /// "v1." followed by the base64 of a random 12-byte nonce, the ciphertext and the 16-byte tag.
 /// @throws std::runtime_error if OpenSSL fails

@@ -257,7 +257,7 @@ TEST_F(Lifecycle, CommandLineErrorsAreOneLineSayingWhatToDo) {
         {{},
          2,
          "plantstore: a command is required: serve, config, token, tenant, backup, check, "
-         "export, import, version (see `plantstore --help`)\n"},
+         "export, import, webhook-key, version (see `plantstore --help`)\n"},
         {{"token", "create", "--name", "x", "--scope", "plants:eat", "--data-dir",
           data_dir().string()},
          2,

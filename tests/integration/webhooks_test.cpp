@@ -14,6 +14,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "fixture.hpp"
 #include "https_test_server.hpp"
 #include "otlp_collector.hpp"
+#include "support/scripted_receiver.hpp"
 
 namespace plantstore::testing_support {
 namespace {
@@ -1057,6 +1059,196 @@ TEST_F(Webhooks, OnPostgresAnotherInstanceDeliversWhatADeadOneHeld) {
     const auto again = parse_request(receiver.last_request());
     EXPECT_EQ(again.headers.at("webhook-id"), first.headers.at("webhook-id"));
     EXPECT_EQ(again.body, R"({"id":1,"name":"Ivy"})");
+}
+
+// A receiver that sends 103 Early Hints before each answer (RFC 9110 §15.2: a client reads on
+// to the final one): each plant is delivered once, marked delivered with the final status, and
+// no answer is taken for the next request's on a kept connection.
+TEST_F(Webhooks, InterimAnswersAreSkippedEachEventDeliveredOnce) {
+    start(webhook_options());
+    ScriptedReceiver receiver([](ScriptedReceiver::Peer& peer) {
+        while (peer.read_request()) {
+            peer.send("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n");
+            std::this_thread::sleep_for(300ms);
+            peer.send("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    for (int plant = 1; plant <= 3; ++plant) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(plant) + R"(,"name":"Ivy"})").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] {
+        return subscription(id).at("deliveries").at("delivered").as_int64() == 3;
+    })) << boost::json::serialize(subscription(id));
+    std::this_thread::sleep_for(700ms);  // a request sent again would be read by now
+    EXPECT_EQ(receiver.requests(), 3);
+    for (const auto& attempt : deliveries(id)) EXPECT_EQ(attempt.at("status").as_int64(), 200);
+}
+
+// A receiver that reads a request and closes without answering (on a kept connection): the
+// attempt failed, and the next one follows the schedule; the request is never sent again at
+// once on a new connection. Three attempts in the schedule: three requests, not four.
+TEST_F(Webhooks, ARequestTheReceiverReadIsNotSentAgainOutsideTheSchedule) {
+    start(webhook_options({"--webhook-retry-schedule", "0s,1s,2s"}));
+    ScriptedReceiver receiver([](ScriptedReceiver::Peer& peer) {
+        // First connection: 500, then read the retry and close. Then: 500 to each.
+        if (!peer.read_request()) return;
+        peer.send("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+        if (peer.index() == 0) {
+            peer.read_request();
+            return;
+        }
+        while (peer.read_request()) {
+            peer.send("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] {
+        const auto attempts = deliveries(id);
+        return attempts.size() == 3 && text(attempts[0].at("state")) == "failed";
+    }));
+    std::this_thread::sleep_for(1s);
+    EXPECT_EQ(receiver.requests(), 3);
+    const auto attempts = deliveries(id);
+    EXPECT_EQ(attempts[1].as_object().contains("status"), false)
+        << boost::json::serialize(attempts);  // the one read and not answered
+}
+
+// A receiver whose answer never ends (an endless chunk-size line) is read only up to a bound:
+// the attempt fails naming why, and what it sent does not grow the server's memory.
+TEST_F(Webhooks, AnEndlessAnswerFailsTheAttemptWithinABound) {
+    start(webhook_options({"--webhook-retry-schedule", "0s"}));
+    ScriptedReceiver receiver([](ScriptedReceiver::Peer& peer) {
+        if (!peer.read_request()) return;
+        if (peer.send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")) {
+            peer.flood(std::string(64 * 1024, '0'), std::uint64_t{256} << 20);
+        }
+    });
+    const auto before = static_cast<std::int64_t>(server->resident_kib());
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] {
+        const auto attempts = deliveries(id);
+        return !attempts.empty() && text(attempts[0].at("state")) == "failed";
+    }));
+    EXPECT_NE(text(deliveries(id)[0].at("error")).find("chunk-size line or the trailers"),
+              std::string::npos)
+        << boost::json::serialize(deliveries(id));
+    EXPECT_LT(receiver.bytes_sent(), std::uint64_t{32} << 20);
+    EXPECT_LT(static_cast<std::int64_t>(server->resident_kib()) - before, 64 * 1024);
+}
+
+// Every delivery to a receiver that fails them all: one log line for the subscription (and one
+// a minute after), however many attempts failed, never one per attempt.
+TEST_F(Webhooks, AFailingReceiverIsLoggedOncePerSubscriptionPerMinute) {
+    start(webhook_options({"--webhook-retry-schedule", "0s"}));
+    HttpsTestServer receiver;
+    receiver.keep_alive();
+    receiver.respond(500, "");
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    for (int plant = 1; plant <= 50; ++plant) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(plant) + R"(,"name":"Ivy"})").status, 200);
+    }
+    ASSERT_TRUE(eventually(
+        [&] { return subscription(id).at("deliveries").at("failed").as_int64() == 50; }));
+    const std::string log = server->log();
+    std::size_t lines = 0;
+    for (std::size_t at = 0; (at = log.find("\"webhook_attempt_failed\"", at)) != std::string::npos;
+         ++at) {
+        ++lines;
+    }
+    EXPECT_EQ(lines, 1U) << log;
+}
+
+// The key that seals signing secrets is part of the store: a server started without it (a
+// restore that forgot webhook.key), or with another one, refuses to start and says how to go
+// on, instead of making a new key over subscriptions it could then never sign for.
+// `plantstore webhook-key replace` is the way on without the old key: the subscriptions get new
+// secrets and wait, disabled, for their tenants to rotate and enable them.
+TEST_F(Webhooks, AMissingOrWrongKeyStopsTheStartAndReplacingItTakesSubscriptionsThroughRotation) {
+    if (testing_on_postgres()) GTEST_SKIP() << "the default key file is SQLite's";
+    start({"--webhook-allow-http", "on", "--webhook-allow-private-addresses", "on"});
+    HttpsTestServer receiver;
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    server->stop(SIGTERM);
+    const std::filesystem::path key = data_dir() / "webhook.key";
+    ASSERT_TRUE(std::filesystem::exists(key));
+    std::filesystem::rename(key, dir.path() / "saved.key");
+    const std::vector<std::string> serve = {
+        "serve",      "--listen",          "127.0.0.1:0",
+        "--data-dir", data_dir().string(), "--shutdown-delay-ms",
+        "0"};
+    const auto missing = run_plantstore(serve);
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("the webhook key " + key.string() + " is missing"),
+              std::string::npos)
+        << missing.err;
+    EXPECT_NE(missing.err.find("plantstore webhook-key replace"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(key)) << "a new key was made over the subscription";
+    std::ofstream(dir.path() / "other.key") << kKey << "\n";
+    auto wrong = serve;
+    wrong.insert(wrong.end(), {"--webhook-key-file", (dir.path() / "other.key").string()});
+    const auto refused = run_plantstore(wrong);
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_NE(refused.err.find("does not open the signing secrets of 1 of the store's 1 webhook "
+                               "subscriptions (" +
+                               id + ")"),
+              std::string::npos)
+        << refused.err;
+
+    // Restored, it serves as before.
+    std::filesystem::rename(dir.path() / "saved.key", key);
+    start({"--webhook-allow-http", "on", "--webhook-allow-private-addresses", "on"});
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 1; }));
+    server->stop(SIGTERM);
+
+    // Lost for good: a new key, the subscription disabled with a new secret until rotated.
+    std::filesystem::remove(key);
+    const auto replaced =
+        run_plantstore({"webhook-key", "replace", "--data-dir", data_dir().string()});
+    EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
+    EXPECT_NE(replaced.out.find("1 (in 1 tenants) got new secrets"), std::string::npos)
+        << replaced.out;
+    start({"--webhook-allow-http", "on", "--webhook-allow-private-addresses", "on"});
+    const auto disabled = subscription(id);
+    EXPECT_FALSE(disabled.at("enabled").as_bool());
+    EXPECT_NE(text(disabled.at("disabled_reason")).find("rotate the secret"), std::string::npos);
+    const HttpResponse rotated = call("POST", "/webhooks/" + id + "/rotate-secret");
+    ASSERT_EQ(rotated.status, 200) << rotated.body;
+    const std::string secret = text(boost::json::parse(rotated.body).at("secret"));
+    ASSERT_EQ(call("PATCH", "/webhooks/" + id, R"({"enabled":true})").status, 200);
+    ASSERT_EQ(post(R"({"id":2,"name":"Oak"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 2; }));
+    const Received received = parse_request(receiver.last_request());
+    EXPECT_TRUE(signatures(received).contains(expected_signature(secret, received)));
+}
+
+// `plantstore webhook-key replace` with the old key at hand re-seals every secret under the new
+// key: tenants see nothing change, receivers verify with the secrets they had.
+TEST_F(Webhooks, ReplacingAKeyThatOpensEverySecretKeepsThem) {
+    start(webhook_options());
+    HttpsTestServer receiver;
+    const auto created = subscribe(receiver.url());
+    const std::string secret = text(created.at("secret"));
+    server->stop(SIGTERM);
+    const auto replaced =
+        run_plantstore({"webhook-key", "replace", "--data-dir", data_dir().string(),
+                        "--webhook-key-file", key_file.string()});
+    EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
+    EXPECT_NE(replaced.out.find("1 webhook subscriptions keep their signing secrets"),
+              std::string::npos)
+        << replaced.out;
+    std::ifstream in(key_file);
+    std::string new_key;
+    in >> new_key;
+    EXPECT_NE(new_key, kKey);
+    start(webhook_options());
+    ASSERT_EQ(post(R"({"id":1,"name":"Ivy"})").status, 200);
+    ASSERT_TRUE(eventually([&] { return receiver.requests() == 1; }));
+    const Received received = parse_request(receiver.last_request());
+    EXPECT_EQ(signatures(received), std::set<std::string>{expected_signature(secret, received)});
 }
 
 }  // namespace

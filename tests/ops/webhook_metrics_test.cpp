@@ -34,6 +34,8 @@ TEST(WebhookMetrics, AttemptsByOutcomeAndTheOutboxState) {
     metrics.on_attempt("delivered", std::chrono::milliseconds(3));
     metrics.on_attempt("retry", std::chrono::milliseconds(2000));
     metrics.on_attempt("something else", std::chrono::milliseconds(1));  // counted as failed
+    metrics.on_bookkeeping("claim");
+    metrics.on_bookkeeping("claim");
     store::OutboxStats stats;
     stats.pending = 12;
     stats.oldest_pending_created_at = common::unix_ms_now() - 90'000;
@@ -44,11 +46,13 @@ TEST(WebhookMetrics, AttemptsByOutcomeAndTheOutboxState) {
         << text;
     EXPECT_TRUE(contains(text, R"(plantstore_webhook_attempts_total{outcome="retry"} 1)"));
     EXPECT_TRUE(contains(text, R"(plantstore_webhook_attempts_total{outcome="failed"} 1)"));
+    EXPECT_TRUE(contains(text, R"(plantstore_webhook_outbox_transactions_total{kind="claim"} 2)"));
     EXPECT_TRUE(
         contains(text, R"(plantstore_webhook_attempt_duration_seconds_bucket{le="0.005"} 2)"));
     EXPECT_TRUE(contains(text, R"(plantstore_webhook_attempt_duration_seconds_bucket{le="1"} 3)"));
     EXPECT_TRUE(contains(text, "plantstore_webhook_attempt_duration_seconds_count 4\n"));
     EXPECT_TRUE(contains(text, "plantstore_webhook_outbox_depth 12\n"));
+    EXPECT_TRUE(contains(text, R"(plantstore_webhook_outbox_transactions_total{kind="record"} 0)"));
     EXPECT_TRUE(contains(text, "plantstore_webhook_subscriptions_disabled 2\n"));
     // The oldest waiting delivery's age, in seconds: 90 and the moments since.
     constexpr std::string_view kAge = "\nplantstore_webhook_outbox_oldest_age_seconds ";

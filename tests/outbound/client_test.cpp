@@ -21,6 +21,7 @@
 #include "common/background_thread.hpp"
 #include "https_test_server.hpp"
 #include "support/dns_server.hpp"
+#include "support/scripted_receiver.hpp"
 #include "support/temp_dir.hpp"
 
 namespace plantstore::outbound {
@@ -29,6 +30,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing_support::DnsServer;
 using testing_support::HttpsTestServer;
+using testing_support::ScriptedReceiver;
 using testing_support::TempDir;
 
 // A listener on 127.0.0.1 that accepts connections (the kernel completes the handshake) and
@@ -307,6 +309,210 @@ TEST_F(OutboundClient, StoppingAnswersWhatIsInFlight) {
     EXPECT_EQ(response.status, 0);
     EXPECT_FALSE(response.error.empty());
     EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "stopping waited the time-out";
+}
+
+// A plain request to a scripted receiver, with a time-out long enough never to be what ends it.
+Request to(const ScriptedReceiver& receiver) {
+    Request request;
+    request.url = receiver.url();
+    request.allow_http = true;
+    request.body = "{}";
+    request.timeout = 60s;
+    return request;
+}
+
+constexpr std::string_view kOkay = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
+TEST_F(OutboundClient, InterimAnswersAreSkippedAndTheFinalOneIsTheAnswer) {
+    // 103 Early Hints, then the answer 300 ms later (RFC 9110 §15.2); then, on the same kept
+    // connection, a 500 for the next request. Taking the 103 as the answer would leave the 200
+    // to be read as the second request's answer.
+    ScriptedReceiver receiver([](ScriptedReceiver::Peer& peer) {
+        if (!peer.read_request()) return;
+        peer.send("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n");
+        std::this_thread::sleep_for(300ms);
+        peer.send("HTTP/1.1 100 Continue\r\n\r\n");
+        peer.send(kOkay);
+        if (!peer.read_request()) return;
+        peer.send("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+        peer.read_request();
+    });
+    const Response first = client_.send_and_wait(to(receiver));
+    EXPECT_EQ(first.error, "");
+    EXPECT_EQ(first.status, 200);
+    const Response second = client_.send_and_wait(to(receiver));
+    EXPECT_EQ(second.status, 500) << second.error;
+    EXPECT_TRUE(second.reused_connection);
+    EXPECT_EQ(receiver.connections(), 1);
+}
+
+TEST_F(OutboundClient, EndlessInterimAnswersFailWithinTheHeadBudget) {
+    ScriptedReceiver receiver([](ScriptedReceiver::Peer& peer) {
+        if (!peer.read_request()) return;
+        peer.flood("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n", std::uint64_t{64} << 20);
+    });
+    const Response response = client_.send_and_wait(to(receiver));
+    EXPECT_EQ(response.status, 0);
+    EXPECT_NE(response.error.find("heads are larger than 16384 bytes"), std::string::npos)
+        << response.error;
+    EXPECT_LT(receiver.bytes_sent(), std::uint64_t{32} << 20);
+}
+
+TEST_F(OutboundClient, ARequestTheReceiverReadIsNotSentAgainWhenItClosesWithoutAnAnswer) {
+    // The receiver answers the first request, keeps the connection, reads the second and closes
+    // without a word: the second is a failed request (its caller retries on its schedule), not
+    // a request sent again at once on a new connection.
+    ScriptedReceiver receiver([](ScriptedReceiver::Peer& peer) {
+        if (!peer.read_request()) return;
+        peer.send("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+        peer.read_request();
+    });
+    EXPECT_EQ(client_.send_and_wait(to(receiver)).status, 500);
+    const Response second = client_.send_and_wait(to(receiver));
+    EXPECT_EQ(second.status, 0);
+    EXPECT_FALSE(second.error.empty());
+    EXPECT_TRUE(second.reused_connection);
+    std::this_thread::sleep_for(200ms);  // a request sent again would be read by now
+    EXPECT_EQ(receiver.requests(), 2);
+    EXPECT_EQ(receiver.connections(), 1);
+}
+
+// An answer that never ends in each way a receiver can send one: read only up to a bound, then
+// given up (the receiver could not send more than that bound plus the sockets' buffers), never
+// buffered whole.
+struct EndlessAnswer {
+    const char* what;
+    std::string head;     // sent once
+    std::string pattern;  // then sent again and again
+    bool keep_body = false;
+    const char* error;  // what the failure says
+};
+
+void PrintTo(const EndlessAnswer& answer, std::ostream* out) { *out << answer.what; }
+
+class EndlessAnswers : public OutboundClient,
+                       public ::testing::WithParamInterface<EndlessAnswer> {};
+
+TEST_P(EndlessAnswers, AreReadOnlyUpToABound) {
+    const EndlessAnswer& answer = GetParam();
+    constexpr std::uint64_t kSent = std::uint64_t{256} << 20;
+    ScriptedReceiver receiver([&answer](ScriptedReceiver::Peer& peer) {
+        if (!peer.read_request()) return;
+        if (peer.send(answer.head)) peer.flood(answer.pattern, kSent);
+    });
+    Request request = to(receiver);
+    if (answer.keep_body) request.max_body_bytes = 1024;
+    const Response response = client_.send_and_wait(request);
+    EXPECT_NE(response.error.find(answer.error), std::string::npos)
+        << answer.what << ": " << response.error;
+    EXPECT_LT(receiver.bytes_sent(), std::uint64_t{32} << 20) << answer.what;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Receivers, EndlessAnswers,
+    ::testing::Values(
+        EndlessAnswer{"a header line", "HTTP/1.1 200 OK\r\nX-Endless: ", std::string(4096, 'a'),
+                      false, "heads are larger than 16384 bytes"},
+        EndlessAnswer{"a chunk-size line", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                      std::string(4096, 'f'), false, "chunk-size line or the trailers"},
+        EndlessAnswer{"a chunk size's zero padding",
+                      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                      std::string(4096, '0'), false, "chunk-size line or the trailers"},
+        EndlessAnswer{"a chunk extension",
+                      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;",
+                      std::string(4096, 'e'), false, "chunk-size line or the trailers"},
+        EndlessAnswer{"chunk extensions on many chunks",
+                      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                      "1;name=" + std::string(100, 'v') + "\r\nx\r\n", true,
+                      "chunk extensions are larger than 16384 bytes"},
+        EndlessAnswer{"a trailer line",
+                      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Trailer: ",
+                      std::string(4096, 't'), false, "chunk-size line or the trailers"},
+        EndlessAnswer{
+            "a body that is kept", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "400\r\n" + std::string(1024, 'b') + "\r\n", true, "body is larger than 1024 bytes"}),
+    [](const ::testing::TestParamInfo<EndlessAnswer>& param_info) {
+        std::string name;
+        for (const char* c = param_info.param.what; *c != '\0'; ++c) {
+            if (std::isalnum(static_cast<unsigned char>(*c)) != 0) name += *c;
+        }
+        return name;
+    });
+
+TEST_F(OutboundClient, AnEndlessBodyNobodyReadsIsDrainedUpToABoundAndTheConnectionClosed) {
+    ScriptedReceiver receiver([](ScriptedReceiver::Peer& peer) {
+        if (!peer.read_request()) return;
+        if (peer.send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")) {
+            peer.flood("400\r\n" + std::string(1024, 'b') + "\r\n", std::uint64_t{256} << 20);
+        }
+    });
+    const Response response = client_.send_and_wait(to(receiver));
+    EXPECT_EQ(response.error, "");
+    EXPECT_EQ(response.status, 200);  // the status is the answer; the body was never wanted
+    EXPECT_LT(receiver.bytes_sent(), std::uint64_t{32} << 20);
+    EXPECT_EQ(client_.stats().idle_connections, 0U);
+}
+
+TEST_F(OutboundClient, RetryAfterIsBoundedAndPortsAreNumbersFrom1To65535) {
+    EXPECT_EQ(parse_retry_after("86400", 0), kLongestRetryAfter);
+    EXPECT_EQ(parse_retry_after("9223372036854775807", 0), kLongestRetryAfter);
+    EXPECT_EQ(parse_retry_after("99999999999999999999999", 0), kLongestRetryAfter);
+    EXPECT_EQ(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", 0), kLongestRetryAfter);
+    EXPECT_EQ(parse_retry_after("-99999999999999999999999", 0), std::nullopt);
+    for (const char* port : {"0", "65536", "4294967297", "99999999999999999999"}) {
+        Request request = post();
+        request.url = std::string("https://127.0.0.1:") + port + "/hooks";
+        const Response response = client_.send_and_wait(request);
+        EXPECT_EQ(response.status, 0) << port;
+        EXPECT_NE(response.error.find("port is not a number from 1 to 65535"), std::string::npos)
+            << port << ": " << response.error;
+    }
+}
+
+TEST_F(OutboundClient, ACaFileThatFailedToLoadIsReadAgainAtTheNextRequest) {
+    Request request = post();
+    request.ca_file = (dir_.path() / "later.pem").string();
+    const Response missing = client_.send_and_wait(request);
+    EXPECT_EQ(missing.status, 0);
+    EXPECT_NE(missing.error.find("cannot load the CA file " + request.ca_file), std::string::npos)
+        << missing.error;
+    std::filesystem::copy_file(dir_.path() / "ca.pem", request.ca_file);
+    const Response loaded = client_.send_and_wait(request);
+    EXPECT_EQ(loaded.error, "");
+    EXPECT_EQ(loaded.status, 200);
+}
+
+TEST_F(OutboundClient, CachesOfNamesSessionsAndIdleConnectionsStayWithinTheirCaps) {
+    DnsServer dns;
+    ClientOptions options;
+    options.dns_servers = dns.address();
+    options.max_cached_hosts = 3;
+    options.max_idle_connections = 2;
+    Client client(options);
+    // Eight receivers (eight destinations, each a TLS session and a kept connection) and eight
+    // names (each an answer; refused by the address policy, so nothing is sent to them).
+    std::vector<std::unique_ptr<HttpsTestServer>> receivers;
+    for (int i = 0; i < 8; ++i) {
+        receivers.push_back(std::make_unique<HttpsTestServer>(dir_.path() / "server.pem",
+                                                              dir_.path() / "server.key"));
+        receivers.back()->keep_alive();
+        Request request = post();
+        request.url = receivers.back()->url("/hooks");
+        EXPECT_EQ(client.send_and_wait(request).status, 200) << i;
+        const std::string name = "receiver" + std::to_string(i) + ".test";
+        dns.set(name, "127.0.0.9", 300);
+        Request named = post();
+        named.url = "https://" + name + "/hooks";
+        named.address_allowed = [](const std::string&) { return false; };
+        EXPECT_NE(client.send_and_wait(named).error.find("may not connect to (127.0.0.9)"),
+                  std::string::npos);
+    }
+    const ClientStats stats = client.stats();
+    EXPECT_EQ(stats.dns_lookups, 8U);
+    EXPECT_EQ(stats.connections_opened, 8U);
+    EXPECT_EQ(stats.cached_names, 3U);
+    EXPECT_EQ(stats.cached_sessions, 3U);
+    EXPECT_EQ(stats.idle_connections, 2U);
 }
 
 }  // namespace

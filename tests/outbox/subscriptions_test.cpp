@@ -114,6 +114,22 @@ TEST_F(SubscriptionsTest, TheLimitPerTenantIsAConflictAndADeleteFreesRoom) {
     EXPECT_EQ(create("a", "http://127.0.0.1:9/3").kind, Kind::ok);
 }
 
+// A tenant at its limit costs no name resolution, whatever it tries (random names under a
+// wildcard zone would each take a lookup and a place in the resolver's cache).
+TEST_F(SubscriptionsTest, ATenantAtItsLimitIsRefusedBeforeItsHostIsResolved) {
+    ASSERT_EQ(create("a", "http://127.0.0.1:9/1").kind, Kind::ok);
+    ASSERT_EQ(create("a", "http://127.0.0.1:9/2").kind, Kind::ok);
+    const auto lookups = client.stats().dns_lookups;
+    for (int i = 0; i < 5; ++i) {
+        const SubscriptionOutcome refused =
+            create("a", "http://random" + std::to_string(i) + ".plantstore.invalid/hook");
+        EXPECT_EQ(refused.kind, Kind::conflict) << refused.message;
+    }
+    EXPECT_EQ(client.stats().dns_lookups, lookups);
+    EXPECT_EQ(create("b", "http://nowhere.plantstore.invalid/hook").kind, Kind::invalid);
+    EXPECT_EQ(client.stats().dns_lookups, lookups + 1);  // below its limit: resolved
+}
+
 TEST_F(SubscriptionsTest, AnUnacceptableUrlIsInvalid) {
     const SubscriptionOutcome refused = create("a", "ftp://127.0.0.1/hook");
     EXPECT_EQ(refused.kind, Kind::invalid);

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 
+#include "common/time_text.hpp"
 #include "store/open.hpp"
 #include "store/sqlite/schema.hpp"
 #include "store/store_calls.hpp"
@@ -47,9 +49,27 @@ class WebhookRepositoryContract : public testing::TestWithParam<const char*> {
         EXPECT_TRUE(repository->add_subscription(added, 20));
         return added;
     }
+    // A claim with room for 100 of every subscription but `busy` (none of those).
     std::vector<ClaimedDelivery> claim(std::int64_t now, const std::string& owner = "a",
-                                       std::vector<std::string> busy = {}) {
-        return repository->claim_due(now, now + 10'000, 100, busy, owner);
+                                       const std::vector<std::string>& busy = {}) {
+        ClaimRooms rooms;
+        for (const std::string& id : busy) rooms.rooms.emplace_back(id, 0);
+        rooms.other = 100;
+        rooms.total = 100;
+        return repository->claim_due(now, now + 10'000, rooms, owner);
+    }
+    bool on_postgres() const { return database_ != nullptr; }
+
+    // Reopens the plant store so that its writes lease their deliveries to `owner` and hand
+    // them to `observer` at commit.
+    void hand_over_to(const std::string& owner, StoreObserver& observer) {
+        plants->close();
+        StoreConfig config;
+        config.data_dir = dir_.path() / "data";
+        if (database_) config.database_url = database_->url();
+        config.writes.observer = &observer;
+        config.writes.outbox = {owner, 10'000};
+        plants = open_plant_store(config);
     }
 
     // Runs `sql` on the engine's database behind the repository's back.
@@ -159,10 +179,129 @@ TEST_P(WebhookRepositoryContract, AClaimIsLeasedToOneOwnerUntilItExpires) {
     subscription("acme", "wh_1");
     create_and_wait(*plants, "acme", plant(1, "Ivy"));
     ASSERT_EQ(claim(kLater, "a").size(), 1U);
-    EXPECT_TRUE(claim(kLater, "b").empty());            // leased to a
-    EXPECT_EQ(claim(kLater + 10'000, "b").size(), 1U);  // a's lease expired: b takes it
+    EXPECT_TRUE(claim(kLater, "a").empty());  // leased to a
+    if (on_postgres()) {
+        EXPECT_TRUE(claim(kLater, "b").empty());            // leased to a, another instance
+        EXPECT_EQ(claim(kLater + 10'000, "b").size(), 1U);  // a's lease expired: b takes it
+    } else {
+        // One process serves a data directory: a lease of another name was left by a process
+        // that died (names are new at each start), and is taken at once.
+        EXPECT_EQ(claim(kLater, "b").size(), 1U);
+    }
     const auto busy = claim(kLater + 30'000, "c", {"wh_1"});
-    EXPECT_TRUE(busy.empty());  // a busy subscription is skipped
+    EXPECT_TRUE(busy.empty());  // a subscription without room is skipped
+}
+
+// A claim takes of each subscription at most its room, each its oldest due first, and at
+// most the total in all.
+TEST_P(WebhookRepositoryContract, AClaimTakesOfEachSubscriptionAtMostItsRoom) {
+    subscription("acme", "wh_1");
+    subscription("acme", "wh_2");
+    subscription("other", "wh_3");
+    for (int id = 1; id <= 5; ++id) {
+        create_and_wait(*plants, "acme", plant(id, "Ivy"));
+        create_and_wait(*plants, "other", plant(id, "Ivy"));
+    }
+    ClaimRooms rooms;
+    rooms.rooms = {{"wh_1", 2}, {"wh_3", 0}};
+    rooms.other = 3;
+    rooms.total = 100;
+    std::map<std::string, std::vector<std::int64_t>> claimed;
+    for (const ClaimedDelivery& delivery :
+         repository->claim_due(kLater, kLater + 60'000, rooms, "a")) {
+        claimed[delivery.subscription_id].push_back(delivery.plant_id);
+        EXPECT_EQ(delivery.lease_until, kLater + 60'000);
+    }
+    EXPECT_EQ(claimed["wh_1"], (std::vector<std::int64_t>{1, 2}));  // the oldest first
+    EXPECT_EQ(claimed["wh_2"], (std::vector<std::int64_t>{1, 2, 3}));
+    EXPECT_TRUE(claimed["wh_3"].empty());
+    // What is left, within a total of 4 (whichever subscriptions it comes from).
+    rooms = {{}, 100, 4};
+    EXPECT_EQ(repository->claim_due(kLater + 20, kLater + 60'000, rooms, "a").size(), 4U);
+    EXPECT_EQ(claim(kLater + 20).size(), 15U - 5U - 4U);
+}
+
+// A store whose writes lease their deliveries to an owner hands them over at commit, with what
+// sending them needs; they are claimed by nobody until the lease ends, or its owner releases
+// it.
+TEST_P(WebhookRepositoryContract, DeliveriesLeasedAtCommitAreHandedOverAndClaimedOnlyLater) {
+    struct Collector : StoreObserver {
+        void on_batch(const BatchReport&) override {}
+        void on_maintenance_failed(std::string_view) override {}
+        void on_deliveries(std::vector<ClaimedDelivery>&& deliveries) override {
+            std::lock_guard lock(mutex);
+            for (auto& delivery : deliveries) handed.push_back(std::move(delivery));
+        }
+        std::mutex mutex;
+        std::vector<ClaimedDelivery> handed;
+    } collector;
+    subscription("acme", "wh_1");
+    subscription("acme", "wh_2");
+    ASSERT_TRUE(repository->set_events("acme", "wh_2", 7));
+    hand_over_to("me", collector);
+    const auto before = common::unix_ms_now();
+    ASSERT_EQ(create_and_wait(*plants, "acme", plant(7, "Fern", "green")).outcome,
+              WriteResult::Outcome::created);
+    create_and_wait(*plants, "acme", plant(7, "Fern", "green"));  // a replay queues nothing
+    std::vector<ClaimedDelivery> handed;
+    {
+        std::lock_guard lock(collector.mutex);
+        handed = collector.handed;
+    }
+    ASSERT_EQ(handed.size(), 2U);
+    std::sort(handed.begin(), handed.end(),
+              [](const auto& a, const auto& b) { return a.subscription_id < b.subscription_id; });
+    for (const ClaimedDelivery& delivery : handed) {
+        EXPECT_TRUE(delivery.event_id.starts_with("msg_"));
+        EXPECT_EQ(delivery.tenant, "acme");
+        EXPECT_EQ(delivery.plant_id, 7);
+        EXPECT_EQ(delivery.name, "Fern");
+        EXPECT_EQ(delivery.tag, std::optional<std::string>("green"));
+        EXPECT_EQ(delivery.seq, 1);
+        EXPECT_EQ(delivery.event_type, domain::EventType::plant_created);
+        EXPECT_EQ(delivery.attempts, 0);
+        EXPECT_EQ(delivery.url, "https://receiver.example/" + delivery.subscription_id);
+        EXPECT_EQ(delivery.sealed_secret, "sealed-" + delivery.subscription_id);
+        EXPECT_GE(delivery.created_at, before);
+        EXPECT_EQ(delivery.lease_until, delivery.created_at + 10'000);
+    }
+    EXPECT_EQ(handed[0].subscription_id, "wh_1");
+    EXPECT_EQ(handed[0].subscribed, 1);
+    EXPECT_EQ(handed[1].subscribed, 7);
+    const std::int64_t leased_until = handed[0].lease_until;
+    EXPECT_TRUE(claim(leased_until - 1, "me").empty());  // leased to its own sender
+    if (on_postgres()) {
+        EXPECT_TRUE(claim(leased_until - 1, "another").empty());
+    }
+    EXPECT_EQ(claim(leased_until, "me").size(), 2U);  // the lease ended: claimed like any other
+    // A sender that stops releases what it holds: any claimer takes it at once.
+    hand_over_to("me", collector);
+    create_and_wait(*plants, "acme", plant(8, "Ivy"));
+    repository->release_leases("me");
+    const auto released = claim(common::unix_ms_now(), "another");
+    EXPECT_EQ(released.size(), 4U);  // plant 7's (claimed by "me") and plant 8's
+    EXPECT_EQ(std::count_if(released.begin(), released.end(),
+                            [](const ClaimedDelivery& delivery) { return delivery.plant_id == 8; }),
+              2);
+}
+
+TEST_P(WebhookRepositoryContract, SubscriptionsAreCountedListedAndTheirSecretsSealedAgain) {
+    subscription("acme", "wh_1");
+    subscription("acme", "wh_2");
+    subscription("other", "wh_3");
+    EXPECT_EQ(repository->count_subscriptions("acme"), 2U);
+    EXPECT_EQ(repository->count_subscriptions("nobody"), 0U);
+    const auto all = repository->all_subscriptions();
+    ASSERT_EQ(all.size(), 3U);
+    EXPECT_EQ(all[0].tenant + "/" + all[0].id, "acme/wh_1");
+    EXPECT_EQ(all[2].tenant + "/" + all[2].id, "other/wh_3");
+    ASSERT_TRUE(repository->rotate_secret("acme", "wh_2", "rotated", 99));
+    EXPECT_TRUE(repository->set_sealed_secrets("acme", "wh_2", "again", "again-previous"));
+    EXPECT_FALSE(repository->set_sealed_secrets("other", "wh_2", "x", std::nullopt));
+    const auto sealed = repository->find_subscription("acme", "wh_2");
+    EXPECT_EQ(sealed->sealed_secret, "again");
+    EXPECT_EQ(sealed->sealed_previous_secret, std::optional<std::string>("again-previous"));
+    EXPECT_EQ(sealed->previous_secret_until, 99);
 }
 
 TEST_P(WebhookRepositoryContract, AttemptsScheduleFinishAndAreListedNewestFirst) {

@@ -18,6 +18,7 @@
 #include "common/time_text.hpp"
 #include "store/postgres/committed_batch.hpp"
 #include "store/postgres/event_listener.hpp"
+#include "store/postgres/pg_webhook_repository.hpp"
 #include "store/postgres/pipelined_connection.hpp"
 #include "store/postgres/schema.hpp"
 #include "store/postgres/statements.hpp"
@@ -445,16 +446,25 @@ class PgPlantStore::Engine {
         }
         // One statement per delete or update (statements.hpp: a shape with no plan but the key).
         for (const std::size_t i : changes) statements.push_back(change_statement(batch[i]));
-        statements.push_back({"append_events", {}, {std::to_string(now)}});
+        const OutboxLease& outbox = options_.writes.outbox;
+        const bool hand_over = !outbox.owner.empty() && options_.writes.observer != nullptr;
+        statements.push_back(
+            {"append_events",
+             {},
+             {std::to_string(now),
+              hand_over ? std::optional<std::string>(outbox.owner) : std::nullopt,
+              hand_over ? std::optional<std::string>(std::to_string(now + outbox.lease_ms))
+                        : std::nullopt}});
         statements.push_back({"durability_mark", {}, {}});
         statements.push_back({{}, "COMMIT", {}});
         const auto started = std::chrono::steady_clock::now();
         writer.connection->submit(
-            statements, [this, &writer, batch = std::move(batch), creates = std::move(creates),
-                         changes = std::move(changes), started](SegmentOutcome outcome) mutable {
+            statements,
+            [this, &writer, batch = std::move(batch), creates = std::move(creates),
+             changes = std::move(changes), started, now](SegmentOutcome outcome) mutable {
                 writer.busy = false;
                 release_keys(batch);
-                complete_batch(batch, creates, changes, std::move(outcome), started);
+                complete_batch(batch, creates, changes, std::move(outcome), started, now);
             });
     }
 
@@ -501,7 +511,7 @@ class PgPlantStore::Engine {
 
     void complete_batch(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
                         const std::vector<std::size_t>& changes, SegmentOutcome outcome,
-                        std::chrono::steady_clock::time_point started) {
+                        std::chrono::steady_clock::time_point started, std::int64_t now) {
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
         // BEGIN, the tenants' rows, the inserts, one statement per delete or update, the
@@ -526,8 +536,8 @@ class PgPlantStore::Engine {
             for (Pending& pending : batch) pending.done(WriteResult::unavailable_because(failure));
         } else if (!batch.empty()) {
             try {
-                tell_appended(outcome.results[outcome.results.size() - 3].get());
-            } catch (const PgError& error) {  // a malformed answer: nothing can be promised
+                tell_appended(outcome.results[outcome.results.size() - 3].get(), now);
+            } catch (const std::exception& error) {  // a malformed answer: nothing promised
                 failure = error.what();
                 for (Pending& pending : batch)
                     pending.done(WriteResult::unavailable_because(failure));
@@ -548,13 +558,21 @@ class PgPlantStore::Engine {
     }
 
     // Tells the observer of each tenant whose log the committed batch appended to (the rows of
-    // append_events); other instances learn it from the notification.
-    void tell_appended(const PGresult* appended) {
+    // append_events of kind 0; other instances learn it from the notification), then hands it
+    // the deliveries the batch queued leased to this instance (kind 1).
+    void tell_appended(const PGresult* appended, std::int64_t now) {
         if (options_.writes.observer == nullptr) return;
+        std::vector<ClaimedDelivery> handed;
         for (int row = 0; row < PQntuples(appended); ++row) {
-            options_.writes.observer->on_events(text_at(appended, row, 0),
-                                                int64_at(appended, row, 1));
+            if (int64_at(appended, row, 0) == 0) {
+                options_.writes.observer->on_events(text_at(appended, row, 1),
+                                                    int64_at(appended, row, 2));
+                continue;
+            }
+            handed.push_back(
+                claimed_delivery_at(appended, row, 3, now + options_.writes.outbox.lease_ms));
         }
+        if (!handed.empty()) options_.writes.observer->on_deliveries(std::move(handed));
     }
 
     // Answers each write of a committed batch that its row settles (committed_batch.hpp) and moves

@@ -8,11 +8,6 @@ namespace {
 
 std::string number(std::int64_t value) { return std::to_string(value); }
 
-std::optional<std::string> optional_number(std::optional<std::int64_t> value) {
-    if (!value) return std::nullopt;
-    return std::to_string(*value);
-}
-
 constexpr const char* kSubscriptionColumns =
     "s.tenant, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, s.enabled, "
     "s.disabled_reason, s.failing_since, s.created_at, "
@@ -43,6 +38,30 @@ WebhookSubscription read_subscription(const PGresult* rows, int row) {
 }
 
 }  // namespace
+
+ClaimedDelivery claimed_delivery_at(const PGresult* rows, int row, int first,
+                                    std::int64_t lease_until) {
+    ClaimedDelivery delivery;
+    delivery.event_id = text_at(rows, row, first);
+    delivery.tenant = text_at(rows, row, first + 1);
+    delivery.subscription_id = text_at(rows, row, first + 2);
+    delivery.plant_id = int64_at(rows, row, first + 3);
+    delivery.name = text_at(rows, row, first + 4);
+    delivery.tag = optional_text_at(rows, row, first + 5);
+    delivery.attempts = static_cast<int>(int64_at(rows, row, first + 6));
+    delivery.created_at = int64_at(rows, row, first + 7);
+    delivery.url = text_at(rows, row, first + 8);
+    delivery.sealed_secret = text_at(rows, row, first + 9);
+    delivery.sealed_previous_secret = optional_text_at(rows, row, first + 10);
+    delivery.previous_secret_until = int64_at(rows, row, first + 11);
+    delivery.failing_since = optional_int64_at(rows, row, first + 12);
+    delivery.event_type = stored_event_type(text_at(rows, row, first + 13));
+    delivery.seq = optional_int64_at(rows, row, first + 14).value_or(0);
+    delivery.subscribed = int64_at(rows, row, first + 15);
+    delivery.traceparent = optional_text_at(rows, row, first + 16).value_or("");
+    delivery.lease_until = lease_until;
+    return delivery;
+}
 
 PgWebhookRepository::PgWebhookRepository(std::string conninfo)
     : conninfo_(std::move(conninfo)), connection_(open_current_schema(conninfo_)) {}
@@ -90,6 +109,35 @@ bool PgWebhookRepository::add_subscription(const WebhookSubscription& subscripti
              number(subscription.created_at), number(subscription.events)});
         return true;
     });
+}
+
+std::size_t PgWebhookRepository::count_subscriptions(const std::string& tenant) {
+    const Result count =
+        run("SELECT count(*) FROM webhook_subscriptions WHERE tenant = $1", {tenant});
+    return static_cast<std::size_t>(int64_at(count.get(), 0, 0));
+}
+
+std::vector<WebhookSubscription> PgWebhookRepository::all_subscriptions() {
+    const Result rows =
+        run("SELECT s.tenant, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, "
+            "s.enabled, s.disabled_reason, s.failing_since, s.created_at, 0, 0, 0, s.events "
+            "FROM webhook_subscriptions s ORDER BY s.tenant, s.created_at, s.id");
+    std::vector<WebhookSubscription> subscriptions;
+    subscriptions.reserve(static_cast<std::size_t>(PQntuples(rows.get())));
+    for (int row = 0; row < PQntuples(rows.get()); ++row) {
+        subscriptions.push_back(read_subscription(rows.get(), row));
+    }
+    return subscriptions;
+}
+
+bool PgWebhookRepository::set_sealed_secrets(
+    const std::string& tenant, const std::string& id, const std::string& sealed_secret,
+    const std::optional<std::string>& sealed_previous_secret) {
+    const Result updated =
+        run("UPDATE webhook_subscriptions SET secret = $3, previous_secret = $4 "
+            "WHERE tenant = $1 AND id = $2 RETURNING id",
+            {tenant, id, sealed_secret, sealed_previous_secret});
+    return PQntuples(updated.get()) == 1;
 }
 
 std::vector<WebhookSubscription> PgWebhookRepository::list_subscriptions(
@@ -213,89 +261,123 @@ WebhookRepository::RetryOutcome PgWebhookRepository::retry_event(const std::stri
     });
 }
 
-std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(
-    std::int64_t now, std::int64_t lease_until, std::size_t limit,
-    const std::vector<std::string>& busy_subscriptions, const std::string& owner) {
-    std::string busy = "{";
-    for (const std::string& id : busy_subscriptions) append_array_element(busy, id);
-    busy += '}';
-    // SKIP LOCKED: rows another instance is claiming right now are left to it.
-    const Result rows = run(
-        "WITH due AS (SELECT id FROM webhook_deliveries WHERE state = 'pending' "
-        "AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) "
-        "AND NOT (subscription_id = ANY ($5::text[])) ORDER BY next_attempt_at LIMIT $3 "
-        "FOR UPDATE SKIP LOCKED), "
-        "claimed AS (UPDATE webhook_deliveries d SET lease_owner = $4, lease_until = $2 "
-        "FROM due WHERE d.id = due.id RETURNING d.*) "
-        "SELECT c.id, c.tenant, c.subscription_id, c.plant_id, c.name, c.tag, c.attempts, "
-        "c.created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, "
-        "s.failing_since, c.event_type, c.seq, s.events, c.traceparent FROM claimed c "
-        "JOIN webhook_subscriptions s "
-        "ON s.tenant = c.tenant AND s.id = c.subscription_id",
-        {number(now), number(lease_until), number(static_cast<std::int64_t>(limit)), owner, busy});
+std::vector<ClaimedDelivery> PgWebhookRepository::claim_due(std::int64_t now,
+                                                            std::int64_t lease_until,
+                                                            const ClaimRooms& rooms,
+                                                            const std::string& owner) {
+    if (rooms.total == 0) return {};
+    std::string ids = "{";
+    std::string counts = "{";
+    for (const auto& [subscription, room] : rooms.rooms) {
+        append_array_element(ids, subscription);
+        if (counts.size() > 1) counts += ',';
+        counts += std::to_string(room);
+    }
+    ids += '}';
+    counts += '}';
+    // Each enabled subscription's oldest due deliveries, at most its room, through the
+    // (tenant, subscription_id, next_attempt_at) index of pending ones (schema migration 10);
+    // then the oldest of those, at most the total. SKIP LOCKED: rows another instance is
+    // claiming right now are left to it.
+    const Result rows =
+        run(R"sql(
+WITH rooms AS (SELECT * FROM unnest($5::text[], $6::bigint[]) AS r(id, room)),
+open AS (SELECT s.tenant, s.id, coalesce(r.room, $7::bigint) AS room
+         FROM webhook_subscriptions s LEFT JOIN rooms r ON r.id = s.id
+         WHERE s.enabled AND coalesce(r.room, $7::bigint) > 0),
+picked AS (SELECT d.id FROM open o CROSS JOIN LATERAL (
+               SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+               WHERE d.tenant = o.tenant AND d.subscription_id = o.id AND d.state = 'pending'
+                 AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until <= $1)
+               ORDER BY d.next_attempt_at LIMIT o.room FOR UPDATE SKIP LOCKED) d
+           ORDER BY d.next_attempt_at LIMIT $3),
+claimed AS (UPDATE webhook_deliveries d SET lease_owner = $4, lease_until = $2
+            FROM picked WHERE d.id = picked.id RETURNING d.*)
+SELECT c.id, c.tenant, c.subscription_id, c.plant_id, c.name, c.tag, c.attempts, c.created_at,
+       s.url, s.secret, s.previous_secret, s.previous_secret_until, s.failing_since,
+       c.event_type, c.seq, s.events, c.traceparent
+FROM claimed c JOIN webhook_subscriptions s ON s.tenant = c.tenant AND s.id = c.subscription_id
+ORDER BY c.next_attempt_at)sql",
+            {number(now), number(lease_until), number(static_cast<std::int64_t>(rooms.total)),
+             owner, ids, counts, number(static_cast<std::int64_t>(rooms.other))});
     std::vector<ClaimedDelivery> claimed;
+    claimed.reserve(static_cast<std::size_t>(PQntuples(rows.get())));
     for (int row = 0; row < PQntuples(rows.get()); ++row) {
-        ClaimedDelivery delivery;
-        delivery.event_id = text_at(rows.get(), row, 0);
-        delivery.tenant = text_at(rows.get(), row, 1);
-        delivery.subscription_id = text_at(rows.get(), row, 2);
-        delivery.plant_id = int64_at(rows.get(), row, 3);
-        delivery.name = text_at(rows.get(), row, 4);
-        delivery.tag = optional_text_at(rows.get(), row, 5);
-        delivery.attempts = static_cast<int>(int64_at(rows.get(), row, 6));
-        delivery.created_at = int64_at(rows.get(), row, 7);
-        delivery.url = text_at(rows.get(), row, 8);
-        delivery.sealed_secret = text_at(rows.get(), row, 9);
-        delivery.sealed_previous_secret = optional_text_at(rows.get(), row, 10);
-        delivery.previous_secret_until = int64_at(rows.get(), row, 11);
-        delivery.failing_since = optional_int64_at(rows.get(), row, 12);
-        delivery.event_type = stored_event_type(text_at(rows.get(), row, 13));
-        delivery.seq = optional_int64_at(rows.get(), row, 14).value_or(0);
-        delivery.subscribed = int64_at(rows.get(), row, 15);
-        delivery.traceparent = optional_text_at(rows.get(), row, 16).value_or("");
-        claimed.push_back(std::move(delivery));
+        claimed.push_back(claimed_delivery_at(rows.get(), row, 0, lease_until));
     }
     return claimed;
 }
 
+void PgWebhookRepository::release_leases(const std::string& owner) {
+    run("UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL "
+        "WHERE lease_owner = $1 AND state = 'pending'",
+        {owner});
+}
+
 void PgWebhookRepository::store_attempts(const std::vector<RecordedAttempt>& attempts,
                                          const std::string& owner) {
-    in_transaction([&] {
-        for (const auto& [delivery, record] : attempts) {
-            run("INSERT INTO webhook_attempts (delivery_id, tenant, subscription_id, attempt, at, "
-                "status, error, duration_ms) SELECT id, tenant, subscription_id, $2, $3, $4, $5, "
-                "$6 FROM webhook_deliveries WHERE id = $1",
-                {delivery.event_id, number(delivery.attempts + 1), number(record.at),
-                 record.status ? std::optional<std::string>(std::to_string(*record.status))
-                               : std::nullopt,
-                 record.error, number(record.duration_ms)});
-            const char* state = record.delivered         ? "delivered"
-                                : record.next_attempt_at ? "pending"
-                                                         : "failed";
-            const bool finished = record.delivered || !record.next_attempt_at;
-            run("UPDATE webhook_deliveries SET attempts = attempts + 1, state = $3, "
-                "next_attempt_at = $4, finished_at = $5, lease_owner = NULL, lease_until = NULL "
-                "WHERE id = $1 AND lease_owner = $2",
-                {delivery.event_id, owner, std::string(state),
-                 record.delivered ? std::nullopt : optional_number(record.next_attempt_at),
-                 finished ? std::optional<std::string>(number(record.at)) : std::nullopt});
-        }
-        for (const FailingSinceChange& change : failing_since_changes(attempts)) {
-            if (!change.first_failure) {
-                run("UPDATE webhook_subscriptions SET failing_since = NULL WHERE tenant = $1 AND "
-                    "id = $2 AND failing_since IS NOT NULL",
-                    {change.tenant, change.subscription_id});
-            } else {
-                // $4: whether a delivery of the batch cleared it before the failure at $3.
-                run("UPDATE webhook_subscriptions SET failing_since = CASE WHEN $4::boolean "
-                    "THEN $3::bigint ELSE coalesce(failing_since, $3::bigint) END "
-                    "WHERE tenant = $1 AND id = $2",
-                    {change.tenant, change.subscription_id, number(*change.first_failure),
-                     std::string(change.cleared ? "true" : "false")});
-            }
-        }
-        return 0;
-    });
+    if (attempts.empty()) return;
+    // One statement for the whole batch, whatever its size: each attempt logged, each delivery
+    // still leased to `owner` moved on, and each subscription's failing_since written once
+    // (and only when it changes).
+    std::string ids = "{", numbers = "{", at = "{", statuses = "{", errors = "{", durations = "{",
+                states = "{", next = "{", finished = "{";
+    const auto add_number = [](std::string& literal, std::optional<std::int64_t> value) {
+        if (literal.size() > 1) literal += ',';
+        literal += value ? std::to_string(*value) : "NULL";
+    };
+    for (const auto& [delivery, record] : attempts) {
+        append_array_element(ids, delivery.event_id);
+        add_number(numbers, delivery.attempts + 1);
+        add_number(at, record.at);
+        add_number(statuses,
+                   record.status ? std::optional<std::int64_t>(*record.status) : std::nullopt);
+        append_array_element(errors, record.error);
+        add_number(durations, record.duration_ms);
+        append_array_element(states, std::string_view(record.delivered         ? "delivered"
+                                                      : record.next_attempt_at ? "pending"
+                                                                               : "failed"));
+        add_number(next, record.delivered ? std::nullopt : record.next_attempt_at);
+        add_number(finished, record.delivered || !record.next_attempt_at
+                                 ? std::optional<std::int64_t>(record.at)
+                                 : std::nullopt);
+    }
+    std::string tenants = "{", subscriptions = "{", cleared = "{", failures = "{";
+    for (const FailingSinceChange& change : failing_since_changes(attempts)) {
+        append_array_element(tenants, change.tenant);
+        append_array_element(subscriptions, change.subscription_id);
+        append_array_element(cleared, std::string_view(change.cleared ? "t" : "f"));
+        add_number(failures, change.first_failure);
+    }
+    for (std::string* literal : {&ids, &numbers, &at, &statuses, &errors, &durations, &states,
+                                 &next, &finished, &tenants, &subscriptions, &cleared, &failures}) {
+        *literal += '}';
+    }
+    run(R"sql(
+WITH a AS (SELECT * FROM unnest($2::text[], $3::integer[], $4::bigint[], $5::integer[],
+                                $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::bigint[])
+               AS t(id, attempt, at, status, error, duration_ms, state, next_attempt_at,
+                    finished_at)),
+logged AS (INSERT INTO webhook_attempts (delivery_id, tenant, subscription_id, attempt, at,
+                                         status, error, duration_ms)
+           SELECT d.id, d.tenant, d.subscription_id, a.attempt, a.at, a.status, a.error,
+                  a.duration_ms
+           FROM a JOIN webhook_deliveries d ON d.id = a.id),
+moved AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, state = a.state,
+                 next_attempt_at = a.next_attempt_at, finished_at = a.finished_at,
+                 lease_owner = NULL, lease_until = NULL
+          FROM a WHERE d.id = a.id AND d.lease_owner = $1),
+c AS (SELECT * FROM unnest($11::text[], $12::text[], $13::boolean[], $14::bigint[])
+          AS t(tenant, id, cleared, first_failure)),
+failing AS (SELECT c.tenant, c.id,
+                   CASE WHEN c.first_failure IS NULL THEN NULL
+                        WHEN c.cleared THEN c.first_failure
+                        ELSE coalesce(s.failing_since, c.first_failure) END AS since
+            FROM c JOIN webhook_subscriptions s ON s.tenant = c.tenant AND s.id = c.id)
+UPDATE webhook_subscriptions s SET failing_since = f.since FROM failing f
+WHERE s.tenant = f.tenant AND s.id = f.id AND s.failing_since IS DISTINCT FROM f.since)sql",
+        {owner, ids, numbers, at, statuses, errors, durations, states, next, finished, tenants,
+         subscriptions, cleared, failures});
 }
 
 std::size_t PgWebhookRepository::prune(std::int64_t before, std::size_t limit) {

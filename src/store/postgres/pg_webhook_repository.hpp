@@ -12,6 +12,14 @@
 
 namespace plantstore::store::postgres {
 
+/// A delivery as a claim, or the batch that queued it, returns it: from column `first` on, id,
+/// tenant, subscription_id, plant_id, name, tag, attempts, created_at, then its subscription's
+/// url, secret, previous_secret, previous_secret_until, failing_since, then event_type, seq,
+/// its subscription's events, traceparent; leased until `lease_until`.
+/// @throws std::runtime_error for an event type this build does not know
+ClaimedDelivery claimed_delivery_at(const PGresult* rows, int row, int first,
+                                    std::int64_t lease_until);
+
 class PgWebhookRepository final : public WebhookRepository {
   public:
     /// Connects and applies migrations. @throws PgError naming what failed
@@ -19,6 +27,11 @@ class PgWebhookRepository final : public WebhookRepository {
 
     bool add_subscription(const WebhookSubscription& subscription,
                           std::size_t max_per_tenant) override;
+    std::size_t count_subscriptions(const std::string& tenant) override;
+    std::vector<WebhookSubscription> all_subscriptions() override;
+    bool set_sealed_secrets(const std::string& tenant, const std::string& id,
+                            const std::string& sealed_secret,
+                            const std::optional<std::string>& sealed_previous_secret) override;
     std::vector<WebhookSubscription> list_subscriptions(const std::string& tenant) override;
     std::optional<WebhookSubscription> find_subscription(const std::string& tenant,
                                                          const std::string& id) override;
@@ -35,9 +48,9 @@ class PgWebhookRepository final : public WebhookRepository {
     RetryOutcome retry_event(const std::string& tenant, const std::string& subscription_id,
                              const std::string& event_id, std::int64_t now) override;
     std::vector<ClaimedDelivery> claim_due(std::int64_t now, std::int64_t lease_until,
-                                           std::size_t limit,
-                                           const std::vector<std::string>& busy_subscriptions,
+                                           const ClaimRooms& rooms,
                                            const std::string& owner) override;
+    void release_leases(const std::string& owner) override;
     std::size_t prune(std::int64_t before, std::size_t limit) override;
     OutboxStats stats() override;
 

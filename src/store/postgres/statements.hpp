@@ -126,9 +126,13 @@ inline constexpr const char* kEventsChannel = "plantstore_events";
 /// Numbers the events the batch staged with each tenant's next seqs (in the order they were
 /// staged), appends them to the log, adds the plants created less those deleted to the tenant's
 /// count, queues one webhook delivery of each event per enabled subscription of its tenant that
-/// receives its type, and notifies kEventsChannel. Parameter: $1 the time (milliseconds). One row
-/// per tenant it appended to: (tenant, last seq). Delivery ids begin with the time in hex, so new
-/// rows go to the end of the primary key's B-tree.
+/// receives its type, leased to $2 until $3 when $2 is not NULL (the instance that hands them to
+/// its dispatcher at commit), and notifies kEventsChannel. Parameters: $1 the time
+/// (milliseconds), $2 the lease's owner (NULL: none), $3 its end. Rows: kind 0, one per tenant it
+/// appended to (kind, tenant, last seq); then, with an owner, kind 1, one per delivery it queued:
+/// (kind, NULL, NULL, and from column 3 the delivery as claimed_delivery_at() reads it,
+/// pg_webhook_repository.hpp). Delivery ids begin with the time in hex, so new rows go to the
+/// end of the primary key's B-tree.
 inline const std::string& append_events_statement() {
     static const std::string statement =
         std::string(R"sql(
@@ -155,15 +159,25 @@ logged AS (
     SELECT tenant, seq, type, plant_id, name, tag, $1 FROM numbered),
 queued AS (
     INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, created_at,
-                                    next_attempt_at, event_type, seq, traceparent)
+                                    next_attempt_at, event_type, seq, traceparent, lease_owner,
+                                    lease_until)
     SELECT 'msg_' || lpad(to_hex($1::bigint), 12, '0') ||
            substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), s.tenant, s.id, n.plant_id,
-           n.name, n.tag, $1, $1, n.type, n.seq, n.traceparent
+           n.name, n.tag, $1, $1, n.type, n.seq, n.traceparent, $2::text, $3::bigint
     FROM numbered n
     JOIN webhook_subscriptions s ON s.tenant = n.tenant AND s.enabled
-                                    AND (s.events & n.type_bit) <> 0)
-SELECT tenant, last_seq, pg_notify('plantstore_events', last_seq || ' ' || tenant)
-FROM counters)sql";
+                                    AND (s.events & n.type_bit) <> 0
+    RETURNING id, tenant, subscription_id, plant_id, name, tag, event_type, seq, traceparent)
+SELECT 0, c.tenant, c.last_seq, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM counters c CROSS JOIN LATERAL (SELECT pg_notify('plantstore_events',
+                                                     c.last_seq || ' ' || c.tenant)) AS told
+UNION ALL
+SELECT 1, NULL, NULL, q.id, q.tenant, q.subscription_id, q.plant_id, q.name, q.tag, 0, $1,
+       s.url, s.secret, s.previous_secret, s.previous_secret_until, s.failing_since,
+       q.event_type, q.seq, s.events, q.traceparent
+FROM queued q JOIN webhook_subscriptions s ON s.tenant = q.tenant AND s.id = q.subscription_id
+WHERE $2::text IS NOT NULL)sql";
     return statement;
 }
 

@@ -106,10 +106,12 @@ class SqlitePlantStore::Checkpointer {
 class SqlitePlantStore::Writer {
   public:
     Writer(const std::filesystem::path& data_dir, Checkpointer& checkpointer,
-           StoreObserver* observer, std::int64_t default_quota, std::size_t cache_mib)
+           StoreObserver* observer, std::int64_t default_quota, std::size_t cache_mib,
+           OutboxLease outbox)
         : checkpointer_(checkpointer),
           observer_(observer),
           default_quota_(default_quota),
+          outbox_(std::move(outbox)),
           db_(open_store_database(data_dir)),
           begin_(db_->prepare("BEGIN IMMEDIATE")),
           commit_(db_->prepare("COMMIT")),
@@ -141,16 +143,20 @@ class SqlitePlantStore::Writer {
               db_->prepare("INSERT INTO plant_events (tenant, seq, type, plant_id, name, tag, at) "
                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")),
           // The outbox: one pending delivery of the event per enabled webhook subscription of
-          // the tenant that receives its type (store/webhook_repository.hpp). Delivery ids start
-          // with the time in hex, so a batch's rows go to the end of the primary key's B-tree
-          // (a few pages) instead of one random page each.
+          // the tenant that receives its type (store/webhook_repository.hpp), leased to this
+          // instance's dispatcher when there is one (?10, until ?11), which gets them after the
+          // commit. Delivery ids start with the time in hex, so a batch's rows go to the end of
+          // the primary key's B-tree (a few pages) instead of one random page each.
           enqueue_deliveries_(db_->prepare(
               "INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, "
-              "created_at, next_attempt_at, event_type, seq, traceparent) SELECT 'msg_' || "
-              "printf('%012x', ?5) || lower(hex(randomblob(10))), tenant, id, ?2, ?3, ?4, ?5, ?5, "
-              "?6, ?7, ?9 "
+              "created_at, next_attempt_at, event_type, seq, traceparent, lease_owner, "
+              "lease_until) SELECT 'msg_' || printf('%012x', ?5) || lower(hex(randomblob(10))), "
+              "tenant, id, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?9, ?10, ?11 "
               "FROM webhook_subscriptions WHERE tenant = ?1 AND enabled = 1 AND "
-              "(events & ?8) != 0")) {
+              "(events & ?8) != 0 RETURNING id, subscription_id")),
+          read_subscriptions_(db_->prepare(
+              "SELECT id, url, secret, previous_secret, previous_secret_until, failing_since, "
+              "events FROM webhook_subscriptions WHERE tenant = ?1 AND enabled = 1")) {
         // Replaces SQLite's automatic checkpoint, which would run inside a commit.
         sqlite3_wal_hook(db_->handle(), &Writer::after_commit, this);
         // Pages the writer keeps in memory (--sqlite-cache-mib, 2 MiB as SQLite's default). More
@@ -176,14 +182,20 @@ class SqlitePlantStore::Writer {
         results.clear();
         tenants_.clear();
         appended_.clear();
+        handed_.clear();
         auto failure = commit_batch(batch, results);
         if (failure.empty()) {
             for (const auto& [tenant, state] : tenants_) {
                 if (state.appended) appended_.emplace(tenant, state.last_seq);
             }
+        } else {
+            handed_.clear();
         }
         return failure;
     }
+
+    /// The deliveries the last committed batch queued leased to this instance.
+    std::vector<ClaimedDelivery> take_handed() { return std::exchange(handed_, {}); }
 
   private:
     std::string commit_batch(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
@@ -253,6 +265,15 @@ class SqlitePlantStore::Writer {
     const std::map<std::string, std::int64_t, std::less<>>& appended() const { return appended_; }
 
   private:
+    // What a handed-over delivery needs of its subscription.
+    struct Subscription {
+        std::string url;
+        std::string sealed_secret;
+        std::optional<std::string> sealed_previous_secret;
+        std::int64_t previous_secret_until = 0;
+        std::optional<std::int64_t> failing_since;
+        domain::EventSet events = 0;
+    };
     // A tenant's row as this batch has changed it so far.
     struct TenantState {
         std::int64_t last_seq = 0;
@@ -260,6 +281,8 @@ class SqlitePlantStore::Writer {
         PlantQuotaSetting quota;
         bool appended = false;    ///< the batch changed something of the tenant's
         bool subscribed = false;  ///< it has an enabled webhook subscription
+        /// Its enabled subscriptions by id, read at its first delivery handed over in the batch.
+        std::optional<std::map<std::string, Subscription, std::less<>>> subscriptions;
     };
 
     // The row of `pending`'s tenant, read at its first write in the batch; nullptr after a
@@ -421,6 +444,10 @@ class SqlitePlantStore::Writer {
             return fail("INSERT plant_events", append_event_);
         append_event_.reset();
         if (!state.subscribed) return {};
+        const bool hand_over = !outbox_.owner.empty();
+        if (hand_over && !state.subscriptions) {
+            if (auto failure = read_subscriptions(tenant, state); !failure.empty()) return failure;
+        }
         enqueue_deliveries_.bind(1, tenant)
             .bind(2, pending.plant.id)
             .bind(3, std::string_view(plant.name))
@@ -432,10 +459,56 @@ class SqlitePlantStore::Writer {
             .bind(9, pending.traceparent.empty()
                          ? std::optional<std::string_view>()
                          : std::optional<std::string_view>(pending.traceparent));
-        if (enqueue_deliveries_.try_step() != SQLITE_DONE) {
-            return fail("INSERT webhook_deliveries", enqueue_deliveries_);
+        if (hand_over) {
+            enqueue_deliveries_.bind(10, std::string_view(outbox_.owner))
+                .bind(11, at + outbox_.lease_ms);
         }
+        int rc = SQLITE_ROW;
+        while ((rc = enqueue_deliveries_.try_step()) == SQLITE_ROW) {
+            if (!hand_over) continue;
+            const auto found = state.subscriptions->find(enqueue_deliveries_.column_text(1));
+            if (found == state.subscriptions->end()) continue;  // cannot be: same transaction
+            const Subscription& subscription = found->second;
+            ClaimedDelivery& delivery = handed_.emplace_back();
+            delivery.event_id = enqueue_deliveries_.column_text(0);
+            delivery.event_type = type;
+            delivery.seq = seq;
+            delivery.subscribed = subscription.events;
+            delivery.tenant = tenant;
+            delivery.subscription_id = found->first;
+            delivery.plant_id = pending.plant.id;
+            delivery.name = plant.name;
+            delivery.tag = plant.tag;
+            delivery.created_at = at;
+            delivery.url = subscription.url;
+            delivery.sealed_secret = subscription.sealed_secret;
+            delivery.sealed_previous_secret = subscription.sealed_previous_secret;
+            delivery.previous_secret_until = subscription.previous_secret_until;
+            delivery.failing_since = subscription.failing_since;
+            delivery.traceparent = pending.traceparent;
+            delivery.lease_until = at + outbox_.lease_ms;
+        }
+        if (rc != SQLITE_DONE) return fail("INSERT webhook_deliveries", enqueue_deliveries_);
         enqueue_deliveries_.reset();
+        return {};
+    }
+
+    // Reads the enabled subscriptions of `tenant` into `state`, or says why the batch failed.
+    std::string read_subscriptions(std::string_view tenant, TenantState& state) {
+        state.subscriptions.emplace();
+        read_subscriptions_.bind(1, tenant);
+        int rc = SQLITE_ROW;
+        while ((rc = read_subscriptions_.try_step()) == SQLITE_ROW) {
+            state.subscriptions->emplace(
+                read_subscriptions_.column_text(0),
+                Subscription{read_subscriptions_.column_text(1), read_subscriptions_.column_text(2),
+                             read_subscriptions_.column_optional_text(3),
+                             read_subscriptions_.column_int64(4),
+                             read_subscriptions_.column_optional_int64(5),
+                             read_subscriptions_.column_int64(6)});
+        }
+        if (rc != SQLITE_DONE) return fail("SELECT webhook_subscriptions", read_subscriptions_);
+        read_subscriptions_.reset();
         return {};
     }
 
@@ -512,6 +585,7 @@ class SqlitePlantStore::Writer {
     Checkpointer& checkpointer_;
     StoreObserver* observer_;
     std::int64_t default_quota_;  ///< --max-plants-per-tenant (0: unlimited)
+    const OutboxLease outbox_;
     int pages_at_last_request_ = 0;
     std::unique_ptr<Database> db_;
     Statement begin_;
@@ -528,6 +602,9 @@ class SqlitePlantStore::Writer {
     std::map<std::string, std::int64_t, std::less<>> appended_;
     Statement append_event_;
     Statement enqueue_deliveries_;
+    Statement read_subscriptions_;
+    /// The deliveries the batch queued leased to this instance, handed over once it commits.
+    std::vector<ClaimedDelivery> handed_;
 };
 
 // One read connection and its statements (the pages' in statements.hpp).
@@ -669,8 +746,10 @@ SqlitePlantStore::Options with_current_schema(SqlitePlantStore::Options options)
 SqlitePlantStore::SqlitePlantStore(Options options)
     : options_(with_current_schema(std::move(options))),
       checkpointer_(std::make_unique<Checkpointer>(options_.data_dir, options_.writes.observer)),
-      writer_(std::make_unique<Writer>(options_.data_dir, *checkpointer_, options_.writes.observer,
-                                       options_.writes.max_plants_per_tenant, options_.cache_mib)),
+      writer_(std::make_unique<Writer>(
+          options_.data_dir, *checkpointer_, options_.writes.observer,
+          options_.writes.max_plants_per_tenant, options_.cache_mib,
+          options_.writes.observer != nullptr ? options_.writes.outbox : OutboxLease{})),
       queue_(options_.writes.max_pending) {
     queue_.writes().reserve(options_.writes.max_batch);
     thread_.start("ps-sqlite-write", [this] { run_writer(); });
@@ -731,17 +810,41 @@ void SqlitePlantStore::usage(std::string tenant, UsageCallback done) {
 }
 
 std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limit) {
-    // On the writer's thread, between batches: a second writing connection would make the
-    // writer wait for its lock (SQLite's busy handler sleeps milliseconds at a time).
-    PruneRequest request{before, limit, {}};
-    auto pruned = request.pruned.get_future();
     {
         std::lock_guard lock(mutex_);
         if (queue_.closing()) return 0;
-        prune_requests_.push_back(&request);
-        if (queue_.writes().empty()) work_available_.notify_one();
     }
-    return pruned.get();
+    std::size_t pruned = 0;
+    try {
+        // The writer's own connection, between batches.
+        run_between_writes([&] { pruned = writer_->prune(before, limit); });
+    } catch (const std::exception& error) {
+        if (options_.writes.observer != nullptr) {
+            options_.writes.observer->on_maintenance_failed(std::string("pruning the event log: ") +
+                                                            error.what());
+        }
+    }
+    return pruned;
+}
+
+void SqlitePlantStore::run_between_writes(const std::function<void()>& work) {
+    Between request{&work, {}};
+    auto ran = request.ran.get_future();
+    {
+        std::lock_guard lock(mutex_);
+        // Once closed (or on the writer's own thread) nothing writes beside it: at once, here.
+        if (!queue_.closing() && !thread_.is_current()) {
+            between_.push_back(&request);
+            if (queue_.writes().empty()) work_available_.notify_one();
+        } else {
+            request.work = nullptr;
+        }
+    }
+    if (request.work == nullptr) {
+        work();
+        return;
+    }
+    ran.get();
 }
 
 void SqlitePlantStore::enqueue(Pending pending) {
@@ -774,18 +877,6 @@ void SqlitePlantStore::close() {
     thread_.stop();
 }
 
-void SqlitePlantStore::run_prune(PruneRequest& request) {
-    try {
-        request.pruned.set_value(writer_->prune(request.before, request.limit));
-    } catch (const std::exception& error) {
-        if (options_.writes.observer != nullptr) {
-            options_.writes.observer->on_maintenance_failed(std::string("pruning the event log: ") +
-                                                            error.what());
-        }
-        request.pruned.set_value(0);
-    }
-}
-
 void SqlitePlantStore::run_writer() {
     std::vector<Pending>& pending = queue_.writes();  // under mutex_
     std::vector<Pending> batch;
@@ -795,14 +886,20 @@ void SqlitePlantStore::run_writer() {
     for (;;) {
         {
             std::unique_lock lock(mutex_);
-            work_available_.wait(lock, [&] {
-                return queue_.closing() || !pending.empty() || !prune_requests_.empty();
-            });
-            if (!prune_requests_.empty()) {
-                std::vector<PruneRequest*> prunes;
-                prunes.swap(prune_requests_);
+            work_available_.wait(
+                lock, [&] { return queue_.closing() || !pending.empty() || !between_.empty(); });
+            if (!between_.empty()) {
+                std::vector<Between*> requests;
+                requests.swap(between_);
                 lock.unlock();
-                for (PruneRequest* request : prunes) run_prune(*request);
+                for (Between* request : requests) {
+                    try {
+                        (*request->work)();
+                        request->ran.set_value();
+                    } catch (...) {
+                        request->ran.set_exception(std::current_exception());
+                    }
+                }
                 continue;
             }
             if (pending.empty()) return;  // closing, and everything accepted is committed
@@ -825,6 +922,9 @@ void SqlitePlantStore::run_writer() {
             options_.writes.observer->on_batch(report);
             for (const auto& [tenant, last] : writer_->appended()) {
                 options_.writes.observer->on_events(tenant, last);
+            }
+            if (auto handed = writer_->take_handed(); !handed.empty()) {
+                options_.writes.observer->on_deliveries(std::move(handed));
             }
         }
         for (std::size_t i = 0; i < batch.size(); ++i) {

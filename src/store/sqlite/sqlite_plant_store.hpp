@@ -53,16 +53,18 @@ class SqlitePlantStore final : public PlantStore {
                      EventReadCallback done) override;
     void usage(std::string tenant, UsageCallback done) override;
     std::size_t prune_events(std::int64_t before, std::size_t limit) override;
+    /// On the writer's thread, between two batches.
+    void run_between_writes(const std::function<void()>& work) override;
     Health health() const override;
     /// Stops accepting work, commits everything already accepted, and joins the writer.
     void close() override;
 
   private:
     using Pending = WriteRequest;
-    struct PruneRequest {
-        std::int64_t before = 0;
-        std::size_t limit = 0;
-        std::promise<std::size_t> pruned;
+    // Work of another connection waiting to run on the writer's thread (run_between_writes).
+    struct Between {
+        const std::function<void()>* work = nullptr;
+        std::promise<void> ran;
     };
     class Writer;
     class Reader;
@@ -70,7 +72,6 @@ class SqlitePlantStore final : public PlantStore {
 
     void enqueue(Pending pending);
     void run_writer();
-    void run_prune(PruneRequest& request);
     /// Runs `query` on a pooled reader and hands its result (or unavailable) to `done`.
     template <typename Result, typename Query>
     void run_read(const std::function<void(Result)>& done, Query query);
@@ -85,7 +86,7 @@ class SqlitePlantStore final : public PlantStore {
     WriteQueue<std::vector<Pending>> queue_;  // guarded by mutex_
     std::mutex readers_mutex_;
     std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
-    std::vector<PruneRequest*> prune_requests_;          // guarded by mutex_
+    std::vector<Between*> between_;                      // guarded by mutex_
     common::BackgroundThread thread_;
 };
 

@@ -1,32 +1,21 @@
 #include "store/sqlite/sqlite_webhook_repository.hpp"
 
-#include "common/json_text.hpp"
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+
 #include "store/sqlite/schema.hpp"
 
 namespace plantstore::store::sqlite {
 
 namespace {
 
-// A JSON array of strings, for json_each(): the busy subscriptions a claim skips.
-std::string json_string_array(const std::vector<std::string>& values) {
-    std::string json = "[";
-    for (const std::string& value : values) {
-        if (json.size() > 1) json += ',';
-        common::append_json_string(json, value);
-    }
-    return json + "]";
-}
-
-// Deliveries due at ?1 whose lease expired, of enabled subscriptions not in the JSON array ?5,
-// found subscription by subscription through the (subscription_id, next_attempt_at) index, each
-// subscription's oldest first: a subscription with a large backlog that is busy (a slow
-// receiver) costs a look nothing, where one scan in time order over every pending delivery
-// would skip its backlog row by row. CROSS JOIN keeps subscriptions the outer loop.
-constexpr const char* kDueDeliveries =
-    "webhook_subscriptions s CROSS JOIN webhook_deliveries d "
-    "WHERE s.enabled = 1 AND s.id NOT IN (SELECT value FROM json_each(?5)) "
-    "AND d.subscription_id = s.id AND d.tenant = s.tenant AND d.state = 'pending' "
-    "AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)";
+// A delivery that a claim by ?2 at ?1 may take: pending, due, and not leased to ?2 beyond ?1.
+// One process serves a data directory, so a lease of any other owner was left by a process that
+// died (its name is new at each start): it is taken at once.
+constexpr const char* kClaimable =
+    "d.state = 'pending' AND d.next_attempt_at <= ?1 AND "
+    "(d.lease_until IS NULL OR d.lease_until <= ?1 OR d.lease_owner IS NOT ?2)";
 
 constexpr const char* kSubscriptionColumns =
     "s.tenant, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, s.enabled, "
@@ -59,27 +48,31 @@ WebhookSubscription read_subscription(const Statement& row) {
 
 }  // namespace
 
-SqliteWebhookRepository::SqliteWebhookRepository(const std::filesystem::path& data_dir)
-    : db_(open_store_database(data_dir)) {
-    // Leases left by a process that died: this process is the only one serving the directory.
-    db_->exec(
-        "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL "
-        "WHERE lease_until IS NOT NULL");
-}
+SqliteWebhookRepository::SqliteWebhookRepository(const std::filesystem::path& data_dir,
+                                                 PlantStore* serving)
+    : db_(open_store_database(data_dir)), serving_(serving) {}
 
 SqliteWebhookRepository::~SqliteWebhookRepository() = default;
 
 template <typename Work>
 auto SqliteWebhookRepository::in_transaction(Work work) {
-    db_->exec("BEGIN IMMEDIATE");
-    try {
-        auto result = work();
-        db_->exec("COMMIT");
-        return result;
-    } catch (...) {
-        db_->try_exec("ROLLBACK");
-        throw;
+    std::optional<decltype(work())> result;
+    const std::function<void()> transaction = [&] {
+        db_->exec("BEGIN IMMEDIATE");
+        try {
+            result.emplace(work());
+            db_->exec("COMMIT");
+        } catch (...) {
+            db_->try_exec("ROLLBACK");
+            throw;
+        }
+    };
+    if (serving_ != nullptr) {
+        serving_->run_between_writes(transaction);
+    } else {
+        transaction();
     }
+    return std::move(*result);
 }
 
 bool SqliteWebhookRepository::add_subscription(const WebhookSubscription& subscription,
@@ -100,6 +93,39 @@ bool SqliteWebhookRepository::add_subscription(const WebhookSubscription& subscr
             .bind(6, subscription.events);
         insert.step();
         return true;
+    });
+}
+
+std::size_t SqliteWebhookRepository::count_subscriptions(const std::string& tenant) {
+    auto count = db_->prepare("SELECT count(*) FROM webhook_subscriptions WHERE tenant = ?1");
+    count.bind(1, std::string_view(tenant));
+    count.step();
+    return static_cast<std::size_t>(count.column_int64(0));
+}
+
+std::vector<WebhookSubscription> SqliteWebhookRepository::all_subscriptions() {
+    auto query = db_->prepare(
+        "SELECT s.tenant, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, "
+        "s.enabled, s.disabled_reason, s.failing_since, s.created_at, 0, 0, 0, s.events "
+        "FROM webhook_subscriptions s ORDER BY s.tenant, s.created_at, s.id");
+    std::vector<WebhookSubscription> subscriptions;
+    while (query.step()) subscriptions.push_back(read_subscription(query));
+    return subscriptions;
+}
+
+bool SqliteWebhookRepository::set_sealed_secrets(
+    const std::string& tenant, const std::string& id, const std::string& sealed_secret,
+    const std::optional<std::string>& sealed_previous_secret) {
+    return in_transaction([&] {
+        auto update = db_->prepare(
+            "UPDATE webhook_subscriptions SET secret = ?3, previous_secret = ?4 "
+            "WHERE tenant = ?1 AND id = ?2");
+        update.bind(1, std::string_view(tenant))
+            .bind(2, std::string_view(id))
+            .bind(3, std::string_view(sealed_secret))
+            .bind(4, sealed_previous_secret)
+            .step();
+        return db_->changes() == 1;
     });
 }
 
@@ -170,24 +196,31 @@ bool SqliteWebhookRepository::set_enabled(const std::string& tenant, const std::
 
 bool SqliteWebhookRepository::set_events(const std::string& tenant, const std::string& id,
                                          domain::EventSet events) {
-    auto update =
-        db_->prepare("UPDATE webhook_subscriptions SET events = ?3 WHERE tenant = ?1 AND id = ?2");
-    update.bind(1, std::string_view(tenant)).bind(2, std::string_view(id)).bind(3, events).step();
-    return db_->changes() == 1;
+    return in_transaction([&] {
+        auto update = db_->prepare(
+            "UPDATE webhook_subscriptions SET events = ?3 WHERE tenant = ?1 AND id = ?2");
+        update.bind(1, std::string_view(tenant))
+            .bind(2, std::string_view(id))
+            .bind(3, events)
+            .step();
+        return db_->changes() == 1;
+    });
 }
 
 bool SqliteWebhookRepository::rotate_secret(const std::string& tenant, const std::string& id,
                                             const std::string& sealed_secret,
                                             std::int64_t previous_until) {
-    auto update = db_->prepare(
-        "UPDATE webhook_subscriptions SET previous_secret = secret, secret = ?3, "
-        "previous_secret_until = ?4 WHERE tenant = ?1 AND id = ?2");
-    update.bind(1, std::string_view(tenant))
-        .bind(2, std::string_view(id))
-        .bind(3, std::string_view(sealed_secret))
-        .bind(4, previous_until)
-        .step();
-    return db_->changes() == 1;
+    return in_transaction([&] {
+        auto update = db_->prepare(
+            "UPDATE webhook_subscriptions SET previous_secret = secret, secret = ?3, "
+            "previous_secret_until = ?4 WHERE tenant = ?1 AND id = ?2");
+        update.bind(1, std::string_view(tenant))
+            .bind(2, std::string_view(id))
+            .bind(3, std::string_view(sealed_secret))
+            .bind(4, previous_until)
+            .step();
+        return db_->changes() == 1;
+    });
 }
 
 std::vector<DeliveryAttemptView> SqliteWebhookRepository::list_attempts(
@@ -243,78 +276,100 @@ WebhookRepository::RetryOutcome SqliteWebhookRepository::retry_event(
     });
 }
 
-std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(
-    std::int64_t now, std::int64_t lease_until, std::size_t limit,
-    const std::vector<std::string>& busy_subscriptions, const std::string& owner) {
-    const std::string busy = json_string_array(busy_subscriptions);
-    // Whether anything is due, without the write lock: the plant writer shares it, and many
-    // looks find nothing to claim.
-    auto due = db_->prepare(std::string("SELECT 1 FROM ") + kDueDeliveries + " LIMIT 1");
-    due.bind(1, now).bind(5, std::string_view(busy));
-    if (!due.step()) return {};
-    due.reset();
+std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(std::int64_t now,
+                                                                std::int64_t lease_until,
+                                                                const ClaimRooms& rooms,
+                                                                const std::string& owner) {
+    if (rooms.total == 0) return {};
+    // Whether anything is due, without the write lock: most looks find nothing to claim. Found
+    // subscription by subscription through the (subscription_id, next_attempt_at) index, so a
+    // large backlog that is not due yet costs a look nothing, where one scan in time order over
+    // every pending delivery would skip it row by row (CROSS JOIN keeps subscriptions the outer
+    // loop).
+    {
+        auto due = db_->prepare(
+            std::string("SELECT 1 FROM webhook_subscriptions s CROSS JOIN webhook_deliveries d "
+                        "WHERE s.enabled = 1 AND d.subscription_id = s.id AND d.tenant = s.tenant "
+                        "AND ") +
+            kClaimable + " LIMIT 1");
+        due.bind(1, now).bind(2, std::string_view(owner));
+        if (!due.step()) return {};
+    }
+    std::unordered_map<std::string_view, std::size_t> room_of;
+    for (const auto& [subscription, room] : rooms.rooms) room_of.emplace(subscription, room);
     return in_transaction([&] {
+        // Subscription by subscription, each its oldest due first and at most its room; the
+        // first looked at goes round from one claim to the next, so that the total bounds no
+        // subscription out for good.
+        auto subscriptions = db_->prepare(
+            "SELECT tenant, id, url, secret, previous_secret, previous_secret_until, "
+            "failing_since, events FROM webhook_subscriptions WHERE enabled = 1 "
+            "ORDER BY id > ?1 DESC, id");
+        subscriptions.bind(1, std::string_view(last_claimed_));
         auto claim = db_->prepare(
-            std::string("UPDATE webhook_deliveries SET lease_owner = ?4, lease_until = ?2 WHERE "
-                        "id IN (SELECT d.id FROM ") +
-            kDueDeliveries +
-            " LIMIT ?3) "
-            "RETURNING id, tenant, subscription_id, plant_id, name, tag, attempts, created_at, "
+            std::string("UPDATE webhook_deliveries SET lease_owner = ?2, lease_until = ?5 "
+                        "WHERE id IN (SELECT id FROM webhook_deliveries d "
+                        "WHERE d.subscription_id = ?3 AND d.tenant = ?4 AND ") +
+            kClaimable +
+            " ORDER BY d.next_attempt_at LIMIT ?6) "
+            "RETURNING next_attempt_at, id, plant_id, name, tag, attempts, created_at, "
             "event_type, seq, traceparent");
-        claim.bind(1, now)
-            .bind(2, lease_until)
-            .bind(3, static_cast<std::int64_t>(limit))
-            .bind(4, std::string_view(owner))
-            .bind(5, std::string_view(busy));
         std::vector<ClaimedDelivery> claimed;
-        while (claim.step()) {
-            ClaimedDelivery delivery;
-            delivery.event_id = claim.column_text(0);
-            delivery.tenant = claim.column_text(1);
-            delivery.subscription_id = claim.column_text(2);
-            delivery.plant_id = claim.column_int64(3);
-            delivery.name = claim.column_text(4);
-            delivery.tag = claim.column_optional_text(5);
-            delivery.attempts = static_cast<int>(claim.column_int64(6));
-            delivery.created_at = claim.column_int64(7);
-            delivery.event_type = stored_event_type(claim.column_text(8));
-            delivery.seq = claim.column_optional_int64(9).value_or(0);
-            delivery.traceparent = claim.column_optional_text(10).value_or("");
-            claimed.push_back(std::move(delivery));
-        }
-        claim.reset();
-        auto subscription = db_->prepare(
-            "SELECT url, secret, previous_secret, previous_secret_until, failing_since, events "
-            "FROM webhook_subscriptions WHERE tenant = ?1 AND id = ?2");
-        // A claim holds many deliveries of few subscriptions: each is read once, into the
-        // deliveries after its first.
-        const ClaimedDelivery* last = nullptr;
-        for (ClaimedDelivery& delivery : claimed) {
-            if (last && last->subscription_id == delivery.subscription_id &&
-                last->tenant == delivery.tenant) {
-                delivery.url = last->url;
-                delivery.sealed_secret = last->sealed_secret;
-                delivery.sealed_previous_secret = last->sealed_previous_secret;
-                delivery.previous_secret_until = last->previous_secret_until;
-                delivery.failing_since = last->failing_since;
-                delivery.subscribed = last->subscribed;
-                last = &delivery;
-                continue;
+        while (claimed.size() < rooms.total && subscriptions.step()) {
+            const std::string id = subscriptions.column_text(1);
+            const auto found = room_of.find(id);
+            const std::size_t room = std::min(found == room_of.end() ? rooms.other : found->second,
+                                              rooms.total - claimed.size());
+            if (room == 0) continue;
+            const std::string tenant = subscriptions.column_text(0);
+            claim.bind(1, now)
+                .bind(2, std::string_view(owner))
+                .bind(3, std::string_view(id))
+                .bind(4, std::string_view(tenant))
+                .bind(5, lease_until)
+                .bind(6, static_cast<std::int64_t>(room));
+            std::vector<std::pair<std::int64_t, ClaimedDelivery>> due;
+            while (claim.step()) {
+                ClaimedDelivery delivery;
+                delivery.event_id = claim.column_text(1);
+                delivery.tenant = tenant;
+                delivery.subscription_id = id;
+                delivery.plant_id = claim.column_int64(2);
+                delivery.name = claim.column_text(3);
+                delivery.tag = claim.column_optional_text(4);
+                delivery.attempts = static_cast<int>(claim.column_int64(5));
+                delivery.created_at = claim.column_int64(6);
+                delivery.event_type = stored_event_type(claim.column_text(7));
+                delivery.seq = claim.column_optional_int64(8).value_or(0);
+                delivery.traceparent = claim.column_optional_text(9).value_or("");
+                delivery.url = subscriptions.column_text(2);
+                delivery.sealed_secret = subscriptions.column_text(3);
+                delivery.sealed_previous_secret = subscriptions.column_optional_text(4);
+                delivery.previous_secret_until = subscriptions.column_int64(5);
+                delivery.failing_since = subscriptions.column_optional_int64(6);
+                delivery.subscribed = subscriptions.column_int64(7);
+                delivery.lease_until = lease_until;
+                due.emplace_back(claim.column_int64(0), std::move(delivery));
             }
-            last = &delivery;
-            subscription.bind(1, std::string_view(delivery.tenant))
-                .bind(2, std::string_view(delivery.subscription_id));
-            if (subscription.step()) {
-                delivery.url = subscription.column_text(0);
-                delivery.sealed_secret = subscription.column_text(1);
-                delivery.sealed_previous_secret = subscription.column_optional_text(2);
-                delivery.previous_secret_until = subscription.column_int64(3);
-                delivery.failing_since = subscription.column_optional_int64(4);
-                delivery.subscribed = subscription.column_int64(5);
-            }
-            subscription.reset();
+            claim.reset();
+            if (due.empty()) continue;
+            // RETURNING comes in no promised order: oldest due first.
+            std::stable_sort(due.begin(), due.end(),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+            for (auto& [at, delivery] : due) claimed.push_back(std::move(delivery));
+            last_claimed_ = id;
         }
         return claimed;
+    });
+}
+
+void SqliteWebhookRepository::release_leases(const std::string& owner) {
+    in_transaction([&] {
+        auto release = db_->prepare(
+            "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL "
+            "WHERE lease_owner = ?1 AND state = 'pending'");
+        release.bind(1, std::string_view(owner)).step();
+        return 0;
     });
 }
 

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <string>
 
+#include "store/plant_store.hpp"
 #include "store/webhook_repository.hpp"
 
 namespace plantstore::store::sqlite {
@@ -15,12 +18,21 @@ class Database;
 
 class SqliteWebhookRepository final : public WebhookRepository {
   public:
-    /// @throws SqliteError naming what could not be opened
-    explicit SqliteWebhookRepository(const std::filesystem::path& data_dir);
+    /// `serving`, when not null, is the plant store this process serves from the same data
+    /// directory: every write transaction runs through its run_between_writes(), so that it never
+    /// waits for the writer's lock (nor makes the writer wait for its own). It must outlive the
+    /// repository. @throws SqliteError naming what could not be opened
+    explicit SqliteWebhookRepository(const std::filesystem::path& data_dir,
+                                     PlantStore* serving = nullptr);
     ~SqliteWebhookRepository() override;
 
     bool add_subscription(const WebhookSubscription& subscription,
                           std::size_t max_per_tenant) override;
+    std::size_t count_subscriptions(const std::string& tenant) override;
+    std::vector<WebhookSubscription> all_subscriptions() override;
+    bool set_sealed_secrets(const std::string& tenant, const std::string& id,
+                            const std::string& sealed_secret,
+                            const std::optional<std::string>& sealed_previous_secret) override;
     std::vector<WebhookSubscription> list_subscriptions(const std::string& tenant) override;
     std::optional<WebhookSubscription> find_subscription(const std::string& tenant,
                                                          const std::string& id) override;
@@ -37,9 +49,9 @@ class SqliteWebhookRepository final : public WebhookRepository {
     RetryOutcome retry_event(const std::string& tenant, const std::string& subscription_id,
                              const std::string& event_id, std::int64_t now) override;
     std::vector<ClaimedDelivery> claim_due(std::int64_t now, std::int64_t lease_until,
-                                           std::size_t limit,
-                                           const std::vector<std::string>& busy_subscriptions,
+                                           const ClaimRooms& rooms,
                                            const std::string& owner) override;
+    void release_leases(const std::string& owner) override;
     std::size_t prune(std::int64_t before, std::size_t limit) override;
     OutboxStats stats() override;
 
@@ -53,6 +65,8 @@ class SqliteWebhookRepository final : public WebhookRepository {
     auto in_transaction(Work work);
 
     std::unique_ptr<Database> db_;
+    PlantStore* serving_;
+    std::string last_claimed_;  // the subscription a claim took from last
 };
 
 }  // namespace plantstore::store::sqlite

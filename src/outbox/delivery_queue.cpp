@@ -1,0 +1,210 @@
+#include "outbox/delivery_queue.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace plantstore::outbox {
+
+namespace {
+
+// A subscription's pace is measured over windows of this long (or half the time a delivery may
+// wait, when shorter), while it holds something; a delivery that waited too long ends one at
+// once, if it lasted this long at least.
+constexpr std::int64_t kPaceWindowMs = 1000;
+constexpr std::int64_t kShortestWindowMs = 100;
+// A subscription that held nothing for this long is forgotten (its pace with it).
+constexpr std::int64_t kForgetAfterMs = 60'000;
+
+}  // namespace
+
+DeliveryQueue::DeliveryQueue(QueueLimits limits) : limits_(limits) {
+    limits_.workers = std::max<std::size_t>(limits_.workers, 1);
+    limits_.per_subscription = std::max<std::size_t>(limits_.per_subscription, 1);
+    limits_.per_tenant = std::clamp<std::size_t>(limits_.per_tenant, 1, limits_.workers);
+}
+
+void DeliveryQueue::measure(Flow& flow, std::int64_t now, bool now_if_possible) const {
+    const std::int64_t elapsed = now - flow.window_start;
+    const std::int64_t window = std::clamp((limits_.lease_ms - limits_.send_margin_ms) / 2,
+                                           kShortestWindowMs, kPaceWindowMs);
+    if (elapsed < (now_if_possible ? kShortestWindowMs : window)) return;
+    const double sample =
+        static_cast<double>(flow.completed) * 1000.0 / static_cast<double>(elapsed);
+    flow.rate = flow.rate < 0 ? sample : (flow.rate + sample) / 2;
+    flow.window_start = now;
+    flow.completed = 0;
+}
+
+std::size_t DeliveryQueue::hold(const Flow& flow) const {
+    if (flow.rate < 0) return kFirstHold;
+    // What it completes in half the time a delivery may wait here before it must be sent.
+    const double wait_s =
+        static_cast<double>(std::max<std::int64_t>(limits_.lease_ms - limits_.send_margin_ms, 0)) /
+        1000.0;
+    const double jobs = flow.rate * wait_s / 2;
+    if (jobs >= static_cast<double>(limits_.max_held)) return limits_.max_held;
+    // At least its concurrency in flight and as many waiting behind them.
+    return std::max(2 * limits_.per_subscription, static_cast<std::size_t>(jobs));
+}
+
+bool DeliveryQueue::offer(store::ClaimedDelivery delivery, std::int64_t now) {
+    if (queued_ + in_flight_ >= limits_.max_held ||
+        delivery.lease_until - now < limits_.send_margin_ms) {
+        return false;
+    }
+    auto [at, added] = flows_.try_emplace(delivery.subscription_id);
+    Flow& flow = at->second;
+    if (added || (flow.queue.empty() && flow.in_flight == 0)) {
+        // Its pace is measured while it holds something.
+        flow.window_start = now;
+        flow.completed = 0;
+    }
+    flow.tenant = delivery.tenant;
+    measure(flow, now);
+    if (flow.queue.size() + flow.in_flight >= hold(flow)) return false;
+    flow.last_active = now;
+    Tenant& tenant = tenants_[delivery.tenant];
+    tenant.ready.insert(at->first);
+    ready_.insert(delivery.tenant);
+    flow.queue.push_back(std::move(delivery));
+    ++queued_;
+    return true;
+}
+
+std::optional<store::ClaimedDelivery> DeliveryQueue::take(Tenant& tenant, const std::string& name,
+                                                          std::int64_t now) {
+    Flow& flow = flows_.at(name);
+    if (flow.in_flight >= limits_.per_subscription) return std::nullopt;
+    // One whose lease would end before an attempt could be made and recorded is left to be
+    // claimed again later.
+    bool expired = false;
+    while (!flow.queue.empty() && flow.queue.front().lease_until - now < limits_.send_margin_ms) {
+        flow.queue.pop_front();
+        --queued_;
+        ++expired_;
+        expired = true;
+    }
+    // It held more than it could send: its pace says how much less it should hold.
+    if (expired) measure(flow, now, true);
+    if (flow.queue.empty()) {
+        drained(flow);
+        // (`name` may be the very element: found first, then erased by its position.)
+        if (const auto at = tenant.ready.find(name); at != tenant.ready.end()) {
+            tenant.ready.erase(at);
+        }
+        return std::nullopt;
+    }
+    store::ClaimedDelivery delivery = std::move(flow.queue.front());
+    flow.queue.pop_front();
+    --queued_;
+    ++flow.in_flight;
+    ++tenant.in_flight;
+    ++in_flight_;
+    flow.last_active = now;
+    tenant.last = name;
+    if (flow.queue.empty()) {
+        drained(flow);
+        tenant.ready.erase(tenant.last);
+    }
+    return delivery;
+}
+
+std::optional<store::ClaimedDelivery> DeliveryQueue::next(std::int64_t now) {
+    if (in_flight_ >= limits_.workers) return std::nullopt;
+    // The tenants in turn, starting after the one served last; in a tenant, its subscriptions
+    // the same way. (Iterators of a std::set outlive the erasure of other elements.)
+    auto at = ready_.upper_bound(last_tenant_);
+    for (std::size_t looked = 0, tenants = ready_.size(); looked < tenants; ++looked) {
+        if (at == ready_.end()) at = ready_.begin();
+        if (at == ready_.end()) break;
+        const auto following = std::next(at);
+        Tenant& tenant = tenants_.at(*at);
+        if (tenant.in_flight < limits_.per_tenant) {
+            auto sub = tenant.ready.upper_bound(tenant.last);
+            for (std::size_t seen = 0, count = tenant.ready.size(); seen < count; ++seen) {
+                if (sub == tenant.ready.end()) sub = tenant.ready.begin();
+                if (sub == tenant.ready.end()) break;
+                const auto after = std::next(sub);
+                if (auto taken = take(tenant, *sub, now)) {
+                    last_tenant_ = *at;
+                    if (tenant.ready.empty()) ready_.erase(at);
+                    return taken;
+                }
+                sub = after;
+            }
+            if (tenant.ready.empty()) ready_.erase(at);
+        }
+        at = following;
+    }
+    return std::nullopt;
+}
+
+void DeliveryQueue::finished(const std::string& tenant_name, const std::string& subscription,
+                             std::int64_t now) {
+    --in_flight_;
+    if (const auto found = tenants_.find(tenant_name); found != tenants_.end()) {
+        --found->second.in_flight;
+        if (found->second.in_flight == 0 && found->second.ready.empty()) tenants_.erase(found);
+    }
+    if (const auto found = flows_.find(subscription); found != flows_.end()) {
+        Flow& flow = found->second;
+        --flow.in_flight;
+        ++flow.completed;
+        flow.last_active = now;
+        measure(flow, now);
+        if (flow.queue.empty()) drained(flow);
+    }
+}
+
+std::size_t DeliveryQueue::room(const std::string& subscription, std::int64_t now) {
+    const auto found = flows_.find(subscription);
+    if (found == flows_.end()) return kFirstHold;
+    Flow& flow = found->second;
+    if (!flow.queue.empty() || flow.in_flight > 0) measure(flow, now);
+    const std::size_t held = flow.queue.size() + flow.in_flight;
+    const std::size_t most = hold(flow);
+    return held < most ? most - held : 0;
+}
+
+store::ClaimRooms DeliveryQueue::rooms(std::int64_t now) {
+    store::ClaimRooms rooms;
+    for (const auto& [subscription, flow] : flows_) {
+        rooms.rooms.emplace_back(subscription, room(subscription, now));
+    }
+    rooms.other = kFirstHold;
+    const std::size_t held = queued_ + in_flight_;
+    rooms.total = held < limits_.max_held ? limits_.max_held - held : 0;
+    return rooms;
+}
+
+void DeliveryQueue::filled_by_claim(const std::string& subscription) {
+    if (const auto found = flows_.find(subscription); found != flows_.end()) {
+        found->second.more_due = true;
+    }
+}
+
+void DeliveryQueue::drained(Flow& flow) {
+    if (!flow.more_due || flow.queue.size() + flow.in_flight >= hold(flow)) return;
+    flow.more_due = false;
+    wants_claim_ = true;
+}
+
+void DeliveryQueue::clear_queued() {
+    for (auto& [subscription, flow] : flows_) flow.queue.clear();
+    for (auto it = tenants_.begin(); it != tenants_.end();) {
+        it->second.ready.clear();
+        it = it->second.in_flight == 0 ? tenants_.erase(it) : std::next(it);
+    }
+    ready_.clear();
+    queued_ = 0;
+}
+
+void DeliveryQueue::forget_idle(std::int64_t now) {
+    std::erase_if(flows_, [now](const auto& entry) {
+        const Flow& flow = entry.second;
+        return flow.queue.empty() && flow.in_flight == 0 && now - flow.last_active > kForgetAfterMs;
+    });
+}
+
+}  // namespace plantstore::outbox

@@ -1,0 +1,122 @@
+// Outbox layer (see dispatcher.hpp): which webhook delivery goes next, and how many each
+// subscription may hold. Pure: no threads, no I/O, no clock (every time is given, in Unix
+// milliseconds); the dispatcher calls it under its lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "store/webhook_repository.hpp"
+
+namespace plantstore::outbox {
+
+struct QueueLimits {
+    std::size_t workers = 16;          ///< deliveries in flight in all
+    std::size_t per_tenant = 8;        ///< in flight for one tenant's subscriptions together
+    std::size_t per_subscription = 4;  ///< in flight to one subscription
+    std::size_t max_held = 16384;      ///< held here (queued and in flight) in all
+    /// What a delivery's lease must still have left when it is sent: the attempt's time-out and
+    /// the time to record it. One with less is dropped unsent (it is claimed again once its
+    /// lease ends, by this instance or another).
+    std::int64_t send_margin_ms = 20'000;
+    /// How long a claim leases what it takes.
+    std::int64_t lease_ms = 35'000;
+};
+
+/// The deliveries held to be sent, per tenant and subscription in the order they came, and those
+/// in flight. next() serves the tenants in turn (round-robin, starting after the one served
+/// last), and within a tenant its subscriptions in turn, each within its limits, so that a
+/// tenant (or subscription) with a backlog never keeps another from its turn.
+///
+/// How many deliveries one subscription may hold (its hold) follows its receiver's pace: what it
+/// completes per second (measured over each second it is busy, or half the time a delivery may
+/// wait when that is shorter, smoothed; and at once when a delivery waited too long) times half
+/// the time a delivery may wait here (its lease less the send margin), at least twice its
+/// concurrency; before any pace is known, kFirstHold. So a fast receiver's subscription holds
+/// thousands and is claimed for rarely, and a slow one's holds what it can send before the leases
+/// end, never more.
+class DeliveryQueue {
+  public:
+    /// What a subscription may hold before its receiver's pace is known.
+    static constexpr std::size_t kFirstHold = 1024;
+
+    explicit DeliveryQueue(QueueLimits limits);
+
+    /// Takes `delivery` to send, unless everything held is at max_held, its subscription holds
+    /// its hold, or its lease is too short to send it: false then, and it waits in the outbox
+    /// until its lease ends.
+    bool offer(store::ClaimedDelivery delivery, std::int64_t now);
+    /// The next delivery to send, counted in flight; nullopt when none has room. Drops
+    /// deliveries whose lease no longer leaves the send margin.
+    std::optional<store::ClaimedDelivery> next(std::int64_t now);
+    /// An attempt of a delivery next() gave has ended.
+    void finished(const std::string& tenant, const std::string& subscription, std::int64_t now);
+
+    /// What a claim may bring now: the room of each subscription held here (its hold less what
+    /// it holds), kFirstHold for any other, and what is left of max_held in all.
+    store::ClaimRooms rooms(std::int64_t now);
+    /// The room of `subscription` (kFirstHold when none is known).
+    std::size_t room(const std::string& subscription, std::int64_t now);
+    /// A claim brought all the room `subscription` had: more may be due. When what it holds has
+    /// been sent, wants_claim() says so (a claim then, not at the next poll).
+    void filled_by_claim(const std::string& subscription);
+    /// Whether a subscription whose last claim filled its room has sent what it held since the
+    /// last call.
+    bool wants_claim() { return std::exchange(wants_claim_, false); }
+    /// Drops everything queued (not in flight): the dispatcher stops.
+    void clear_queued();
+    /// Forgets the pace of subscriptions that held nothing for a minute.
+    void forget_idle(std::int64_t now);
+
+    std::size_t queued() const { return queued_; }
+    std::size_t in_flight() const { return in_flight_; }
+    /// Deliveries dropped so far because their lease ran too short here.
+    std::uint64_t expired() const { return expired_; }
+
+  private:
+    struct Flow {  // one subscription
+        std::string tenant;
+        std::deque<store::ClaimedDelivery> queue;
+        std::size_t in_flight = 0;
+        // Its pace: attempts completed since `window_start`, and the smoothed rate per second
+        // (negative: not known yet).
+        std::int64_t window_start = 0;
+        std::size_t completed = 0;
+        double rate = -1;
+        std::int64_t last_active = 0;
+        bool more_due = false;  // its last claim filled its room
+    };
+    struct Tenant {
+        std::set<std::string> ready;  // its subscriptions with something queued
+        std::string last;             // its subscription served last
+        std::size_t in_flight = 0;
+    };
+
+    std::size_t hold(const Flow& flow) const;
+    /// Ends `flow`'s pace window when it has lasted long enough (a busy window with nothing
+    /// completed counts as a pace of zero); `now_if_possible`: as soon as it can say anything.
+    void measure(Flow& flow, std::int64_t now, bool now_if_possible = false) const;
+    std::optional<store::ClaimedDelivery> take(Tenant& tenant, const std::string& name,
+                                               std::int64_t now);
+    /// `flow` has nothing queued: a claim is wanted if its last one filled its room and it has
+    /// room again.
+    void drained(Flow& flow);
+
+    QueueLimits limits_;
+    std::map<std::string, Flow> flows_;      // by subscription id
+    std::map<std::string, Tenant> tenants_;  // with something queued or in flight
+    std::set<std::string> ready_;            // tenants with something queued
+    std::string last_tenant_;                // served last
+    std::size_t queued_ = 0;
+    std::size_t in_flight_ = 0;
+    std::uint64_t expired_ = 0;
+    bool wants_claim_ = false;
+};
+
+}  // namespace plantstore::outbox
