@@ -395,6 +395,16 @@ class Client::Impl {
         });
     }
 
+    void post(std::function<void()> work) {
+        net::post(context_, [work = std::move(work)] {
+            try {
+                work();
+            } catch (...) {
+                common::report_current_exception("ps-outbound");
+            }
+        });
+    }
+
     void reload_trust() {
         net::post(context_, [this] {
             contexts_.clear();
@@ -785,6 +795,8 @@ Response Client::send_and_wait(Request request) {
 void Client::check_destination(Request request, std::function<void(std::string)> done) {
     impl_->check_destination(std::move(request), std::move(done));
 }
+
+void Client::post(std::function<void()> work) { impl_->post(std::move(work)); }
 
 void Client::reload_trust() { impl_->reload_trust(); }
 

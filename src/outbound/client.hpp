@@ -111,6 +111,11 @@ class Client {
     /// `address_allowed` refuses), or "" when they can; nothing is sent. `done` as for send().
     void check_destination(Request request, std::function<void(std::string problem)> done);
 
+    /// Runs `work` on the client's thread, soon (where a caller's work that ends in send()
+    /// costs no other thread a wake-up). It must not block; it runs once, unless the client is
+    /// destroyed first.
+    void post(std::function<void()> work);
+
     /// Loads every trust store again (SIGHUP): new connections use them; pooled ones are closed.
     void reload_trust();
 

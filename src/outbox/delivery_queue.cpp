@@ -48,10 +48,10 @@ std::size_t DeliveryQueue::hold(const Flow& flow) const {
     return std::max(2 * limits_.per_subscription, static_cast<std::size_t>(jobs));
 }
 
-bool DeliveryQueue::offer(store::ClaimedDelivery delivery, std::int64_t now) {
+DeliveryQueue::Offered DeliveryQueue::offer(store::ClaimedDelivery delivery, std::int64_t now) {
     if (queued_ + in_flight_ >= limits_.max_held ||
         delivery.lease_until - now < limits_.send_margin_ms) {
-        return false;
+        return Offered::refused;
     }
     auto [at, added] = flows_.try_emplace(delivery.subscription_id);
     Flow& flow = at->second;
@@ -62,14 +62,16 @@ bool DeliveryQueue::offer(store::ClaimedDelivery delivery, std::int64_t now) {
     }
     flow.tenant = delivery.tenant;
     measure(flow, now);
-    if (flow.queue.size() + flow.in_flight >= hold(flow)) return false;
+    if (flow.queue.size() + flow.in_flight >= hold(flow)) return Offered::refused;
     flow.last_active = now;
     Tenant& tenant = tenants_[delivery.tenant];
     tenant.ready.insert(at->first);
     ready_.insert(delivery.tenant);
     flow.queue.push_back(std::move(delivery));
     ++queued_;
-    return true;
+    const bool sendable = in_flight_ < limits_.workers && tenant.in_flight < limits_.per_tenant &&
+                          flow.in_flight < limits_.per_subscription;
+    return sendable ? Offered::sendable : Offered::queued;
 }
 
 std::optional<store::ClaimedDelivery> DeliveryQueue::take(Tenant& tenant, const std::string& name,
@@ -80,6 +82,7 @@ std::optional<store::ClaimedDelivery> DeliveryQueue::take(Tenant& tenant, const 
     // claimed again later.
     bool expired = false;
     while (!flow.queue.empty() && flow.queue.front().lease_until - now < limits_.send_margin_ms) {
+        dropped_.push_back(std::move(flow.queue.front().event_id));
         flow.queue.pop_front();
         --queued_;
         ++expired_;

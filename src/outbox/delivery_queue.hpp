@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "store/webhook_repository.hpp"
 
@@ -48,10 +49,14 @@ class DeliveryQueue {
 
     explicit DeliveryQueue(QueueLimits limits);
 
-    /// Takes `delivery` to send, unless everything held is at max_held, its subscription holds
-    /// its hold, or its lease is too short to send it: false then, and it waits in the outbox
-    /// until its lease ends.
-    bool offer(store::ClaimedDelivery delivery, std::int64_t now);
+    enum class Offered {
+        refused,   ///< everything held is at max_held, its subscription holds its hold, or its
+                   ///< lease is too short to send it: its claimer should end its lease
+        queued,    ///< taken, behind others of its subscription or tenant
+        sendable,  ///< taken, and next() would give it (or another) now
+    };
+    /// Takes `delivery` to send, unless it is refused.
+    Offered offer(store::ClaimedDelivery delivery, std::int64_t now);
     /// The next delivery to send, counted in flight; nullopt when none has room. Drops
     /// deliveries whose lease no longer leaves the send margin.
     std::optional<store::ClaimedDelivery> next(std::int64_t now);
@@ -69,6 +74,9 @@ class DeliveryQueue {
     /// Whether a subscription whose last claim filled its room has sent what it held since the
     /// last call.
     bool wants_claim() { return std::exchange(wants_claim_, false); }
+    /// The ids of the deliveries next() dropped since the last call (their leases ran too short
+    /// here): their claimer should end their leases, so that they are claimed again at once.
+    std::vector<std::string> take_dropped() { return std::exchange(dropped_, {}); }
     /// Drops everything queued (not in flight): the dispatcher stops.
     void clear_queued();
     /// Forgets the pace of subscriptions that held nothing for a minute.
@@ -116,6 +124,7 @@ class DeliveryQueue {
     std::size_t queued_ = 0;
     std::size_t in_flight_ = 0;
     std::uint64_t expired_ = 0;
+    std::vector<std::string> dropped_;
     bool wants_claim_ = false;
 };
 

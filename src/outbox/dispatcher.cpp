@@ -24,6 +24,9 @@ constexpr std::size_t kRecordBatch = 1000;
 constexpr std::int64_t kClaimGapMs = 200;
 // How often finished deliveries are pruned and the outbox's figures read.
 constexpr std::int64_t kHousekeepingMs = 5000;
+// Signing secrets kept opened (a subscription's current and previous one each): past it, all
+// are forgotten and opened again as they are needed.
+constexpr std::size_t kOpenedSecrets = 4096;
 
 }  // namespace
 
@@ -80,15 +83,49 @@ void Dispatcher::offer(std::vector<store::ClaimedDelivery>&& deliveries) {
     const std::int64_t now = common::unix_ms_now();
     std::lock_guard lock(mutex_);
     if (stopping_) return;  // their leases are released when the dispatcher has stopped
-    for (store::ClaimedDelivery& delivery : deliveries) {
-        // One that does not fit waits in the outbox until its lease ends, then is claimed.
-        queue_.offer(std::move(delivery), now);
+    bool sendable = false;
+    for (store::ClaimedDelivery& delivery : deliveries) sendable |= take(std::move(delivery), now);
+    // Attempts in flight pick the next ones up as they end; only one that could be sent now,
+    // with a slot free for it, needs a pump.
+    if (sendable) pump_soon_locked();
+}
+
+void Dispatcher::pump_soon_locked() {
+    if (pump_posted_) return;
+    // On the client's thread, which sends anyway: no thread of the dispatcher's is woken.
+    pump_posted_ = true;
+    ++callbacks_;
+    client_.post([this] {
+        {
+            std::lock_guard lock(mutex_);
+            pump_posted_ = false;
+        }
+        pump();
+        std::lock_guard lock(mutex_);
+        // A stop() waits for this (told under the lock: it cannot end before this is done).
+        if (--callbacks_ == 0 && stopping_) wake_.notify_all();
+    });
+}
+
+bool Dispatcher::take(store::ClaimedDelivery delivery, std::int64_t now) {
+    std::string id = delivery.event_id;
+    switch (queue_.offer(std::move(delivery), now)) {
+        case DeliveryQueue::Offered::sendable:
+            return true;
+        case DeliveryQueue::Offered::queued:
+            return false;
+        case DeliveryQueue::Offered::refused:
+            break;
     }
-    // Busy workers pick the next ones up as their attempts end; idle ones need the claimer.
-    if (queue_.in_flight() < options_.workers && !pump_wanted_) {
-        pump_wanted_ = true;
-        wake_.notify_one();
-    }
+    // Its lease ends with the next record, so that a claim brings it when there is room,
+    // instead of it waiting for the lease to run out.
+    unleash(std::move(id), now);
+    return false;
+}
+
+void Dispatcher::unleash(std::string id, std::int64_t now) {
+    if (unleased_.empty() && done_.empty()) first_done_at_ = now;
+    unleased_.push_back(std::move(id));
 }
 
 void Dispatcher::subscriptions_changed() {
@@ -116,13 +153,14 @@ void Dispatcher::run() {
     std::unique_lock lock(mutex_);
     for (;;) {
         const std::int64_t now = common::unix_ms_now();
-        const bool record_now =
-            !done_.empty() && (stopping_ || done_.size() >= kRecordBatch ||
-                               now >= first_done_at_ + options_.record_interval.count());
+        const bool record_now = (!done_.empty() || !unleased_.empty()) &&
+                                (stopping_ || done_.size() + unleased_.size() >= kRecordBatch ||
+                                 now >= first_done_at_ + options_.record_interval.count());
         if (record_now) {
             std::vector<Done> done = std::exchange(done_, {});
+            std::vector<std::string> unleased = std::exchange(unleased_, {});
             lock.unlock();
-            record(done);
+            record(done, unleased);
             lock.lock();
             continue;
         }
@@ -142,8 +180,8 @@ void Dispatcher::run() {
             next_claim = now + options_.poll_interval.count();
             lock.unlock();
             claim(now);
-            pump();
             lock.lock();
+            pump_soon_locked();
             continue;
         }
         if (now >= next_housekeeping) {
@@ -154,24 +192,17 @@ void Dispatcher::run() {
             lock.lock();
             continue;
         }
-        if (pump_wanted_) {
-            pump_wanted_ = false;
-            lock.unlock();
-            pump();
-            lock.lock();
-            continue;
-        }
         std::int64_t until = std::min(next_claim, next_housekeeping);
-        if (!done_.empty())
-            until = std::min(until, first_done_at_ + options_.record_interval.count());
+        const bool recording = !done_.empty() || !unleased_.empty();
+        if (recording) until = std::min(until, first_done_at_ + options_.record_interval.count());
         if (next_due_ != 0) until = std::min(until, std::max(next_due_, last_claim + kClaimGapMs));
         // What is already in `until` (a record due, a claim soon) does not end the wait early.
-        const bool recording = !done_.empty();
         const bool claiming = claim_soon_;
         wake_.wait_for(lock, std::chrono::milliseconds(std::max<std::int64_t>(until - now, 1)),
                        [&] {
-                           return stopping_ || pump_wanted_ || (!claiming && claim_soon_) ||
-                                  (!recording && !done_.empty()) || done_.size() >= kRecordBatch;
+                           return stopping_ || (!claiming && claim_soon_) ||
+                                  (!recording && (!done_.empty() || !unleased_.empty())) ||
+                                  done_.size() + unleased_.size() >= kRecordBatch;
                        });
     }
     lock.unlock();
@@ -212,8 +243,8 @@ void Dispatcher::claim(std::int64_t now) {
             queue_.filled_by_claim(std::string(entry.first));
         }
     }
-    // (One that no longer fits, the queue having filled meanwhile, waits for its lease to end.)
-    for (store::ClaimedDelivery& delivery : claimed) queue_.offer(std::move(delivery), now);
+    // (One that no longer fits, the queue having filled meanwhile, is released again.)
+    for (store::ClaimedDelivery& delivery : claimed) take(std::move(delivery), now);
 }
 
 void Dispatcher::pump() {
@@ -222,11 +253,13 @@ void Dispatcher::pump() {
         {
             std::lock_guard lock(mutex_);
             if (stopping_) return;
-            delivery = queue_.next(common::unix_ms_now());
+            const std::int64_t now = common::unix_ms_now();
+            delivery = queue_.next(now);
             if (queue_.wants_claim()) {
                 claim_soon_ = true;
                 wake_.notify_all();
             }
+            for (std::string& id : queue_.take_dropped()) unleash(std::move(id), now);
         }
         if (!delivery) return;
         if (std::optional<Done> done = send(std::move(*delivery))) {
@@ -241,10 +274,7 @@ std::optional<Dispatcher::Done> Dispatcher::send(store::ClaimedDelivery delivery
     const std::string context = webhooks::secret_context(delivery.tenant, delivery.subscription_id);
     std::vector<std::string> keys;
     const auto add_key = [&](const std::string& sealed) {
-        const auto secret = webhooks::open(key_, sealed, context);
-        if (const auto bytes = secret ? webhooks::secret_key(*secret) : std::nullopt) {
-            keys.push_back(*bytes);
-        }
+        if (auto bytes = opened(sealed, context)) keys.push_back(std::move(*bytes));
     };
     SignedRequest signed_request;
     try {
@@ -285,10 +315,28 @@ std::optional<Dispatcher::Done> Dispatcher::send(store::ClaimedDelivery delivery
         // The room it leaves goes to the next delivery at once, without waiting for the claimer.
         pump();
         std::lock_guard lock(mutex_);
-        --callbacks_;
-        wake_.notify_all();  // under the lock: a stop() cannot end before this is done
+        // A stop() waits for this (told under the lock: it cannot end before this is done).
+        if (--callbacks_ == 0 && stopping_) wake_.notify_all();
     });
     return std::nullopt;
+}
+
+std::optional<std::string> Dispatcher::opened(const std::string& sealed,
+                                              const std::string& context) {
+    {
+        std::lock_guard lock(secrets_mutex_);
+        if (const auto found = secrets_.find(sealed); found != secrets_.end()) {
+            return found->second;
+        }
+    }
+    const auto secret = webhooks::open(key_, sealed, context);
+    auto bytes = secret ? webhooks::secret_key(*secret) : std::nullopt;
+    if (bytes) {
+        std::lock_guard lock(secrets_mutex_);
+        if (secrets_.size() >= kOpenedSecrets) secrets_.clear();
+        secrets_.emplace(sealed, *bytes);
+    }
+    return bytes;
 }
 
 void Dispatcher::ended_locked(Done done, std::int64_t now) {
@@ -296,7 +344,7 @@ void Dispatcher::ended_locked(Done done, std::int64_t now) {
     if (queue_.wants_claim()) claim_soon_ = true;
     // The first to record since the last record sets when the next one is due: the claimer
     // looks again at what it waits for.
-    const bool first = done_.empty();
+    const bool first = done_.empty() && unleased_.empty();
     if (first) first_done_at_ = now;
     done_.push_back(std::move(done));
     if (first || done_.size() >= kRecordBatch || stopping_) wake_.notify_all();
@@ -353,15 +401,16 @@ Dispatcher::Done Dispatcher::finish(store::ClaimedDelivery delivery, std::int64_
     return done;
 }
 
-void Dispatcher::record(std::vector<Done>& done) {
-    if (done.empty()) return;
-    // Every attempt that ended since the last look, in one transaction (one durable commit).
+void Dispatcher::record(std::vector<Done>& done, const std::vector<std::string>& unleased) {
+    if (done.empty() && unleased.empty()) return;
+    // Every attempt that ended since the last look, and the leases of what will not be sent
+    // from here, in one transaction (one durable commit).
     std::vector<store::RecordedAttempt> attempts;
     attempts.reserve(done.size());
     for (const Done& finished : done) attempts.push_back({finished.delivery, finished.record});
     try {
-        repository_->record_attempts(attempts, owner_);
-        observer_.on_bookkeeping("record", attempts.size());
+        repository_->record_attempts(attempts, owner_, unleased);
+        observer_.on_bookkeeping("record", attempts.size() + unleased.size());
     } catch (const std::exception& error) {
         // Their leases expire and they are attempted again: at least once, never lost.
         observer_.on_outbox_failed(std::string("recording ") + std::to_string(done.size()) +

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/background_thread.hpp"
@@ -124,9 +125,15 @@ class Dispatcher {
     void claim(std::int64_t now);
     /// Sends every queued delivery that has room now; any thread, never under mutex_.
     void pump();
+    /// Has the client's thread pump soon, unless it is about to (under mutex_).
+    void pump_soon_locked();
     /// Sends one delivery, or returns its attempt when it cannot be sent (the secret does not
     /// open): nothing calls back then.
     std::optional<Done> send(store::ClaimedDelivery delivery);
+    /// The key bytes of a secret sealed for `context`, opened with the server's key once and
+    /// then kept (the AES-GCM of every delivery's secret cost as much as its signature); nullopt
+    /// when it does not open. Any thread.
+    std::optional<std::string> opened(const std::string& sealed, const std::string& context);
     /// The attempt's record from the receiver's answer.
     Done finish(store::ClaimedDelivery delivery, std::int64_t at, std::string traceparent,
                 const outbound::Response& response) const;
@@ -134,7 +141,13 @@ class Dispatcher {
     Done unsent(store::ClaimedDelivery delivery, std::int64_t at, std::string error) const;
     /// Takes an ended attempt (under mutex_): frees its slots and keeps it to be recorded.
     void ended_locked(Done done, std::int64_t now);
-    void record(std::vector<Done>& done);
+    /// Queues `delivery` to send (under mutex_), or, when the queue refuses it, keeps its id to
+    /// end its lease (unleash). Returns whether it could be sent at once.
+    bool take(store::ClaimedDelivery delivery, std::int64_t now);
+    /// Keeps the id of a delivery that will not be sent from here (under mutex_): the next
+    /// record ends its lease, so that a claim brings it (here or elsewhere) when there is room.
+    void unleash(std::string id, std::int64_t now);
+    void record(std::vector<Done>& done, const std::vector<std::string>& unleased);
     void housekeep(std::int64_t now);
 
     DeliveryOptions options_;
@@ -147,15 +160,20 @@ class Dispatcher {
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;
-    bool pump_wanted_ = false;  // deliveries were queued while workers were free
+    bool pump_posted_ = false;  // a pump waits to run on the client's thread
     bool claim_soon_ = false;   // subscriptions changed
     DeliveryQueue queue_;
     // Client callbacks still inside the dispatcher (past DeliveryQueue::finished, before their
     // last touch of it): stopping waits for them too.
     std::size_t callbacks_ = 0;
-    std::vector<Done> done_;          // ended, not recorded yet
-    std::int64_t first_done_at_ = 0;  // when the oldest of done_ ended
-    std::int64_t next_due_ = 0;       // the earliest retry recorded since the last claim (0: none)
+    std::vector<Done> done_;             // ended, not recorded yet
+    std::vector<std::string> unleased_;  // deliveries not to be sent from here: leases to end
+    std::int64_t first_done_at_ = 0;     // when the oldest of done_ and unleased_ came
+    std::int64_t next_due_ = 0;  // the earliest retry recorded since the last claim (0: none)
+
+    // Opened secrets by their sealed text (which binds them to their subscription).
+    std::mutex secrets_mutex_;
+    std::unordered_map<std::string, std::string> secrets_;
 
     common::BackgroundThread thread_;
 };

@@ -220,14 +220,16 @@ class WebhookRepository {
     /// Ends every lease `owner` holds on pending deliveries, so that any claimer may take them
     /// at once (an instance that stops, with nothing in flight).
     virtual void release_leases(const std::string& owner) = 0;
-    /// Records attempts of deliveries claimed by `owner`, and their consequences, in one
-    /// transaction (one durable commit however many). A delivery no longer held by `owner` (its
-    /// lease expired and another claimed it) or gone (its subscription was deleted) keeps its
-    /// state; the attempt is still logged if the delivery exists. Then disables each
-    /// subscription an attempt says to (AttemptRecord::disable_reason): that policy is written
-    /// here once, for every engine.
-    void record_attempts(const std::vector<RecordedAttempt>& attempts, const std::string& owner) {
-        store_attempts(attempts, owner);
+    /// Records attempts of deliveries claimed by `owner`, and their consequences, and ends the
+    /// leases `owner` holds on the deliveries `released` (ones it will not send: any claimer
+    /// may take them at once), in one transaction (one durable commit however many). A delivery
+    /// no longer held by `owner` (its lease expired and another claimed it) or gone (its
+    /// subscription was deleted) keeps its state; the attempt is still logged if the delivery
+    /// exists. Then disables each subscription an attempt says to
+    /// (AttemptRecord::disable_reason): that policy is written here once, for every engine.
+    void record_attempts(const std::vector<RecordedAttempt>& attempts, const std::string& owner,
+                         const std::vector<std::string>& released = {}) {
+        store_attempts(attempts, owner, released);
         for (const auto& [delivery, record] : attempts) {
             if (record.disable_reason) {
                 set_enabled(delivery.tenant, delivery.subscription_id, false,
@@ -245,10 +247,11 @@ class WebhookRepository {
     virtual OutboxStats stats() = 0;
 
   protected:
-    /// record_attempts() without disabling subscriptions: the attempts and the deliveries'
-    /// states, in one transaction.
+    /// record_attempts() without disabling subscriptions: the attempts, the deliveries' states
+    /// and the released leases, in one transaction.
     virtual void store_attempts(const std::vector<RecordedAttempt>& attempts,
-                                const std::string& owner) = 0;
+                                const std::string& owner,
+                                const std::vector<std::string>& released) = 0;
 };
 
 }  // namespace plantstore::store

@@ -47,7 +47,7 @@ class Harness {
         delivery.tenant = tenant_name(tenant);
         delivery.subscription_id = subscription_name(tenant, subscription);
         delivery.lease_until = now_ + lease_left;
-        const bool accepted = queue_.offer(delivery, now_);
+        const bool accepted = queue_.offer(delivery, now_) != DeliveryQueue::Offered::refused;
         if (accepted && held() > kLimits.max_held) fail("took one past max_held");
         if (accepted && lease_left < kLimits.send_margin_ms) fail("took one without time left");
         if (!accepted) return;
@@ -58,6 +58,7 @@ class Harness {
 
     void pick() {
         const auto delivery = queue_.next(now_);
+        dropped_ += queue_.take_dropped().size();
         if (!delivery) {
             if (const auto who = eligible(); !who.empty() && in_flight_.size() < kLimits.workers) {
                 fail("nothing was picked although " + *who.begin() + " could send");
@@ -141,6 +142,7 @@ class Harness {
                 }
             }
         }
+        if (dropped_ != queue_.expired()) fail("dropped deliveries not all reported");
         if (accepted_ != given_.size() + queue_.expired() + queue_.queued()) {
             fail("accepted " + std::to_string(accepted_) + " != sent " +
                  std::to_string(given_.size()) + " + expired " + std::to_string(queue_.expired()) +
@@ -196,6 +198,7 @@ class Harness {
     std::int64_t now_ = 1'000'000;
     int next_id_ = 1;
     std::size_t accepted_ = 0;
+    std::size_t dropped_ = 0;  // reported by take_dropped()
     std::map<std::string, std::deque<store::ClaimedDelivery>> queued_;
     std::vector<std::pair<std::string, std::string>> in_flight_;
     std::set<std::string> given_;
@@ -256,6 +259,8 @@ RC_GTEST_PROP(DeliveryQueue, PicksAreFairWithinTheLimitsAndNothingIsLostOrGivenT
     require_no_violation(harness);
 }
 
+bool taken(DeliveryQueue::Offered offered) { return offered != DeliveryQueue::Offered::refused; }
+
 store::ClaimedDelivery delivery(const std::string& subscription, std::int64_t lease_until) {
     store::ClaimedDelivery made;
     made.event_id = "msg";
@@ -279,7 +284,7 @@ TEST(DeliveryQueue, ASubscriptionHoldsWhatItsReceiverSendsInHalfTheWait) {
     EXPECT_EQ(queue.room("fast", now), DeliveryQueue::kFirstHold);
     // The fast receiver, given 800 at once, completes 400 attempts a second.
     for (int i = 0; i < 800; ++i) {
-        ASSERT_TRUE(queue.offer(delivery("fast", now + limits.lease_ms), now));
+        ASSERT_TRUE(taken(queue.offer(delivery("fast", now + limits.lease_ms), now)));
     }
     for (int i = 0; i < 800; ++i) {
         ASSERT_TRUE(queue.next(now));
@@ -288,13 +293,15 @@ TEST(DeliveryQueue, ASubscriptionHoldsWhatItsReceiverSendsInHalfTheWait) {
     }
     EXPECT_NEAR(static_cast<double>(queue.room("fast", now)), 400.0 * 7.5, 300.0);
     // One that answers each request in 5 s holds twice its concurrency: 4 in flight, 4 waiting.
-    for (int i = 0; i < 8; ++i) ASSERT_TRUE(queue.offer(delivery("slow", now + 35'000), now));
+    for (int i = 0; i < 8; ++i)
+        ASSERT_TRUE(taken(queue.offer(delivery("slow", now + 35'000), now)));
     for (int sent = 0; sent < 4; ++sent) ASSERT_TRUE(queue.next(now));
     now += 5000;
     for (int sent = 0; sent < 4; ++sent) queue.finished("acme", "slow", now);
     EXPECT_EQ(queue.room("slow", now), 4U);  // 8, less the 4 waiting
-    for (int i = 0; i < 4; ++i) EXPECT_TRUE(queue.offer(delivery("slow", now + 35'000), now));
-    EXPECT_FALSE(queue.offer(delivery("slow", now + 35'000), now));  // its hold is full
+    for (int i = 0; i < 4; ++i)
+        EXPECT_TRUE(taken(queue.offer(delivery("slow", now + 35'000), now)));
+    EXPECT_FALSE(taken(queue.offer(delivery("slow", now + 35'000), now)));  // its hold is full
     const store::ClaimRooms rooms = queue.rooms(now);
     EXPECT_EQ(rooms.other, DeliveryQueue::kFirstHold);
     EXPECT_EQ(rooms.total, limits.max_held - 8U);
@@ -309,7 +316,8 @@ TEST(DeliveryQueue, ADeliveryLeftWithoutTimeIsDroppedAndShrinksTheHold) {
     limits.lease_ms = 6'000;  // half a second to send each
     DeliveryQueue queue(limits);
     std::int64_t now = 1'000'000;
-    for (int i = 0; i < 60; ++i) ASSERT_TRUE(queue.offer(delivery("slow", now + 6'000), now));
+    for (int i = 0; i < 60; ++i)
+        ASSERT_TRUE(taken(queue.offer(delivery("slow", now + 6'000), now)));
     for (int sent = 0; sent < 3; ++sent) {
         ASSERT_TRUE(queue.next(now));
         now += 150;

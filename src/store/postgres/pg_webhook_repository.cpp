@@ -315,8 +315,9 @@ void PgWebhookRepository::release_leases(const std::string& owner) {
 }
 
 void PgWebhookRepository::store_attempts(const std::vector<RecordedAttempt>& attempts,
-                                         const std::string& owner) {
-    if (attempts.empty()) return;
+                                         const std::string& owner,
+                                         const std::vector<std::string>& released) {
+    if (attempts.empty() && released.empty()) return;
     // One statement for the whole batch, whatever its size: each attempt logged, each delivery
     // still leased to `owner` moved on, and each subscription's failing_since written once
     // (and only when it changes).
@@ -349,8 +350,11 @@ void PgWebhookRepository::store_attempts(const std::vector<RecordedAttempt>& att
         append_array_element(cleared, std::string_view(change.cleared ? "t" : "f"));
         add_number(failures, change.first_failure);
     }
-    for (std::string* literal : {&ids, &numbers, &at, &statuses, &errors, &durations, &states,
-                                 &next, &finished, &tenants, &subscriptions, &cleared, &failures}) {
+    std::string unleased = "{";
+    for (const std::string& id : released) append_array_element(unleased, id);
+    for (std::string* literal :
+         {&ids, &numbers, &at, &statuses, &errors, &durations, &states, &next, &finished, &tenants,
+          &subscriptions, &cleared, &failures, &unleased}) {
         *literal += '}';
     }
     run(R"sql(
@@ -367,6 +371,8 @@ moved AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1, state = a.s
                  next_attempt_at = a.next_attempt_at, finished_at = a.finished_at,
                  lease_owner = NULL, lease_until = NULL
           FROM a WHERE d.id = a.id AND d.lease_owner = $1),
+released AS (UPDATE webhook_deliveries d SET lease_owner = NULL, lease_until = NULL
+             FROM unnest($15::text[]) AS r(id) WHERE d.id = r.id AND d.lease_owner = $1),
 c AS (SELECT * FROM unnest($11::text[], $12::text[], $13::boolean[], $14::bigint[])
           AS t(tenant, id, cleared, first_failure)),
 failing AS (SELECT c.tenant, c.id,
@@ -377,7 +383,7 @@ failing AS (SELECT c.tenant, c.id,
 UPDATE webhook_subscriptions s SET failing_since = f.since FROM failing f
 WHERE s.tenant = f.tenant AND s.id = f.id AND s.failing_since IS DISTINCT FROM f.since)sql",
         {owner, ids, numbers, at, statuses, errors, durations, states, next, finished, tenants,
-         subscriptions, cleared, failures});
+         subscriptions, cleared, failures, unleased});
 }
 
 std::size_t PgWebhookRepository::prune(std::int64_t before, std::size_t limit) {

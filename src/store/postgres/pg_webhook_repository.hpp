@@ -55,8 +55,8 @@ class PgWebhookRepository final : public WebhookRepository {
     OutboxStats stats() override;
 
   protected:
-    void store_attempts(const std::vector<RecordedAttempt>& attempts,
-                        const std::string& owner) override;
+    void store_attempts(const std::vector<RecordedAttempt>& attempts, const std::string& owner,
+                        const std::vector<std::string>& released) override;
 
   private:
     using Parameters = std::vector<std::optional<std::string>>;

@@ -374,8 +374,16 @@ void SqliteWebhookRepository::release_leases(const std::string& owner) {
 }
 
 void SqliteWebhookRepository::store_attempts(const std::vector<RecordedAttempt>& attempts,
-                                             const std::string& owner) {
+                                             const std::string& owner,
+                                             const std::vector<std::string>& released) {
     in_transaction([&] {
+        auto release = db_->prepare(
+            "UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL "
+            "WHERE id = ?1 AND lease_owner = ?2");
+        for (const std::string& id : released) {
+            release.bind(1, std::string_view(id)).bind(2, std::string_view(owner)).step();
+            release.reset();
+        }
         auto log = db_->prepare(
             "INSERT INTO webhook_attempts (delivery_id, tenant, subscription_id, attempt, at, "
             "status, error, duration_ms) SELECT id, tenant, subscription_id, ?2, ?3, ?4, ?5, ?6 "

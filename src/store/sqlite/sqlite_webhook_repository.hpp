@@ -56,8 +56,8 @@ class SqliteWebhookRepository final : public WebhookRepository {
     OutboxStats stats() override;
 
   protected:
-    void store_attempts(const std::vector<RecordedAttempt>& attempts,
-                        const std::string& owner) override;
+    void store_attempts(const std::vector<RecordedAttempt>& attempts, const std::string& owner,
+                        const std::vector<std::string>& released) override;
 
   private:
     /// Runs `work` in one write transaction (BEGIN IMMEDIATE), rolled back if it throws.
