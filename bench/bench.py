@@ -970,6 +970,10 @@ def webhook_rows(args, binary, workdir, ids):
                                   - before)
                     result = {"name": label, "engine": engine,
                               "creates_per_s": row["requests_per_s"], "created": created}
+                    if group and not url:
+                        result["db_cpu_us_per_create"] = (
+                            (cpu_ticks(postgres.pids()) - db_before) / CLK_TCK * 1e6
+                            / max(created, 1))
                     if url:
                         deadline = ended + seconds
                         drained_at = None
@@ -1024,9 +1028,13 @@ def webhook_rows(args, binary, workdir, ids):
                          and r["name"].endswith("no webhook"))
             alone_row = next(row for row, r in zip(rows, results) if r is alone)
             alone["cpu_us_per_create"] = alone_row["cpu_us_per_request"]
+            alone_db = alone.get("db_cpu_us_per_create", 0.0)
             for r in results:
                 if r["engine"] == engine and "cpu_us_per_event" in r:
-                    r["outbox_cpu_us_per_event"] = r["cpu_us_per_event"] - alone["cpu_us_per_create"]
+                    # The server's and the database's CPU per event, less a create's alone.
+                    r["outbox_cpu_us_per_event"] = (
+                        r["cpu_us_per_event"] + r.get("db_cpu_us_per_event", 0.0)
+                        - alone["cpu_us_per_create"] - alone_db)
     finally:
         receiver.stop()
         slow.stop()
@@ -1037,13 +1045,15 @@ def webhook_rows(args, binary, workdir, ids):
 
 def webhook_table(extra):
     lines = ["| setup | creates/s | delivered while creating | backlog at the end | drained "
-             "after | commit to receiver p50 / p99 / max | server CPU per event | of which the "
-             "outbox | bookkeeping transactions/s |",
+             "after | commit to receiver p50 / p99 / max | server CPU per event | the outbox's "
+             "(server and database, beyond a create's) | bookkeeping transactions/s |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in extra["webhooks"]:
         if "delivered_during_creates" not in r:
+            db = (f" (+{r['db_cpu_us_per_create']:.1f} µs PostgreSQL)"
+                  if "db_cpu_us_per_create" in r else "")
             lines.append(f"| {r['name']} | {r['creates_per_s']:,.0f} | | | | | "
-                         f"{r['cpu_us_per_create']:.1f} µs (create alone) | | |")
+                         f"{r['cpu_us_per_create']:.1f} µs{db} (create alone) | | |")
             continue
         if "backlog_at_end" not in r:  # the slow receiver
             lines.append(f"| {r['name']} | {r['creates_per_s']:,.0f} | "

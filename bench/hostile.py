@@ -21,6 +21,11 @@ Attacks:
                 each hang until --webhook-timeout-ms); the victim subscribes once to a receiver
                 that answers at once, and creates a plant every 100 ms one at a time: its row
                 shows how late each of its deliveries arrived (from the 200 of its create)
+  endless-answers
+                the attacker's 2 webhook subscriptions point at a receiver whose every answer
+                is a chunked head and then a chunk-size line of zeros that never ends (up to
+                1 GiB a connection), and it creates 20 plants: how much of that the server read
+                shows as its memory and as what the receiver managed to send (issue 63)
 
 Usage: bench/hostile.py --binary build/release/plantstore [--baseline OLD] [--duration 8]
 It starts and kills only its own processes, talks only to 127.0.0.x, and every wait is bounded.
@@ -229,6 +234,86 @@ class Recorder:
         self.server.server_close()
 
 
+class Endless:
+    """A webhook receiver whose every answer never ends: a chunked head, then a chunk-size line
+    of zeros (`pattern`) for as long as the client reads, up to `limit` bytes a connection.
+    Counts what it managed to send."""
+
+    def __init__(self, pattern=b"0" * 65536, limit=1 << 30):
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.port = self.listener.getsockname()[1]
+        self.pattern, self.limit = pattern, limit
+        self.sent, self.stopped, self.lock = 0, False, threading.Lock()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        self.listener.settimeout(0.2)
+        while not self.stopped:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self.answer, args=(connection,), daemon=True).start()
+
+    def answer(self, connection):
+        try:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    return
+                request += chunk
+            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            sent = 0
+            while sent < self.limit and not self.stopped:
+                sent += connection.send(self.pattern)
+                with self.lock:
+                    self.sent += len(self.pattern)
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    def stop(self):
+        self.stopped = True
+        self.listener.close()
+
+
+def endless_answers(binary, label, duration, workdir):
+    """Two subscriptions of the attacker to a receiver whose answers never end, and the
+    attacker's creates for `duration` while the victim creates at 16 connections: the server's
+    resident memory before and at its peak, and what the receiver managed to send."""
+    data_dir = tempfile.mkdtemp(dir=workdir)
+    victim = mint(binary, data_dir, "victim", "victim")
+    attacker = mint(binary, data_dir, "attacker", "attacker")
+    server = bench.start_plantstore(binary, data_dir, ["--webhook-allow-http", "on",
+                                                       "--webhook-allow-private-addresses", "on",
+                                                       "--webhook-timeout-ms", "15000"],
+                                    name=label)
+    receiver = Endless()
+    try:
+        pids = server.pids()
+        before = bench.memory_kib(pids, "VmRSS")
+        statuses = [call(server.port, attacker, "POST", "/webhooks",
+                         {"url": f"http://127.0.0.1:{receiver.port}/?n={i}"}) for i in range(2)]
+        statuses += [call(server.port, attacker, "POST", "/plants", {"id": i, "name": "Flood"})
+                     for i in range(1, 21)]
+        row = bench.run_wrk(server, 16, duration, victim, 1)
+        peak = bench.memory_kib(pids, "VmHWM")
+        counts = {}
+        for status in statuses:
+            counts[status] = counts.get(status, 0) + 1
+        return {"build": label, "attack": "endless-answers",
+                "attacker": ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
+                + f"; the receiver sent {receiver.sent / 2**20:,.0f} MiB",
+                "growth_mib": (peak - before) / 1024, "victim_rps": row["requests_per_s"],
+                "victim_errors": row["non200"] + row["socket_errors"],
+                "victim_p99_ms": row["p99_ms"]}
+    finally:
+        server.stop()
+        receiver.stop()
+
+
 def call(port, token, method, path, body):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -297,6 +382,8 @@ def hanging_receivers(binary, label, duration, workdir):
 def run_one(binary, label, kind, duration, workdir):
     if kind == "hanging-receivers":
         return hanging_receivers(binary, label, duration, workdir)
+    if kind == "endless-answers":
+        return endless_answers(binary, label, duration, workdir)
     data_dir = tempfile.mkdtemp(dir=workdir)
     victim = mint(binary, data_dir, "victim", "victim")
     attacker = mint(binary, data_dir, "attacker", "attacker")
@@ -325,7 +412,7 @@ def main():
     parser.add_argument("--baseline", help="another build, measured attack by attack beside it")
     parser.add_argument("--duration", type=int, default=8, help="seconds of victim load")
     parser.add_argument("--attacks", default="chunk-line,chunk-zeros,trailer,idle-flood,streams,"
-                                              "hanging-receivers")
+                                              "hanging-receivers,endless-answers")
     args = parser.parse_args()
     # 10,000 attacking connections here, and as many for the server (which inherits the limit).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
