@@ -10,7 +10,7 @@ packages=(g++ cmake ninja-build libboost1.81-dev libboost-json1.81-dev
           libcli11-dev libtomlplusplus-dev libsystemd-dev libpq-dev libc-ares-dev pkg-config
           libjs-marked)
 case "${1:-}" in
-    --tests) packages+=(libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
+    --tests) packages+=(ccache libgtest-dev libbenchmark-dev sqlite3 clang-14 libclang-rt-14-dev
                         clang-tidy debhelper help2man lintian dpkg-dev systemd curl
                         postgresql-15 patroni python3-etcd etcd-server chromium
                         chromium-driver python3-selenium haproxy librapidcheck-dev mkdocs
@@ -40,11 +40,13 @@ fi
 
 # The alert rules' tests need Debian's promtool, from the prometheus package; installing that
 # package would also start a system-wide Prometheus, so it is downloaded with apt-get and
-# unpacked under build/tools instead (once).
+# unpacked once into the user's cache (outside any clone, so that the next clone of the tree
+# takes it from there), then copied under build/tools.
 if [[ ${1:-} == --tests ]]; then
     tools="$(cd "$(dirname "$0")/.." && pwd)/build/tools"
-    if [[ ! -x $tools/promtool ]]; then
-        echo "plantstore: unpacking promtool from Debian's prometheus package into $tools" >&2
+    cached="${XDG_CACHE_HOME:-$HOME/.cache}/plantstore/tools"
+    if [[ ! -x $cached/promtool ]]; then
+        echo "plantstore: unpacking promtool from Debian's prometheus package into $cached" >&2
         scratch=$(mktemp -d)
         chmod 0755 "$scratch"   # apt-get download runs as _apt when it can
         if ! (cd "$scratch" && apt-get download -q prometheus); then
@@ -52,8 +54,13 @@ if [[ ${1:-} == --tests ]]; then
             (cd "$scratch" && apt-get download -q prometheus)
         fi
         dpkg-deb -x "$scratch"/prometheus_*.deb "$scratch/root"
-        mkdir -p "$tools"
-        cp "$scratch/root/usr/bin/promtool" "$tools/promtool"
+        mkdir -p "$cached"
+        cp "$scratch/root/usr/bin/promtool" "$cached/promtool.partial"
+        mv "$cached/promtool.partial" "$cached/promtool"
         rm -rf "$scratch"
+    fi
+    if [[ ! -x $tools/promtool ]]; then
+        mkdir -p "$tools"
+        cp "$cached/promtool" "$tools/promtool"
     fi
 fi

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the Debian package plantstore_<version>_<arch>.deb into build/package/ with debhelper
 # (debian/), from the tracked files of this tree (uncommitted changes to them included), then
-# runs lintian on it. Usage: scripts/package.sh [--prebuilt]
-# --prebuilt packages build/release/plantstore (the release preset, which debian/rules would
-# build, built from this tree) instead of building it again; the test command uses it.
+# runs lintian on it. Usage: scripts/package.sh [--prebuilt [BINARY]]
+# --prebuilt packages BINARY (default build/release/plantstore) instead of building it again: a
+# build of this tree with the release preset's flags, which debian/rules would use. The test
+# command passes build/dev/plantstore, the dev preset's binary (the release flags plus the
+# tests), so the package ships the binary its tests ran.
 # Installs the build dependencies it lacks (scripts/install-deps.sh --package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +26,9 @@ mkdir -p "$out" "$work/plantstore-$version"
 snapshot=$(git stash create)
 git archive "${snapshot:-HEAD}" | tar -x -C "$work/plantstore-$version"
 if [[ ${1:-} == --prebuilt ]]; then
-    [[ -x build/release/plantstore ]] || { echo "package: no build/release/plantstore" >&2; exit 1; }
-    install -D -m 0755 build/release/plantstore "$work/plantstore-$version/prebuilt/plantstore"
+    binary=${2:-build/release/plantstore}
+    [[ -x $binary ]] || { echo "package: no $binary" >&2; exit 1; }
+    install -D -m 0755 "$binary" "$work/plantstore-$version/prebuilt/plantstore"
 fi
 
 echo "== package: dpkg-buildpackage (release build, man page, configuration)" >&2

@@ -1,72 +1,163 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs the unit, storage and
-# integration tests three times: an optimized build with assertions (-Werror), an ASan+UBSan
-# build and a TSan build (the integration tests fail on any sanitizer report from the server
-# they start), and the soak for 2 minutes in the optimized build (PLANTSTORE_SOAK_SECONDS=N for
-# another length). The PostgreSQL suites run against throwaway clusters (scripts/pg-cluster.sh),
-# and the failover tests, in the optimized build, against a throwaway Patroni cluster
-# (scripts/ha-cluster.sh). It runs each libFuzzer target for 20 s (clang, ASan+UBSan) on its
-# checked-in corpus, two at a time. It lints the served OpenAPI document with a real linter
-# (Redocly CLI, via npm), runs clang-tidy on the sources changed in the last 20 commits
-# (scripts/tidy.sh; --all for every source), builds the release binary that ./scripts/start.sh
-# runs, and packages that same binary as the Debian package and tests it end to end
+# integration tests three times: the dev build (the release preset's flags, Debian's hardening
+# and -O2, plus the tests; -Werror), an ASan+UBSan build (clang) and a TSan build (the
+# integration tests fail on any sanitizer report from the server they start). In the dev build
+# it also runs the failover tests against a throwaway Patroni cluster (scripts/ha-cluster.sh) and
+# the soak for 2 minutes (PLANTSTORE_SOAK_SECONDS=N for another length): both mostly wait on
+# timers and a cluster, so they run in the background while the ASan build compiles (their log
+# is printed when they end, and the ASan tests start after them). The PostgreSQL suites run
+# against throwaway clusters (scripts/pg-cluster.sh). It runs each libFuzzer target for 20 s on
+# its checked-in corpus, two at a time, from the ASan build (scripts/fuzz.sh). It lints the
+# served OpenAPI document with a real linter (Redocly CLI, via npm), runs clang-tidy on the
+# sources changed in the last 20 commits (scripts/tidy.sh; --all for every source), and packages
+# the dev build's binary, the one the tests ran, as the Debian package and tests it end to end
 # (tests/package/package_test.sh: lintian, file list, install, service user, unit analysis, a
 # create, remove and purge). At the end it prints how long each step took.
+#
+# Compilation goes through ccache, into ~/.cache/plantstore/ccache (CCACHE_DIR to move it): a
+# later run, from this clone or another, compiles only what changed. Each build's hits and misses
+# are printed after it. A cache never hides a failure: the compiler's flags are part of each
+# object's key, and a unit that failed to compile is not cached.
+#
+# Usage: scripts/test.sh [--quick]
+#   --quick  the loop of one change: the dev build and its tests (the consistency scenarios for
+#            5 s each), without Patroni, the soak, the sanitizers, the fuzzers, tidy, the
+#            OpenAPI lint or the package. The whole command is what CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+quick=false
+case "${1:-}" in
+    --quick) quick=true ;;
+    "") ;;
+    *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+
+export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/plantstore/ccache}"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
+# Paths under the clone are keyed relative to it, so another clone of the same tree hits.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+
 steps=()
 started=$SECONDS
+logs=$(mktemp -d)
+background=()   # pids of the steps running in the background
 # Runs a step and remembers how long it took.
 step() {
     local name=$1 began=$SECONDS
     shift
     echo "== $name" >&2
     "$@"
-    steps+=("$(printf '%-34s %5d s' "$name" $((SECONDS - began)))")
+    steps+=("$(printf '%-40s %5d s' "$name" $((SECONDS - began)))")
+}
+# Starts a step in the background; its output goes to a log that `joined` prints.
+beside() {
+    local name=$1
+    shift
+    echo "== $name (in the background)" >&2
+    (
+        began=$SECONDS
+        status=0
+        "$@" >"$logs/$name.log" 2>&1 || status=$?
+        printf '%-40s %5d s\n' "$name (beside)" $((SECONDS - began)) >"$logs/$name.time"
+        exit "$status"
+    ) &
+    background+=("$!:$name")
+}
+# Waits for the background steps, prints their logs and fails when one failed.
+joined() {
+    local entry pid name status failed=0
+    for entry in "${background[@]}"; do
+        pid=${entry%%:*}
+        name=${entry#*:}
+        status=0
+        wait "$pid" || status=$?
+        echo "== $name (ended)" >&2
+        cat "$logs/$name.log" >&2
+        steps+=("$(cat "$logs/$name.time")")
+        if ((status != 0)); then
+            echo "== $name FAILED (exit $status)" >&2
+            failed=1
+        fi
+    done
+    background=()
+    return "$failed"
+}
+end_tree() {
+    local child
+    for child in $(pgrep -P "$1" || true); do
+        end_tree "$child"
+    done
+    kill "$1" 2>/dev/null || true
 }
 report() {
     local status=$?
+    # A failure while steps run in the background ends them too, with what they started.
+    for entry in "${background[@]}"; do
+        end_tree "${entry%%:*}"
+    done
     echo "== step times" >&2
     printf '%s\n' "${steps[@]}" >&2
-    printf '%-34s %5d s%s\n' "total" $((SECONDS - started)) \
+    printf '%-40s %5d s%s\n' "total" $((SECONDS - started)) \
         "$( ((status == 0)) || echo " (failed)")" >&2
+    rm -rf "$logs"
 }
 trap report EXIT
 
-build() { cmake --preset "$1" >/dev/null && cmake --build --preset "$1"; }
+build() {
+    ccache -z >/dev/null 2>&1 || true
+    cmake --preset "$1" >/dev/null
+    cmake --build --preset "$1"
+    if command -v ccache >/dev/null; then
+        ccache -s 2>/dev/null | grep -E '^ *(Hits|Misses):' | sed "s/^ */ccache ($1): /" >&2 ||
+            true
+    fi
+}
 
 dev_tests() {
     # The consistency scenarios for 20 s each here (10 s in the sanitizer builds).
-    PLANTSTORE_CONSISTENCY_SECONDS=20 ctest --preset dev --exclude-regex '^(Soak\.|PatroniFailover)'
+    PLANTSTORE_CONSISTENCY_SECONDS="${PLANTSTORE_CONSISTENCY_SECONDS:-20}" \
+        ctest --preset dev --exclude-regex '^(Soak\.|PatroniFailover)'
 }
 patroni_tests() {
-    # Failover on Patroni (three etcd members, two PostgreSQL nodes), each test with the machine
-    # to itself; its "ha:" lines report the seed, recovery times and 503 counts, and the history
-    # scenario's "consistency:" lines its steps and figures.
-    ctest --preset dev --tests-regex '^PatroniFailover' --verbose |
-        grep -E '^[0-9]+: (ha|consistency):|tests passed|Failed|Failure|Skipped'
+    # Failover on Patroni (three etcd members, two PostgreSQL nodes), one test at a time; its
+    # "ha:" lines report the seed, recovery times and 503 counts, and the history scenario's
+    # "consistency:" lines its steps and figures.
+    ctest --preset dev --tests-regex '^PatroniFailover' --output-on-failure --verbose |
+        grep -E '^[0-9]+: (ha|consistency):|tests passed|Failed|Failure|Skipped|Error|error'
 }
 soak() {
     PLANTSTORE_SOAK_SECONDS="${PLANTSTORE_SOAK_SECONDS:-120}" ctest --preset dev \
-        --tests-regex '^Soak\.' --verbose | grep -E '^[0-9]+: soak:|tests passed|Failed'
+        --tests-regex '^Soak\.' --verbose | grep -E '^[0-9]+: soak:|tests passed|Failed|Failure'
+}
+waiting_steps() {
+    patroni_tests
+    soak
 }
 
 step "install what is missing" scripts/install-deps.sh --tests
 step "dev: build" build dev
+if $quick; then
+    step "dev: test (quick)" env PLANTSTORE_CONSISTENCY_SECONDS=5 ctest --preset dev \
+        --exclude-regex '^(Soak\.|PatroniFailover)'
+    echo "== the dev build's tests passed (the whole command runs the rest)" >&2
+    exit 0
+fi
 step "dev: test" dev_tests
-step "dev: failover on Patroni" patroni_tests
-step "dev: soak ${PLANTSTORE_SOAK_SECONDS:-120} s" soak
+# The failover on Patroni and the soak wait on timers and a cluster: they run while the ASan
+# build compiles (a loaded machine, which they must survive), and the OpenAPI lint beside them.
+beside "dev: Patroni failover, soak ${PLANTSTORE_SOAK_SECONDS:-120} s" waiting_steps
+beside "openapi: lint" scripts/lint-openapi.sh
+step "asan: build" build asan
+step "waiting for the background steps" joined
 # The sanitizer builds run the same suites but for the soak at full length (10 s there) and the
 # tests registered once, in dev (tests/CMakeLists.txt: the Patroni failover, the docs' links,
 # the layout, the alert rules, the API page, the generated client).
-step "asan: build" build asan
 step "asan: test" ctest --preset asan
+step "fuzz: 20 s per target (asan build)" scripts/fuzz.sh 20
 step "tsan: build" build tsan
 step "tsan: test" ctest --preset tsan
 step "tidy: recently changed sources" scripts/tidy.sh
-step "fuzz: 20 s per target" scripts/fuzz.sh 20
-step "openapi: lint" scripts/lint-openapi.sh
-step "release: build" build release
-step "package: lintian, install, purge" tests/package/package_test.sh --prebuilt
+step "package: lintian, install, purge" tests/package/package_test.sh --prebuilt build/dev/plantstore
 echo "== all tests passed" >&2

@@ -37,11 +37,6 @@ const PageRules& event_rules() {
     return rules;
 }
 
-http::Response unavailable_response() {
-    return retry_later(503, "the store cannot take this request right now; retry after a second",
-                       1);
-}
-
 // 410: the events after the reader's start were pruned.
 http::Response gone_response(const feed::FeedPage& page) {
     http::Response response = error_response(
@@ -143,7 +138,7 @@ struct ListEvents {
         if (hold) {
             if (const auto why = hold->ended()) return credential_ended(*why);
         }
-        if (result.outcome == Result::Outcome::unavailable) return unavailable_response();
+        if (result.outcome == Result::Outcome::unavailable) return store_unavailable();
         if (result.outcome == Result::Outcome::gone) return gone_response(result);
         std::string body = "[";
         result.for_each([&body](const feed::FeedEvent& event) {
@@ -178,7 +173,7 @@ struct StreamEvents {
         feed.poll(query, std::move(done));
     }
     http::Response respond(const Result& result) const {
-        if (result.outcome == Result::Outcome::unavailable) return unavailable_response();
+        if (result.outcome == Result::Outcome::unavailable) return store_unavailable();
         if (result.outcome == Result::Outcome::gone) return gone_response(result);
         http::Response response;
         response.content_type = kEventStream;

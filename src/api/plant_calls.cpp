@@ -13,11 +13,6 @@ namespace plantstore::api {
 
 namespace {
 
-http::Response unavailable_response() {
-    return retry_later(503, "the store cannot take this request right now; retry after a second",
-                       1);
-}
-
 http::Response not_found_response(domain::PlantId id) {
     return error_response(404, "no plant with id " + std::to_string(id));
 }
@@ -70,7 +65,7 @@ http::Response write_outcome_response(const store::WriteResult& result, domain::
         case Outcome::unavailable:
             break;
     }
-    return unavailable_response();
+    return store_unavailable();
 }
 
 // The precondition of a write from its If-Match (and --require-if-match), or the 400 when the
@@ -142,7 +137,7 @@ struct ListPlants {
         store.list(tenant, {page.limit, page.after, page.filter("tag")}, std::move(done));
     }
     http::Response respond(const Result& read) const {
-        if (read.outcome == store::ReadResult::Outcome::unavailable) return unavailable_response();
+        if (read.outcome == store::ReadResult::Outcome::unavailable) return store_unavailable();
         http::Response response = json_response(200, domain::encode_plant_records(read.plants));
         if (read.more) {
             response.headers.emplace_back("Link",
@@ -165,7 +160,7 @@ struct ReadPlant {
     http::Response respond(const Result& read) const {
         switch (read.outcome) {
             case store::ReadResult::Outcome::unavailable:
-                return unavailable_response();
+                return store_unavailable();
             case store::ReadResult::Outcome::not_found:
                 return not_found_response(id);
             default:

@@ -70,4 +70,9 @@ http::Response retry_later(int status, std::string_view message, double wait_sec
     return response;
 }
 
+http::Response store_unavailable(std::string_view what) {
+    return retry_later(
+        503, std::string(what) + " cannot take this request right now; retry after a second", 1);
+}
+
 }  // namespace plantstore::api

@@ -34,4 +34,7 @@ http::Response method_not_allowed(std::string_view method, std::string_view path
 /// An Error-shaped `status` (429 or 503) with `Retry-After` in whole seconds, at least 1.
 http::Response retry_later(int status, std::string_view message, double wait_seconds);
 
+/// 503 with Retry-After: 1, when `what` ("the store", "the webhook store") could not answer.
+http::Response store_unavailable(std::string_view what = "the store");
+
 }  // namespace plantstore::api

@@ -112,17 +112,12 @@ std::optional<json::object> decode_object(std::string_view body, std::string& pr
     return std::move(value.as_object());
 }
 
-http::Response unavailable_response() {
-    return retry_later(
-        503, "the webhook store cannot take this request right now; retry after a second", 1);
-}
-
 // The response for an outcome that is not a success, if it is not.
 std::optional<http::Response> refusal(const outbox::SubscriptionOutcome& outcome) {
     using Kind = outbox::SubscriptionOutcome::Kind;
     switch (outcome.kind) {
         case Kind::unavailable:
-            return unavailable_response();
+            return store_unavailable("the webhook store");
         case Kind::invalid:
             return error_response(400, outcome.message);
         case Kind::not_found:

@@ -35,11 +35,11 @@ std::optional<std::int64_t> parse_rfc3339_ms(std::string_view text) {
         return std::nullopt;
     }
     std::string_view rest = text.substr(19);
-    int milliseconds = 0;
+    int millis = 0;
     if (rest.size() == 5 && rest[0] == '.') {
         for (const char c : rest.substr(1, 3)) {
             if (c < '0' || c > '9') return std::nullopt;
-            milliseconds = milliseconds * 10 + (c - '0');
+            millis = millis * 10 + (c - '0');
         }
         rest.remove_prefix(4);
     }
@@ -51,7 +51,7 @@ std::optional<std::int64_t> parse_rfc3339_ms(std::string_view text) {
     parts.tm_hour = hour;
     parts.tm_min = minute;
     parts.tm_sec = second;
-    return static_cast<std::int64_t>(timegm(&parts)) * 1000 + milliseconds;
+    return static_cast<std::int64_t>(timegm(&parts)) * 1000 + millis;
 }
 
 const json::string* string_field(const json::object& object, std::string_view name) {

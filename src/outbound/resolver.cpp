@@ -14,9 +14,10 @@
 namespace plantstore::outbound {
 
 namespace net = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 class Resolver::Impl {
+    using Clock = std::chrono::steady_clock;
+
   public:
     Impl(net::io_context& context, ResolverOptions options)
         : context_(context), options_(std::move(options)), timer_(context) {

@@ -6,9 +6,9 @@
 #include <chrono>
 
 namespace plantstore::common {
-namespace {
-
 using Clock = std::chrono::steady_clock;
+
+namespace {
 
 TEST(Deadline, IsTheSumWhenItFits) {
     const auto now = Clock::now();

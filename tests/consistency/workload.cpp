@@ -13,9 +13,10 @@
 
 namespace plantstore::consistency {
 
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using testing_support::HttpConnection;
 using testing_support::HttpResponse;
 

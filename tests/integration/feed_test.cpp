@@ -11,10 +11,11 @@
 #include "fixture.hpp"
 
 namespace plantstore::testing_support {
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 class Feed : public ServerTest {
   protected:

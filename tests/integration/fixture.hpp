@@ -18,8 +18,15 @@ namespace plantstore::testing_support {
 
 /// Whether the server's resident memory can be bounded in a test: the ASan and TSan runtimes
 /// keep freed memory in quarantine (up to 256 MiB for ASan), so memory bounds are checked in
-/// the other builds only.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/// the other builds only. GCC says so with __SANITIZE_*__, clang (the ASan build) with
+/// __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PLANTSTORE_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    defined(PLANTSTORE_TEST_SANITIZED)
 inline constexpr bool kResidentMemoryIsBounded = false;
 #else
 inline constexpr bool kResidentMemoryIsBounded = true;

@@ -20,10 +20,11 @@
 #include "support/ha_cluster.hpp"
 
 namespace plantstore::testing_support {
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 constexpr auto kStoreTimeout = 3s;
 // An answer later than this after the request was sent is a hang.

@@ -20,10 +20,11 @@
 #include "fixture.hpp"
 
 namespace plantstore::testing_support {
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 // Waits (at most `limit`) until GET /plants through `port` with `token` answers `status`;
 // returns how long that took, or nullopt.
@@ -49,7 +50,13 @@ struct TwoInstances {
 
 TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
     TwoInstances instances;
-    auto& [dir, database, environment, token, a, b] = instances;
+    // (Named one by one: clang 14 cannot capture structured bindings in lambdas.)
+    [[maybe_unused]] auto& dir = instances.dir;
+    [[maybe_unused]] auto& database = instances.database;
+    [[maybe_unused]] auto& environment = instances.environment;
+    [[maybe_unused]] auto& token = instances.token;
+    [[maybe_unused]] auto& a = instances.a;
+    [[maybe_unused]] auto& b = instances.b;
 
     // Four clients, two per instance, create ids 0..299 at the same time: two send one body
     // for each id (so one of them may replay the other's create), two send bodies of their own.
@@ -111,7 +118,13 @@ TEST(PostgresScaleOut, TwoInstancesAgreeOnEveryIdAndEveryToken) {
 // stored.
 TEST(PostgresScaleOut, RacingUpdatesWithOneETagHaveOneWinnerAcrossInstances) {
     TwoInstances instances;
-    const auto& [dir, database, environment, token, a, b] = instances;
+    // (Named one by one: clang 14 cannot capture structured bindings in lambdas.)
+    [[maybe_unused]] const auto& dir = instances.dir;
+    [[maybe_unused]] const auto& database = instances.database;
+    [[maybe_unused]] const auto& environment = instances.environment;
+    [[maybe_unused]] const auto& token = instances.token;
+    [[maybe_unused]] const auto& a = instances.a;
+    [[maybe_unused]] const auto& b = instances.b;
     const std::string auth = "Authorization: Bearer " + token;
     ASSERT_EQ(post_plant(a.port(), token, R"({"id":1,"name":"start"})").status, 200);
     constexpr int kRounds = 20;
@@ -154,7 +167,13 @@ TEST(PostgresScaleOut, RacingUpdatesWithOneETagHaveOneWinnerAcrossInstances) {
 // exactly; a delete through one frees a slot the other can take.
 TEST(PostgresScaleOut, TwoInstancesShareATenantsQuotaExactly) {
     TwoInstances instances;
-    const auto& [dir, database, environment, token, a, b] = instances;
+    // (Named one by one: clang 14 cannot capture structured bindings in lambdas.)
+    [[maybe_unused]] const auto& dir = instances.dir;
+    [[maybe_unused]] const auto& database = instances.database;
+    [[maybe_unused]] const auto& environment = instances.environment;
+    [[maybe_unused]] const auto& token = instances.token;
+    [[maybe_unused]] const auto& a = instances.a;
+    [[maybe_unused]] const auto& b = instances.b;
     const std::string auth = "Authorization: Bearer " + token;
     for (int id = 0; id < 10; ++id) {
         ASSERT_EQ(post_plant(a.port(), token, R"({"id":)" + std::to_string(id) + R"(,"name":"p"})")
@@ -215,7 +234,13 @@ TEST(PostgresScaleOut, TwoInstancesShareATenantsQuotaExactly) {
 // keeps recent events that the other's next write makes stale.
 TEST(PostgresScaleOut, AWriteAcknowledgedByOneInstanceIsInTheNextPageOfTheOther) {
     TwoInstances instances;
-    auto& [dir, database, environment, token, a, b] = instances;
+    // (Named one by one: clang 14 cannot capture structured bindings in lambdas.)
+    [[maybe_unused]] auto& dir = instances.dir;
+    [[maybe_unused]] auto& database = instances.database;
+    [[maybe_unused]] auto& environment = instances.environment;
+    [[maybe_unused]] auto& token = instances.token;
+    [[maybe_unused]] auto& a = instances.a;
+    [[maybe_unused]] auto& b = instances.b;
     HttpConnection on_a(a.port(), 70s);
     HttpConnection on_b(b.port(), 70s);
     const std::string auth = "Authorization: Bearer " + token;
@@ -246,7 +271,13 @@ TEST(PostgresScaleOut, AWriteAcknowledgedByOneInstanceIsInTheNextPageOfTheOther)
 // other (LISTEN/NOTIFY; the periodic check would too, later).
 TEST(PostgresScaleOut, TheFeedIsGaplessThroughEitherInstanceWhileBothWrite) {
     TwoInstances instances;
-    auto& [dir, database, environment, token, a, b] = instances;
+    // (Named one by one: clang 14 cannot capture structured bindings in lambdas.)
+    [[maybe_unused]] auto& dir = instances.dir;
+    [[maybe_unused]] auto& database = instances.database;
+    [[maybe_unused]] auto& environment = instances.environment;
+    [[maybe_unused]] auto& token = instances.token;
+    [[maybe_unused]] auto& a = instances.a;
+    [[maybe_unused]] auto& b = instances.b;
     const auto get = [&](unsigned short port, const std::string& target) {
         HttpConnection connection(port, 70s);
         auto response = connection.request("GET", target, "", {"Authorization: Bearer " + token});

@@ -30,10 +30,11 @@
 extern char** environ;
 
 namespace plantstore::testing_support {
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 // A listening TCP socket on 127.0.0.1 with a free port, never descriptor 3 (ServerProcess hands
 // it over as 3) and closed on exec (only the server it is handed to gets it).

@@ -4,8 +4,9 @@
 # (as root or through sudo; otherwise it is unpacked with dpkg-deb -x and the install steps are
 # skipped, saying so), creates its user and private data directory, has a unit systemd-analyze
 # accepts with an exposure of 2.0 or lower, serves a create from the installed binary as the
-# service user, and removes and purges cleanly. Usage: tests/package/package_test.sh [--prebuilt]
-# (--prebuilt: package the release build already made from this tree, see scripts/package.sh)
+# service user, and removes and purges cleanly. Usage:
+# tests/package/package_test.sh [--prebuilt [BINARY]] (--prebuilt: package a binary already
+# built from this tree with the release flags, see scripts/package.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -12,9 +12,10 @@
 
 namespace plantstore::testing_support {
 
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr auto kSlice = std::chrono::milliseconds(50);
 
 // The value of the Content-Length field of `head` (0 without one).

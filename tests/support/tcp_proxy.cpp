@@ -15,6 +15,8 @@
 #include <vector>
 
 namespace plantstore::testing_support {
+using Clock = std::chrono::steady_clock;
+
 namespace {
 
 constexpr std::size_t kBufferSize = 64 * 1024;
@@ -24,8 +26,6 @@ void close_with_reset(int fd) {
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
     ::close(fd);
 }
-
-using Clock = std::chrono::steady_clock;
 
 // One direction of a proxied connection: bytes read from `from` not yet written to `to`, which
 // may be written from `due` on.

@@ -12,8 +12,6 @@ namespace {
 
 // Plants read per round trip while exporting.
 constexpr int kFetchRows = 1000;
-// Times a plant racing with concurrent commits of its id is tried again.
-constexpr int kMaxAttempts = 5;
 
 }  // namespace
 

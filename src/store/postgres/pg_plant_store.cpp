@@ -30,10 +30,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// A write that keeps failing for a reason worth retrying (a serialization failure, a deadlock
-// with another instance's batch, a concurrent commit of its id) is tried this often at most.
-constexpr int kMaxAttempts = 5;
-
 // A read's result (ReadResult or EventRead) that says it could not be answered, and why.
 template <typename Result = ReadResult>
 Result read_unavailable(const std::string& reason) {

@@ -74,6 +74,10 @@ inline constexpr const char* kStagedEventsTable =
     "traceparent text) "
     "ON COMMIT DELETE ROWS";
 
+/// A write that keeps failing for a reason worth retrying (a serialization failure, a deadlock
+/// with another instance's batch, a concurrent commit of its id) is tried this often at most.
+inline constexpr int kMaxAttempts = 5;
+
 /// A page of a tenant's plants with one tag (the API's list by tag), from the partial covering
 /// index `plants_by_tag` alone where its pages are all-visible (schema migration 8).
 inline constexpr const char* kTaggedPage =
