@@ -5,8 +5,8 @@
 # integration tests fail on any sanitizer report from the server they start). In the dev build
 # it also runs the failover tests against a throwaway Patroni cluster (scripts/ha-cluster.sh) and
 # the soak for 2 minutes (PLANTSTORE_SOAK_SECONDS=N for another length): both mostly wait on
-# timers and a cluster, so they run in the background while the ASan build compiles (their log
-# is printed when they end, and the ASan tests start after them). The PostgreSQL suites run
+# timers and a cluster, so they run in the background while the ASan build compiles and its
+# tests run (their log is printed when they end, before the fuzzers). The PostgreSQL suites run
 # against throwaway clusters (scripts/pg-cluster.sh). It runs each libFuzzer target for 20 s on
 # its checked-in corpus, two at a time, from the ASan build (scripts/fuzz.sh). It lints the
 # served OpenAPI document with a real linter (Redocly CLI, via npm), runs clang-tidy on the
@@ -146,15 +146,17 @@ if $quick; then
 fi
 step "dev: test" dev_tests
 # The failover on Patroni and the soak wait on timers and a cluster: they run while the ASan
-# build compiles (a loaded machine, which they must survive), and the OpenAPI lint beside them.
+# build compiles and its tests run (a loaded machine, which they must survive), and the OpenAPI
+# lint beside them.
 beside "dev: Patroni failover, soak ${PLANTSTORE_SOAK_SECONDS:-120} s" waiting_steps
 beside "openapi: lint" scripts/lint-openapi.sh
 step "asan: build" build asan
-step "waiting for the background steps" joined
 # The sanitizer builds run the same suites but for the soak at full length (10 s there) and the
 # tests registered once, in dev (tests/CMakeLists.txt: the Patroni failover, the docs' links,
-# the layout, the alert rules, the API page, the generated client).
+# the layout, the alert rules, the API page, the generated client). When the ASan build had
+# little to compile (a warm cache), the ASan tests start beside the waiting steps.
 step "asan: test" ctest --preset asan
+step "waiting for the background steps" joined
 step "fuzz: 20 s per target (asan build)" scripts/fuzz.sh 20
 step "tsan: build" build tsan
 step "tsan: test" ctest --preset tsan

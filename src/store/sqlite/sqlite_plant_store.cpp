@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <limits>
 #include <map>
 
@@ -828,8 +829,7 @@ std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limi
 }
 
 void SqlitePlantStore::run_between_writes(const std::function<void()>& work) {
-    Between request{&work, {}};
-    auto ran = request.ran.get_future();
+    Between request{&work, {}, false};
     {
         std::lock_guard lock(mutex_);
         // Once closed (or on the writer's own thread) nothing writes beside it: at once, here.
@@ -844,7 +844,9 @@ void SqlitePlantStore::run_between_writes(const std::function<void()>& work) {
         work();
         return;
     }
-    ran.get();
+    std::unique_lock lock(mutex_);
+    between_ran_.wait(lock, [&] { return request.ran; });
+    if (request.failure) std::rethrow_exception(request.failure);
 }
 
 void SqlitePlantStore::enqueue(Pending pending) {
@@ -893,12 +895,18 @@ void SqlitePlantStore::run_writer() {
                 requests.swap(between_);
                 lock.unlock();
                 for (Between* request : requests) {
+                    std::exception_ptr failure;
                     try {
                         (*request->work)();
-                        request->ran.set_value();
                     } catch (...) {
-                        request->ran.set_exception(std::current_exception());
+                        failure = std::current_exception();
                     }
+                    {
+                        std::lock_guard ran(mutex_);
+                        request->failure = std::move(failure);
+                        request->ran = true;
+                    }
+                    between_ran_.notify_all();
                 }
                 continue;
             }

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
-#include <future>
+#include <exception>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -62,9 +62,13 @@ class SqlitePlantStore final : public PlantStore {
   private:
     using Pending = WriteRequest;
     // Work of another connection waiting to run on the writer's thread (run_between_writes).
+    // The writer hands back what the work threw under mutex_, by moving it: a promise would
+    // release its own reference to the exception after waking the caller, a race on the
+    // exception's count that ThreadSanitizer reports (it cannot see libstdc++'s atomics).
     struct Between {
         const std::function<void()>* work = nullptr;
-        std::promise<void> ran;
+        std::exception_ptr failure;
+        bool ran = false;
     };
     class Writer;
     class Reader;
@@ -83,6 +87,7 @@ class SqlitePlantStore final : public PlantStore {
     std::unique_ptr<Writer> writer_;
     mutable std::mutex mutex_;
     std::condition_variable work_available_;
+    std::condition_variable between_ran_;  // a Between ran (under mutex_)
     WriteQueue<std::vector<Pending>> queue_;  // guarded by mutex_
     std::mutex readers_mutex_;
     std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
