@@ -10,7 +10,8 @@
 # against throwaway clusters (scripts/pg-cluster.sh). It runs each libFuzzer target for 20 s on
 # its checked-in corpus, two at a time, from the ASan build (scripts/fuzz.sh). It lints the
 # served OpenAPI document with a real linter (Redocly CLI, via npm), runs clang-tidy on the
-# sources changed in the last 20 commits (scripts/tidy.sh; --all for every source), and packages
+# sources changed in the last 20 commits beside the dev tests (scripts/tidy.sh; --all for every
+# source), and packages
 # the dev build's binary, the one the tests ran, as the Debian package and tests it end to end
 # (tests/package/package_test.sh: lintian, file list, install, service user, unit analysis, a
 # create, remove and purge). At the end it prints how long each step took.
@@ -144,6 +145,9 @@ if $quick; then
     echo "== the dev build's tests passed (the whole command runs the rest)" >&2
     exit 0
 fi
+# clang-tidy needs only the dev build's compile commands, and the dev tests leave about half of
+# the CPU idle (they wait on servers and clusters): it runs beside them, at a lower priority.
+beside "tidy: recently changed sources" nice -n 10 scripts/tidy.sh
 step "dev: test" dev_tests
 # The failover on Patroni and the soak wait on timers and a cluster: they run while the ASan
 # build compiles and its tests run (a loaded machine, which they must survive), and the OpenAPI
@@ -160,6 +164,5 @@ step "waiting for the background steps" joined
 step "fuzz: 20 s per target (asan build)" scripts/fuzz.sh 20
 step "tsan: build" build tsan
 step "tsan: test" ctest --preset tsan
-step "tidy: recently changed sources" scripts/tidy.sh
 step "package: lintian, install, purge" tests/package/package_test.sh --prebuilt build/dev/plantstore
 echo "== all tests passed" >&2

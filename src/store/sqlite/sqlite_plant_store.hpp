@@ -4,9 +4,9 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <filesystem>
 #include <functional>
-#include <exception>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -87,7 +87,7 @@ class SqlitePlantStore final : public PlantStore {
     std::unique_ptr<Writer> writer_;
     mutable std::mutex mutex_;
     std::condition_variable work_available_;
-    std::condition_variable between_ran_;  // a Between ran (under mutex_)
+    std::condition_variable between_ran_;     // a Between ran (under mutex_)
     WriteQueue<std::vector<Pending>> queue_;  // guarded by mutex_
     std::mutex readers_mutex_;
     std::vector<std::unique_ptr<Reader>> idle_readers_;  // guarded by readers_mutex_
