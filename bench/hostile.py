@@ -21,6 +21,9 @@ Attacks:
                 each hang until --webhook-timeout-ms); the victim subscribes once to a receiver
                 that answers at once, and creates a plant every 100 ms one at a time: its row
                 shows how late each of its deliveries arrived (from the 200 of its create)
+  alone         no attack: the victim's own figures, what the rows below compare with
+  create-flood  the attacker's wrk with 256 connections of creates (issue 65: a tenant's share)
+  list-flood    the attacker's wrk with 256 connections of GET /plants pages of 100 large plants
   endless-answers
                 the attacker's 2 webhook subscriptions point at a receiver whose every answer
                 is a chunked head and then a chunk-size line of zeros that never ends (up to
@@ -36,6 +39,7 @@ import http.client
 import http.server
 import json
 import os
+import re
 import resource
 import socket
 import subprocess
@@ -51,6 +55,7 @@ import bench  # noqa: E402  (the benchmark's helpers: servers, wrk, /proc)
 # 127.1-2.<run>.x), so that a run never meets the TIME_WAIT ports of the one before it; the
 # victim (wrk) is 127.0.0.1.
 RUNS = iter(range(10, 250))
+FLAGS = {}  # the server's extra flags, by build label
 
 
 def mint(binary, data_dir, name, tenant):
@@ -107,7 +112,7 @@ class Attack:
 
     def __init__(self, kind, port, token, duration):
         self.kind, self.port, self.token = kind, port, token
-        self.answers, self.sockets, self.threads = [], [], []
+        self.answers, self.sockets, self.threads, self.wrk = [], [], [], None
         self.deadline = time.monotonic() + duration + 5
         run = next(RUNS)
         network = f"127.0.{run}."
@@ -130,6 +135,17 @@ class Attack:
                     break
             time.sleep(2)
             self.held_early = self.held()
+        elif kind in ("create-flood", "list-flood"):
+            mode = "post" if kind == "create-flood" else "list"
+            if mode == "list":  # 100 plants of long names to page through, 26 KB a page
+                for i in range(1, 101):
+                    call(port, token, "POST", "/plants", {"id": i, "name": "n" * 120,
+                                                          "tag": "t" * 120})
+            self.wrk = subprocess.Popen(
+                ["wrk", "-t1", "-c256", f"-d{duration + 2}s", "--timeout", "10s", "-s", bench.LUA,
+                 f"http://127.0.0.1:{port}", "--", mode, str(10**13 if mode == "post" else 1),
+                 "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                env=dict(os.environ, PLANTSTORE_TOKEN=token))
         elif kind == "streams":
             request = (f"GET /events?after=now HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
                        f"{token}\r\nAccept: text/event-stream\r\n\r\n").encode()
@@ -163,6 +179,11 @@ class Attack:
     def stop(self):
         for t in self.threads:
             t.join(timeout=max(1, self.deadline - time.monotonic() + 20))
+        if self.wrk is not None:
+            out = self.wrk.communicate(timeout=60)[0]
+            result = json.loads(re.search(r"^RESULT (\{.*\})$", out, re.M).group(1))
+            self.answers = [f"{result['requests'] / (result['duration_us'] / 1e6):,.0f}/s, "
+                            f"{result['non200']} not 2xx"]
         if self.kind == "idle-flood":
             self.answers = [f"{len(self.sockets)} opened, {self.held_early} held after 2 s, "
                             f"{self.held()} at the end"]
@@ -388,7 +409,7 @@ def run_one(binary, label, kind, duration, workdir):
     victim = mint(binary, data_dir, "victim", "victim")
     attacker = mint(binary, data_dir, "attacker", "attacker")
     extra = ["--max-connections", "300"] if kind == "streams" else []
-    server = bench.start_plantstore(binary, data_dir, extra, name=label)
+    server = bench.start_plantstore(binary, data_dir, extra + FLAGS.get(label, []), name=label)
     try:
         pids = server.pids()
         before = bench.memory_kib(pids, "VmRSS")
@@ -410,13 +431,17 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", required=True)
     parser.add_argument("--baseline", help="another build, measured attack by attack beside it")
+    parser.add_argument("--baseline-flags", default="",
+                        help="flags for the baseline's server (the same binary with a setting "
+                             "off, e.g. --baseline-flags='--writes-per-tenant 0')")
     parser.add_argument("--duration", type=int, default=8, help="seconds of victim load")
-    parser.add_argument("--attacks", default="chunk-line,chunk-zeros,trailer,idle-flood,streams,"
+    parser.add_argument("--attacks", default="alone,create-flood,list-flood,chunk-line,chunk-zeros,trailer,idle-flood,streams,"
                                               "hanging-receivers,endless-answers")
     args = parser.parse_args()
     # 10,000 attacking connections here, and as many for the server (which inherits the limit).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
+    FLAGS["baseline"] = args.baseline_flags.split()
     builds = [("this build", os.path.abspath(args.binary))]
     if args.baseline:
         builds.insert(0, ("baseline", os.path.abspath(args.baseline)))

@@ -369,6 +369,10 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
         number("--max-pending-writes", store.max_pending_writes, std::size_t{1}, 10 * kMillion,
                "Creates waiting for the disk at most; more get 503"),
         max_plants_setting(store.max_plants_per_tenant),
+        number("--writes-per-tenant", store.writes_per_tenant, std::size_t{0}, kMillion,
+               "Writes one tenant may have waiting for the disk while another tenant writes too; "
+               "its next ones wait their turn, so that each tenant keeps its share (a tenant "
+               "alone is not held back; 0: no limit)"),
         // ---- What the API does with each request ----
         text("--base-path", api.base_path, "Prefix of every API path, e.g. /v1 (empty: none)"),
         number("--max-text-length", api.max_text_length, std::size_t{1}, std::size_t{1} << 20,
@@ -538,6 +542,7 @@ store::StoreConfig store_config(const StoreSettings& settings) {
     store.writes.max_pending = settings.max_pending_writes;
     store.writes.max_batch = settings.max_batch_writes;
     store.writes.max_plants_per_tenant = settings.max_plants_per_tenant;
+    store.shares.writes_per_tenant = settings.writes_per_tenant;
     return store;
 }
 

@@ -52,6 +52,7 @@ struct StoreSettings {
     std::size_t max_batch_writes = 4096;
     /// Quota of plants of each tenant without one of its own (`tenant set`); 0: unlimited.
     std::int64_t max_plants_per_tenant = 0;
+    std::size_t writes_per_tenant = 8;
 };
 store::StoreConfig store_config(const StoreSettings& settings);
 

@@ -17,7 +17,12 @@ namespace plantstore::common {
 ///   path ".nip.io/", where a strict reading sees the host 1.1.1.1.nip.io;
 /// - a host that is a name (not an IP literal) may hold only letters, digits, '-', '_' and
 ///   '.' (a DNS name; an internationalised one in its xn-- form): no percent-encoding, so no
-///   control character, space or CR/LF can reach a Host header or a name lookup.
+///   control character, space or CR/LF can reach a Host header or a name lookup;
+/// - a name must not end in a number (its last label all digits, or 0x and hex digits): that
+///   is an IPv4 address to a browser (RFC 3986 takes only four decimal numbers as one, and
+///   WHATWG's URL reads 0177.0.0.1, 0x7f.1 and 2130706433 as 127.0.0.1) while name lookups and
+///   inet_aton read some of them otherwise (c-ares: 177.0.0.1): two parsers that disagree on
+///   where a URL goes.
 inline std::optional<std::string_view> url_host_problem(const boost::urls::url_view& url) {
     if (!url.has_authority()) return std::nullopt;
     const auto path = url.encoded_path();
@@ -32,6 +37,21 @@ inline std::optional<std::string_view> url_host_problem(const boost::urls::url_v
             return "must have a DNS name (letters, digits, '-', '_' and '.'; internationalised "
                    "names in their xn-- form) or an IP address as its host";
         }
+    }
+    std::string_view name = url.encoded_host();
+    if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+    std::string_view last = name.substr(name.rfind('.') + 1);  // npos + 1 == 0: the whole name
+    const bool hex = last.size() > 1 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X');
+    if (hex) last.remove_prefix(2);
+    bool number = hex || !last.empty();
+    for (const char c : last) {
+        number = number && ((c >= '0' && c <= '9') ||
+                            (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))));
+    }
+    if (number) {
+        return "has a host that ends in a number but is not four decimal numbers (0177.0.0.1, "
+               "0x7f.1 or 2130706433 are read as different addresses by different parsers): "
+               "write an IPv4 address as four decimal numbers";
     }
     return std::nullopt;
 }

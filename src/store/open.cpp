@@ -27,18 +27,7 @@ bool on_postgres(const StoreConfig& config) {
     return true;
 }
 
-}  // namespace
-
-void validate_database_url(const std::string& database_url) {
-    postgres::validate_conninfo(database_url);
-}
-
-std::string describe_store(const StoreConfig& config) {
-    if (on_postgres(config)) return "postgresql: " + postgres::redact_conninfo(config.database_url);
-    return "sqlite: " + std::filesystem::absolute(config.data_dir).string();
-}
-
-std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
+std::unique_ptr<PlantStore> open_engine(const StoreConfig& config) {
     if (on_postgres(config)) {
         postgres::PgPlantStore::Options options;
         options.conninfo = config.database_url;
@@ -53,6 +42,23 @@ std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
     options.cache_mib = config.sqlite_cache_mib;
     options.writes = config.writes;
     return std::make_unique<sqlite::SqlitePlantStore>(std::move(options));
+}
+
+}  // namespace
+
+void validate_database_url(const std::string& database_url) {
+    postgres::validate_conninfo(database_url);
+}
+
+std::string describe_store(const StoreConfig& config) {
+    if (on_postgres(config)) return "postgresql: " + postgres::redact_conninfo(config.database_url);
+    return "sqlite: " + std::filesystem::absolute(config.data_dir).string();
+}
+
+std::unique_ptr<PlantStore> open_plant_store(const StoreConfig& config) {
+    auto engine = open_engine(config);
+    if (config.shares.writes_per_tenant == 0) return engine;
+    return std::make_unique<TenantShares>(std::move(engine), config.shares);
 }
 
 std::unique_ptr<TokenRepository> open_token_repository(const StoreConfig& config) {

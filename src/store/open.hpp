@@ -11,6 +11,7 @@
 #include "store/plant_archive.hpp"
 #include "store/plant_store.hpp"
 #include "store/tenant_repository.hpp"
+#include "store/tenant_shares.hpp"
 #include "store/token_repository.hpp"
 #include "store/webhook_repository.hpp"
 
@@ -32,6 +33,8 @@ struct StoreConfig {
     std::chrono::milliseconds answer_timeout{10000};
     /// The write path's settings, the same for every engine.
     WritePathOptions writes;
+    /// Each tenant's share of the write path (TenantShares), the same for every engine.
+    ShareOptions shares;
 };
 
 /// Checks a database URL without connecting. @throws std::invalid_argument saying what is wrong

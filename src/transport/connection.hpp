@@ -35,6 +35,7 @@
 #include <thread>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/chunk_extension_budget.hpp"
@@ -339,8 +340,13 @@ class Connection final : public ConnectionBase,
     // Why a request's framing cannot be trusted, beyond what Beast's parser checks.
     static std::optional<std::string_view> framing_refusal(
         const http::request<http::string_body>& head) {
-        if (const auto coding = head[http::field::transfer_encoding];
-            !coding.empty() &&
+        const auto coding = head[http::field::transfer_encoding];
+        if (!coding.empty() && head.version() == 10) {
+            // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing (a
+            // 1.0 intermediary may have forwarded the body as it was); answered, then closed.
+            return "HTTP/1.0 has no Transfer-Encoding";
+        }
+        if (!coding.empty() &&
             (head.count(http::field::transfer_encoding) != 1 ||
              !common::iequals_ascii(common::trim_whitespace(coding), "chunked"))) {
             // Only chunked is implemented; a body in another coding (e.g. "gzip, chunked")
@@ -457,12 +463,12 @@ class Connection final : public ConnectionBase,
         serialize_response(out_, response,
                            {version, false, false, request.request_id, true, worker_.date.now(),
                             kTls ? std::string_view(limits_.strict_transport_security) : ""});
-        append_chunk(out_, response.body, version);
         std::size_t bytes = response.body.size();
         streaming_ = true;
         client_gone_ = false;
         enter(Phase::writing, limits_.write_timeout);
-        auto [ec, written] = co_await net::async_write(socket_, net::buffer(out_), kResult);
+        // The first page is held once: written from where it is, then let go, as is each piece.
+        error_code ec = co_await write_chunk(std::exchange(response.body, {}), version);
         if constexpr (std::is_same_v<Stream, tcp::socket>) {
             if (!ec) {
                 watching_ = true;
@@ -480,16 +486,15 @@ class Connection final : public ConnectionBase,
             std::optional<std::string> piece = stream->take();
             if (!piece) break;
             if (piece->empty()) continue;
-            out_.clear();
-            append_chunk(out_, *piece, version);
             bytes += piece->size();
+            out_.clear();
             enter(Phase::writing, limits_.write_timeout);
-            std::tie(ec, written) = co_await net::async_write(socket_, net::buffer(out_), kResult);
+            ec = co_await write_chunk(std::move(*piece), version);
         }
         streaming_ = false;
         if (!ec && !client_gone_ && version == 11) {
             enter(Phase::writing, limits_.write_timeout);
-            std::tie(ec, written) = co_await net::async_write(
+            std::tie(ec, std::ignore) = co_await net::async_write(
                 socket_, net::buffer(kLastChunk.data(), kLastChunk.size()), kResult);
         }
         if (watching_) {  // stop the watching read before anything else reads
@@ -690,16 +695,52 @@ class Connection final : public ConnectionBase,
         }
         response.stream.reset();  // HEAD: the head alone, as for any response
         out_.clear();
+        // A large body is written from where it is rather than copied after the head.
+        const bool apart = !request.head_request && response.body.size() > kCopiedBodyBytes;
         serialize_response(
             out_, response,
             {version, keep_alive, request.head_request, request.request_id, false,
-             worker_.date.now(), kTls ? std::string_view(limits_.strict_transport_security) : ""});
+             worker_.date.now(), kTls ? std::string_view(limits_.strict_transport_security) : "",
+             apart});
         report(request, response);
         enter(Phase::writing, limits_.write_timeout);
-        auto [ec, written] = co_await net::async_write(socket_, net::buffer(out_), kResult);
+        error_code ec;
+        if (apart) {
+            const std::array<net::const_buffer, 2> pieces{net::buffer(out_),
+                                                          net::buffer(response.body)};
+            std::tie(ec, std::ignore) = co_await net::async_write(socket_, pieces, kResult);
+        } else {
+            std::tie(ec, std::ignore) =
+                co_await net::async_write(socket_, net::buffer(out_), kResult);
+        }
+        release_output();
         if (ec) co_return false;
         if (!keep_alive) co_await linger();
         co_return keep_alive;
+    }
+
+    // Writes what out_ holds, then `piece` as one chunk of a streamed body (as it is for
+    // HTTP/1.0); a large piece is written from where it is, and let go when written.
+    net::awaitable<error_code> write_chunk(std::string piece, unsigned version) {
+        error_code ec;
+        if (piece.size() <= kCopiedBodyBytes) {
+            append_chunk(out_, piece, version);
+            std::tie(ec, std::ignore) =
+                co_await net::async_write(socket_, net::buffer(out_), kResult);
+        } else {
+            const std::string_view tail = append_chunk_head(out_, piece.size(), version);
+            const std::array<net::const_buffer, 3> pieces{net::buffer(out_), net::buffer(piece),
+                                                          net::buffer(tail.data(), tail.size())};
+            std::tie(ec, std::ignore) = co_await net::async_write(socket_, pieces, kResult);
+        }
+        release_output();
+        co_return ec;
+    }
+
+    // The output buffer keeps its capacity between answers unless one made it grow past a few
+    // pages: a connection that once sent a large answer does not hold its size while it lives.
+    void release_output() {
+        if (out_.capacity() > kKeptOutputBytes) std::string().swap(out_);
     }
 
     // What a streamed response sent, for report().
@@ -769,6 +810,10 @@ class Connection final : public ConnectionBase,
     // when the buffer is full, instead of growing it; a body goes on into its own bounded
     // string (--max-body-bytes) as it arrives.
     beast::flat_buffer buffer_;
+    // The head of an answer, and its body or a piece of it when small (kCopiedBodyBytes): one
+    // write. Kept between answers up to kKeptOutputBytes (release_output).
+    static constexpr std::size_t kCopiedBodyBytes = std::size_t{16} * 1024;
+    static constexpr std::size_t kKeptOutputBytes = std::size_t{64} * 1024;
     std::string out_;
     // The handler call under way (run_handler, a stream's next piece): its number identifies
     // the call a readiness belongs to; the waiter is the coroutine waiting for it (wait_ready),

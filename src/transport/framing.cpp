@@ -90,20 +90,22 @@ void serialize_response(std::string& out, const http::Response& response, const 
         out += "Connection: keep-alive\r\n";
     }
     out += "\r\n";
-    if (!framing.head_request && !framing.streamed) out += response.body;
+    if (!framing.head_request && !framing.streamed && !framing.body_apart) out += response.body;
+}
+
+std::string_view append_chunk_head(std::string& out, std::size_t size, unsigned version) {
+    if (version == 10) return {};
+    char line[24];
+    const int length = std::snprintf(line, sizeof line, "%zx\r\n", size);
+    out.append(line, static_cast<std::size_t>(length));
+    return "\r\n";
 }
 
 void append_chunk(std::string& out, std::string_view piece, unsigned version) {
     if (piece.empty()) return;
-    if (version == 10) {
-        out += piece;
-        return;
-    }
-    char size[24];
-    const int length = std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
-    out.append(size, static_cast<std::size_t>(length));
+    const std::string_view tail = append_chunk_head(out, piece.size(), version);
     out += piece;
-    out += "\r\n";
+    out += tail;
 }
 
 }  // namespace plantstore::transport

@@ -2,6 +2,7 @@
 // applies to raw bytes, kept apart so that they can be tested without a socket.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,8 @@ struct Framing {
     std::string_view date;
     /// Strict-Transport-Security's value (HTTPS only); empty: none.
     std::string_view strict_transport_security;
+    /// The body is written from where it is, after the head (a large one is not copied).
+    bool body_apart = false;
 };
 
 /// Appends the status line, headers and body of `response` to `out`. Written by hand rather
@@ -53,6 +56,10 @@ void serialize_response(std::string& out, const http::Response& response, const 
 /// Appends `piece` to `out` as one chunk of a chunked body (RFC 9112 §7.1); `version` 10 writes it
 /// as it is. An empty piece writes nothing (an empty chunk would end the body).
 void append_chunk(std::string& out, std::string_view piece, unsigned version);
+
+/// What goes before and after a chunk of `size` bytes (not 0) that is written from where it
+/// is: its size line (appended to `out`), and the CRLF returned; both empty for `version` 10.
+std::string_view append_chunk_head(std::string& out, std::size_t size, unsigned version);
 
 /// The chunk that ends a chunked body.
 inline constexpr std::string_view kLastChunk = "0\r\n\r\n";

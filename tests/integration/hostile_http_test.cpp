@@ -1,5 +1,6 @@
 // Hostile HTTP over raw sockets (RFC 9112 framing): each case gets its exact answer, the
 // connection is closed, and nothing smuggled behind it is ever read as a second request.
+#include <cstdio>
 #include <thread>
 
 #include "fixture.hpp"
@@ -75,6 +76,21 @@ TEST_F(HostileHttp, UnknownTransferCoding) {
     expect_rejected_without_smuggling(
         head("Transfer-Encoding: gzip, chunked\r\n\r\n") + "0\r\n\r\n" + smuggled(),
         "unknown transfer coding");
+}
+
+// RFC 9112 §6.1: an HTTP/1.0 request with Transfer-Encoding has faulty framing, whatever it asks
+// of the connection: answered 400 and closed, so that the pipelined request behind it never runs.
+TEST_F(HostileHttp, Http10WithTransferEncodingClosesTheConnection) {
+    const std::string body = R"({"id":7,"name":"one-oh"})";
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    expect_rejected_without_smuggling(
+        "POST /plants HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer " + token +
+            "\r\nContent-Type: application/json\r\nConnection: keep-alive\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n" +
+            size + "\r\n" + body + "\r\n0\r\n\r\n" + smuggled(),
+        "HTTP/1.0 with Transfer-Encoding",
+        "malformed HTTP request: HTTP/1.0 has no Transfer-Encoding");
 }
 
 TEST_F(HostileHttp, ObsoleteLineFolding) {
@@ -164,6 +180,41 @@ TEST_F(HostileHttp, ConnectionFloodPastTheCapIsRefusedAndMemoryStaysBounded) {
         std::this_thread::sleep_for(20ms);  // the server may not have seen the closes yet
     }
     FAIL() << "no new connection was served after the flood ended";
+}
+
+// A page of 200 plants whose name and tag are 1,024 control characters each is 2.4 MB of JSON
+// (each is six bytes, \u0001). Connections that each read one and stay open hold nothing of it:
+// the body is written from where it is and let go, and an output buffer that grew is released.
+TEST_F(HostileHttp, LargeAnswersAreNotHeldByTheConnectionsThatReadThem) {
+    std::string escaped;
+    for (int i = 0; i < 1024; ++i) escaped += "\\u0001";
+    for (int id = 1; id <= 200; ++id) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":")" + escaped +
+                       R"(","tag":")" + escaped + R"("})")
+                      .status,
+                  200);
+    }
+    const std::size_t baseline_kib = server->resident_kib();
+    std::vector<std::unique_ptr<HttpConnection>> readers;
+    for (int i = 0; i < 40; ++i) {
+        readers.push_back(std::make_unique<HttpConnection>(port(), 10s));
+        const auto page = readers.back()->request("GET", "/plants?limit=200", "",
+                                                  {"Authorization: Bearer " + token});
+        ASSERT_TRUE(page);
+        ASSERT_EQ(page->status, 200);
+        ASSERT_GT(page->body.size(), 2'400'000U);
+    }
+    // 40 pages of 2.4 MB: about 96 MiB if each connection kept its page's capacity.
+    if (kResidentMemoryIsBounded) {
+        EXPECT_LT(server->resident_kib(), baseline_kib + 32 * 1024)
+            << "the connections that read a large page kept it";
+    }
+    for (auto& reader : readers) {  // and each is still served
+        const auto again =
+            reader->request("GET", "/plants/1", "", {"Authorization: Bearer " + token});
+        ASSERT_TRUE(again);
+        EXPECT_EQ(again->status, 200);
+    }
 }
 
 TEST_F(HostileHttp, PipelinedFloodIsAnsweredInOrderWithBoundedMemory) {

@@ -82,6 +82,8 @@ TEST(WebhookDestination, SubscriptionUrlsAreAbsoluteHttpsWithAHostAndNothingHidd
     EXPECT_EQ(url_problem("https://93.184.216.34/hooks", policy), std::nullopt);
     EXPECT_EQ(url_problem("https://xn--bcher-kva.example/hooks", policy), std::nullopt);
     EXPECT_EQ(url_problem("https://hooks_1.receiver-2.example", policy), std::nullopt);
+    EXPECT_EQ(url_problem("https://123.example/", policy), std::nullopt);  // a label of digits
+    EXPECT_EQ(url_problem("https://receiver.b1/", policy), std::nullopt);
     const std::pair<const char*, const char*> refused[] = {
         {"http://receiver.example/hooks", "https://"},
         {"ftp://receiver.example/", "https://"},
@@ -105,6 +107,12 @@ TEST(WebhookDestination, SubscriptionUrlsAreAbsoluteHttpsWithAHostAndNothingHidd
         {"https://receiver%0d%0aX-Injected:%20yes.example/", "url "},
         {"https://b%C3%BCcher.example/", "DNS name"},
         {"https://receiver%2eexample/", "DNS name"},
+        // Numbers that a browser reads as 127.0.0.1 and c-ares or inet_aton otherwise.
+        {"https://0177.0.0.1/", "four decimal numbers"},
+        {"https://0x7f.1/", "four decimal numbers"},
+        {"https://2130706433/", "four decimal numbers"},
+        {"https://127.1/", "four decimal numbers"},
+        {"https://receiver.example.0x10./", "four decimal numbers"},
     };
     for (const auto& [url, reason] : refused) {
         const auto problem = url_problem(url, policy);
