@@ -430,6 +430,10 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
              "How long the change feed (GET {base}/events) keeps events at least: a whole "
              "number with ms, s, m, h or d, 1s to 365d; older ones are pruned (never one a "
              "pending webhook delivery needs), and a reader asking for them gets 410"),
+        number("--feed-cache-mib", config.feed.feed_cache_mib, std::size_t{1}, std::size_t{65536},
+               "Memory for the recent events the change feed keeps ready for its readers, MiB "
+               "in all; each tenant's at most a quarter of it (older events are read from the "
+               "store)"),
         // ---- Traces ----
         text("--otlp-endpoint", tracing.otlp_endpoint,
              "Export spans to this OpenTelemetry collector: an http:// or https:// base URL, "

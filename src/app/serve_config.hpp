@@ -147,6 +147,8 @@ double trace_sample_ratio(const TracingSettings& settings);
 struct FeedSettings {
     /// How long the change feed keeps events at least (a duration: 90s, 12h, 7d).
     std::string event_retention = "7d";
+    /// What the feed keeps of the recent events in memory, MiB in all (each tenant a quarter).
+    std::size_t feed_cache_mib = 64;
 };
 /// --event-retention as a duration. @throws CLI::ValidationError naming it
 std::chrono::milliseconds event_retention(const FeedSettings& settings);

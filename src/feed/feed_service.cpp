@@ -230,12 +230,14 @@ class FeedService::Impl {
         struct Piece {
             Batch batch;
             std::size_t begin = 0;
+            std::size_t bytes = 0;  // what the whole batch holds (the piece keeps all of it)
             std::int64_t first() const { return (*batch)[begin].seq; }
             std::int64_t last() const { return batch->back().seq; }
             std::size_t size() const { return batch->size() - begin; }
         };
         std::deque<Piece> cache;
         std::size_t cached = 0;
+        std::size_t cached_bytes = 0;
     };
     using TenantIt = std::unordered_map<std::string, Tenant>::iterator;
 
@@ -253,23 +255,39 @@ class FeedService::Impl {
                 drop_cache(state);  // a gap: what is cached no longer leads up to it
             }
         }
-        state.cache.push_back({batch, begin});
+        std::size_t bytes = 0;
+        for (const FeedEvent& event : *batch) {
+            bytes += sizeof(FeedEvent) + event.json.capacity() + event.sse.capacity();
+        }
+        state.cache.push_back({batch, begin, bytes});
         state.cached += batch->size() - begin;
         cached_in_all_ += batch->size() - begin;
-        while (state.cache.size() > 1 && (state.cached > options_.cached_per_tenant ||
-                                          cached_in_all_ > options_.cached_in_all)) {
-            state.cached -= state.cache.front().size();
-            cached_in_all_ -= state.cache.front().size();
+        state.cached_bytes += bytes;
+        cached_bytes_in_all_ += bytes;
+        while (!state.cache.empty() && over_budget(state)) {
+            const Tenant::Piece& oldest = state.cache.front();
+            state.cached -= oldest.size();
+            cached_in_all_ -= oldest.size();
+            state.cached_bytes -= oldest.bytes;
+            cached_bytes_in_all_ -= oldest.bytes;
             state.cache.pop_front();
         }
-        if (state.cached > options_.cached_per_tenant || cached_in_all_ > options_.cached_in_all) {
-            drop_cache(state);
-        }
+    }
+
+    // Whether the cache holds more than its budgets allow, in events or in bytes (an event is
+    // 350 bytes to 25 KB: a count alone does not bound memory), for this tenant or in all.
+    bool over_budget(const Tenant& state) const {
+        return state.cached > options_.cached_per_tenant ||
+               cached_in_all_ > options_.cached_in_all ||
+               state.cached_bytes > options_.cached_bytes_per_tenant ||
+               cached_bytes_in_all_ > options_.cached_bytes_in_all;
     }
 
     void drop_cache(Tenant& state) {
         cached_in_all_ -= state.cached;
+        cached_bytes_in_all_ -= state.cached_bytes;
         state.cached = 0;
+        state.cached_bytes = 0;
         state.cache.clear();
     }
 
@@ -549,7 +567,8 @@ class FeedService::Impl {
     // tenants_.size(), for committed() on the store's threads (sequentially consistent).
     std::atomic<std::size_t> watched_{0};
     std::uint64_t next_waiter_ = 0;
-    std::size_t cached_in_all_ = 0;  // events cached over every tenant
+    std::size_t cached_in_all_ = 0;        // events cached over every tenant
+    std::size_t cached_bytes_in_all_ = 0;  // their bytes
     bool draining_ = false;
     common::BackgroundThread thread_;
     std::atomic<bool> stopped_{false};

@@ -104,9 +104,12 @@ class FeedService {
         /// (store::PlantStore::reports_every_commit): then what the feed knows of a tenant's
         /// last seq is exact, and a page that ends there needs no read of the store.
         bool hints_complete = false;
-        /// The recent events kept encoded, per tenant and in all (about 350 bytes each).
+        /// The recent events kept encoded, per tenant and in all, in events and in bytes (an
+        /// event is about 350 bytes, up to about 25 KB with the longest name and tag).
         std::size_t cached_per_tenant = 32768;
         std::size_t cached_in_all = 131072;
+        std::size_t cached_bytes_per_tenant = std::size_t{16} << 20;
+        std::size_t cached_bytes_in_all = std::size_t{64} << 20;
         /// Milliseconds since the Unix epoch (tests move it to age events).
         std::function<std::int64_t()> clock;
         /// Told when pruning fails (it is tried again at the next interval); may be empty.

@@ -1,6 +1,7 @@
 // Ops layer (see log.hpp): what the running server reports, wired to its observers.
 #pragma once
 
+#include <cstddef>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -96,6 +97,9 @@ class Observability final : public transport::ExchangeObserver,
     std::string render_metrics() const;
 
   private:
+    // Free memory the allocator may keep (release_free_memory): a few pages of answers.
+    static constexpr std::size_t kKeptFreeBytes = std::size_t{16} << 20;
+    unsigned ticks_ = 0;  // the first worker's ticks (transport::kSweepInterval apart)
     const bool access_log_on_;
     const std::string version_;
     common::SpanSink* const spans_;

@@ -1,5 +1,6 @@
 #include "ops/process_metrics.hpp"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -41,6 +42,12 @@ void render_process_metrics(PrometheusText& out, std::chrono::system_clock::time
     out.family("process_start_time_seconds", "gauge",
                "Start time, in seconds since the Unix epoch.");
     out.sample("process_start_time_seconds", "", start_seconds);
+}
+
+std::size_t release_free_memory(std::size_t keep_bytes) {
+    const struct mallinfo2 info = ::mallinfo2();
+    if (info.fordblks > keep_bytes) ::malloc_trim(0);
+    return info.fordblks;
 }
 
 }  // namespace plantstore::ops

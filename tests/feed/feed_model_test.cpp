@@ -111,6 +111,9 @@ RC_GTEST_PROP(FeedModel, EveryPageHoldsTheEventsRightAfterItsStartAndIsComplete,
     setup.hints_complete = *rc::gen::arbitrary<bool>();
     setup.cached_per_tenant = *rc::gen::inRange<std::size_t>(1, 9);
     setup.cached_in_all = *rc::gen::inRange<std::size_t>(1, 17);
+    // A byte budget of a few events (each some hundreds of bytes), or none to speak of.
+    setup.cached_bytes_per_tenant = *rc::gen::element<std::size_t>(500, 2000, 5000, 1U << 30);
+    setup.cached_bytes_in_all = *rc::gen::element<std::size_t>(1000, 4000, 10000, 1U << 30);
     RC_TAG(setup.hints_complete ? "every commit reported" : "hints may be lost");
     Harness harness(setup);
     rc::state::check(

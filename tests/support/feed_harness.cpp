@@ -226,6 +226,8 @@ FeedHarness::FeedHarness(Setup setup) : state_(std::make_unique<State>()) {
     options.hints_complete = setup.hints_complete;
     options.cached_per_tenant = setup.cached_per_tenant;
     options.cached_in_all = setup.cached_in_all;
+    options.cached_bytes_per_tenant = setup.cached_bytes_per_tenant;
+    options.cached_bytes_in_all = setup.cached_bytes_in_all;
     options.clock = [logs = &state_->logs] { return logs->now_ms.load(); };
     state_->feed = std::make_unique<feed::FeedService>(*state_->store, options);
 }

@@ -24,6 +24,8 @@ class FeedHarness {
         bool hints_complete = true;  ///< the store reports every commit before acknowledging it
         std::size_t cached_per_tenant = 4;
         std::size_t cached_in_all = 8;
+        std::size_t cached_bytes_per_tenant = std::size_t{1} << 30;
+        std::size_t cached_bytes_in_all = std::size_t{1} << 30;
     };
     enum class Start { oldest, after, now };
 
