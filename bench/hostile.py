@@ -23,7 +23,19 @@ Attacks:
                 shows how late each of its deliveries arrived (from the 200 of its create)
   alone         no attack: the victim's own figures, what the rows below compare with
   create-flood  the attacker's wrk with 256 connections of creates (issue 65: a tenant's share)
+  alone-paced, create-flood-paced
+                the same two, with a paced victim instead: one connection creating a plant
+                every 10 ms (100 a second), and its p99 latency
   list-flood    the attacker's wrk with 256 connections of GET /plants pages of 100 large plants
+  large-pages   the attacker creates 200 plants whose name and tag are 1,024 control characters
+                (a page of them is 2.4 MB of JSON) and 40 connections each read one page and stay
+                open while the victim works: the row shows what the server still holds after
+  stale-streams the attacker creates 1,000 such plants and opens 20 event streams from seq 0
+                that never read: the row shows what the server holds while they wait for the
+                write time-out
+  feed-burst    the attacker creates 12,000 such plants (an event of about 12 KB each) and
+                reads its whole change feed as one stream from seq 0, then closes it: what the
+                server holds after, 6 s later
   endless-answers
                 the attacker's 2 webhook subscriptions point at a receiver whose every answer
                 is a chunked head and then a chunk-size line of zeros that never ends (up to
@@ -135,8 +147,8 @@ class Attack:
                     break
             time.sleep(2)
             self.held_early = self.held()
-        elif kind in ("create-flood", "list-flood"):
-            mode = "post" if kind == "create-flood" else "list"
+        elif kind in ("create-flood", "create-flood-paced", "list-flood"):
+            mode = "list" if kind == "list-flood" else "post"
             if mode == "list":  # 100 plants of long names to page through, 26 KB a page
                 for i in range(1, 101):
                     call(port, token, "POST", "/plants", {"id": i, "name": "n" * 120,
@@ -335,6 +347,91 @@ def endless_answers(binary, label, duration, workdir):
         receiver.stop()
 
 
+LARGE_TEXT = "\u0001" * 1024
+
+
+def large_creates(port, token, count, connections=8):
+    """`count` plants of the longest name and tag, each 1,024 control characters."""
+    def create(first):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for i in range(first, count, connections):
+            connection.request("POST", "/plants",
+                               body=json.dumps({"id": i + 1, "name": LARGE_TEXT,
+                                                "tag": LARGE_TEXT}),
+                               headers={"Authorization": f"Bearer {token}",
+                                        "Content-Type": "application/json"})
+            connection.getresponse().read()
+        connection.close()
+    threads = [threading.Thread(target=create, args=(k,)) for k in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def memory_burst(binary, label, kind, duration, workdir):
+    """large-pages and feed-burst: the server's anonymous memory before, at its peak and after."""
+    data_dir = tempfile.mkdtemp(dir=workdir)
+    victim = mint(binary, data_dir, "victim", "victim")
+    attacker = mint(binary, data_dir, "attacker", "attacker")
+    server = bench.start_plantstore(binary, data_dir, FLAGS.get(label, []), name=label)
+    held = []  # connections (large-pages) or sockets (stale-streams) the attacker keeps open
+    try:
+        pids = server.pids()
+        large_creates(server.port, attacker,
+                      {"large-pages": 200, "stale-streams": 1000}.get(kind, 12000))
+        before = bench.memory_kib(pids, "RssAnon")
+        before_rss = bench.memory_kib(pids, "VmRSS")
+        if kind == "large-pages":
+            for _ in range(40):
+                connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+                connection.request("GET", "/plants?limit=200",
+                                   headers={"Authorization": f"Bearer {attacker}"})
+                connection.getresponse().read()
+                held.append(connection)
+            what = "40 pages of 2.4 MB read, the connections held"
+        elif kind == "stale-streams":
+            for _ in range(20):
+                stream = socket.socket()
+                stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                stream.connect(("127.0.0.1", server.port))
+                stream.sendall(f"GET /events?after=0 HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                               f"Bearer {attacker}\r\nAccept: text/event-stream\r\n\r\n"
+                               .encode())
+                held.append(stream)
+            time.sleep(2)
+            what = "20 streams from seq 0 that never read, held"
+        else:
+            stream = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            stream.sendall(f"GET /events?after=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                           f"{attacker}\r\nAccept: text/event-stream\r\n\r\n".encode())
+            read = 0
+            try:
+                while read < 12000 * 11000:
+                    chunk = stream.recv(1 << 20)
+                    if not chunk:
+                        break
+                    read += len(chunk)
+            except socket.timeout:
+                pass
+            stream.close()
+            what = f"a stream of {read / 1e6:,.0f} MB read from seq 0 and closed"
+        row = bench.run_wrk(server, 16, duration, victim, 1)
+        time.sleep(6 if kind == "feed-burst" else 1)
+        after = bench.memory_kib(pids, "RssAnon")
+        peak = bench.memory_kib(pids, "VmHWM")
+        return {"build": label, "attack": kind,
+                "attacker": f"{what}; anonymous memory {before / 1024:,.0f} MiB before, "
+                            f"{after / 1024:,.0f} MiB after",
+                "growth_mib": (peak - before_rss) / 1024, "victim_rps": row["requests_per_s"],
+                "victim_errors": row["non200"] + row["socket_errors"],
+                "victim_p99_ms": row["p99_ms"]}
+    finally:
+        for connection in held:
+            connection.close()
+        server.stop()
+
+
 def call(port, token, method, path, body):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -400,11 +497,40 @@ def hanging_receivers(binary, label, duration, workdir):
         recorder.stop()
 
 
+def paced_victim(port, token, duration, interval=0.01):
+    """Creates a plant every `interval` seconds on one connection for `duration`: its rate, errors
+    and p99 latency (ms), as run_wrk reports them."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    latencies, errors = [], 0
+    start = time.monotonic()
+    next_at = start
+    plant = 0
+    while time.monotonic() - start < duration:
+        plant += 1
+        sent = time.monotonic()
+        connection.request("POST", "/plants", body=json.dumps({"id": plant, "name": "Paced"}),
+                           headers={"Authorization": f"Bearer {token}",
+                                    "Content-Type": "application/json"})
+        answer = connection.getresponse()
+        answer.read()
+        latencies.append(time.monotonic() - sent)
+        errors += answer.status != 200
+        next_at += interval
+        time.sleep(max(0.0, next_at - time.monotonic()))
+    connection.close()
+    latencies.sort()
+    return {"requests_per_s": len(latencies) / (time.monotonic() - start), "non200": errors,
+            "socket_errors": 0,
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3}
+
+
 def run_one(binary, label, kind, duration, workdir):
     if kind == "hanging-receivers":
         return hanging_receivers(binary, label, duration, workdir)
     if kind == "endless-answers":
         return endless_answers(binary, label, duration, workdir)
+    if kind in ("large-pages", "stale-streams", "feed-burst"):
+        return memory_burst(binary, label, kind, duration, workdir)
     data_dir = tempfile.mkdtemp(dir=workdir)
     victim = mint(binary, data_dir, "victim", "victim")
     attacker = mint(binary, data_dir, "attacker", "attacker")
@@ -415,7 +541,10 @@ def run_one(binary, label, kind, duration, workdir):
         before = bench.memory_kib(pids, "VmRSS")
         attack = Attack(kind, server.port, attacker, duration)
         time.sleep(2)  # the attack's steady state: what the victim meets after the first moment
-        row = bench.run_wrk(server, 16, duration, victim, 1)
+        if kind.endswith("-paced"):
+            row = paced_victim(server.port, victim, duration)
+        else:
+            row = bench.run_wrk(server, 16, duration, victim, 1)
         attack.stop()
         peak = bench.memory_kib(pids, "VmHWM")
         return {"build": label, "attack": kind, "attacker": attack.summary(),
@@ -435,8 +564,11 @@ def main():
                         help="flags for the baseline's server (the same binary with a setting "
                              "off, e.g. --baseline-flags='--writes-per-tenant 0')")
     parser.add_argument("--duration", type=int, default=8, help="seconds of victim load")
-    parser.add_argument("--attacks", default="alone,create-flood,list-flood,chunk-line,chunk-zeros,trailer,idle-flood,streams,"
-                                              "hanging-receivers,endless-answers")
+    parser.add_argument("--attacks", default="alone,create-flood,alone-paced,create-flood-paced,"
+                                              "list-flood,large-pages,"
+                                              "stale-streams,feed-burst,chunk-line,chunk-zeros,"
+                                              "trailer,idle-flood,streams,hanging-receivers,"
+                                              "endless-answers")
     args = parser.parse_args()
     # 10,000 attacking connections here, and as many for the server (which inherits the limit).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -138,6 +138,9 @@ feed::FeedService::Options feed_options(const ServeConfig& config, const store::
     options.on_page = [&observability](std::int64_t events_behind) {
         observability.on_feed_page(events_behind);
     };
+    options.on_cache = [&observability](std::size_t events, std::size_t bytes) {
+        observability.on_feed_cache(events, bytes);
+    };
     options.retention = event_retention(config.feed);
     options.cached_bytes_in_all = config.feed.feed_cache_mib << 20;
     options.cached_bytes_per_tenant = options.cached_bytes_in_all / 4;

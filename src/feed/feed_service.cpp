@@ -272,6 +272,11 @@ class FeedService::Impl {
             cached_bytes_in_all_ -= oldest.bytes;
             state.cache.pop_front();
         }
+        report_cache();
+    }
+
+    void report_cache() const {
+        if (options_.on_cache) options_.on_cache(cached_in_all_, cached_bytes_in_all_);
     }
 
     // Whether the cache holds more than its budgets allow, in events or in bytes (an event is
@@ -289,6 +294,7 @@ class FeedService::Impl {
         state.cached = 0;
         state.cached_bytes = 0;
         state.cache.clear();
+        report_cache();
     }
 
     // The whole page after `after` from the cached events, if they hold it: `limit` events, or,

@@ -119,6 +119,9 @@ class FeedService {
         /// Told of every page of events handed out: how many of its tenant's events follow it
         /// (its tenant's last seq minus the page's last), for metrics; may be empty.
         std::function<void(std::int64_t events_behind)> on_page;
+        /// Told, on the feed's thread, what the cache holds in all whenever that changes: its
+        /// events and their bytes, for metrics; may be empty.
+        std::function<void(std::size_t events, std::size_t bytes)> on_cache;
     };
 
     /// Starts its thread and the pruning schedule. `store` must outlive it.

@@ -16,6 +16,11 @@ void FeedMetrics::on_page(std::int64_t events_behind) {
     events_behind_.fetch_add(static_cast<std::uint64_t>(behind), relaxed);
 }
 
+void FeedMetrics::on_cache(std::size_t events, std::size_t bytes) {
+    cached_events_.store(events, std::memory_order_relaxed);
+    cached_bytes_.store(bytes, std::memory_order_relaxed);
+}
+
 void FeedMetrics::render(PrometheusText& out) const {
     const auto counts = snapshot(pages_);
     out.family("plantstore_feed_page_events_behind", "histogram",
@@ -23,6 +28,13 @@ void FeedMetrics::render(PrometheusText& out) const {
                "how many of their tenant's events followed them: 0 for a reader that keeps up.");
     out.histogram("plantstore_feed_page_events_behind", "", kBehindBuckets, counts.data(),
                   static_cast<double>(events_behind_.load()));
+    out.family("plantstore_feed_cache_bytes", "gauge",
+               "Memory the change feed's cache of recent events holds, bytes "
+               "(--feed-cache-mib bounds it).");
+    out.sample("plantstore_feed_cache_bytes", "", cached_bytes_.load());
+    out.family("plantstore_feed_cache_events", "gauge",
+               "Recent events the change feed's cache holds, over every tenant.");
+    out.sample("plantstore_feed_cache_events", "", cached_events_.load());
 }
 
 }  // namespace plantstore::ops

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace plantstore::ops {
@@ -16,6 +17,8 @@ class PrometheusText;
 class FeedMetrics {
   public:
     void on_page(std::int64_t events_behind);
+    /// What the feed's cache holds now (FeedService::Options::on_cache).
+    void on_cache(std::size_t events, std::size_t bytes);
     /// Thread-safe.
     void render(PrometheusText& out) const;
 
@@ -25,6 +28,8 @@ class FeedMetrics {
   private:
     std::array<std::atomic<std::uint64_t>, kBehindBuckets.size() + 1> pages_{};
     std::atomic<std::uint64_t> events_behind_{0};
+    std::atomic<std::uint64_t> cached_events_{0};
+    std::atomic<std::uint64_t> cached_bytes_{0};
 };
 
 }  // namespace plantstore::ops

@@ -1,8 +1,8 @@
 // Ops layer (see log.hpp): what the running server reports, wired to its observers.
 #pragma once
 
-#include <cstddef>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -72,6 +72,8 @@ class Observability final : public transport::ExchangeObserver,
     /// The change feed handed out a page with `events_behind` of its tenant's events after it
     /// (FeedMetrics). Thread-safe.
     void on_feed_page(std::int64_t events_behind) { feed_.on_page(events_behind); }
+    /// What the change feed's cache holds now (FeedMetrics). Thread-safe.
+    void on_feed_cache(std::size_t events, std::size_t bytes) { feed_.on_cache(events, bytes); }
 
     /// The route labels exchanges can carry ("other" last), as many as the handler has. Before
     /// serving.

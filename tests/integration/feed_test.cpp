@@ -103,6 +103,34 @@ TEST_F(Feed, MetricsCountPagesByHowFarBehindTheirReaderIs) {
     EXPECT_EQ(bucket("+Inf"), 2);
 }
 
+// The feed's cache of recent events is bounded in bytes as well as in events (--feed-cache-mib,
+// each tenant a quarter): events of the longest name and tag (about 25 KB each, cached as JSON
+// and as a server-sent event) read page by page leave at most 256 KiB cached, and /metrics says
+// what it holds.
+TEST_F(Feed, TheCacheStaysWithinItsByteBudget) {
+    start({"--feed-cache-mib", "1"});
+    std::string escaped;
+    for (int i = 0; i < 1024; ++i) escaped += "\\u0001";
+    for (int id = 1; id <= 40; ++id) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":")" + escaped +
+                       R"(","tag":")" + escaped + R"("})")
+                      .status,
+                  200);
+    }
+    const auto gauge = [&](const std::string& name) {
+        const std::string text = get("/metrics").body;
+        const std::size_t at = text.find("\n" + name + " ");
+        return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+    };
+    for (int after = 0; after < 40; after += 4) {
+        const auto page = get("/events?after=" + std::to_string(after) + "&limit=4");
+        ASSERT_EQ(parse_events(page.body).size(), 4U);
+        EXPECT_LE(gauge("plantstore_feed_cache_bytes"), 256.0 * 1024) << "after " << after;
+    }
+    EXPECT_GT(gauge("plantstore_feed_cache_bytes"), 0.0);
+    EXPECT_GT(gauge("plantstore_feed_cache_events"), 0.0);
+}
+
 // A page is complete (issue 41): a read behind pages that were read before is not cut short
 // where an earlier page ended.
 TEST_F(Feed, APageBehindEarlierReadsHoldsEveryEventUpToTheLast) {
