@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -472,22 +473,37 @@ void keep_freed_memory() {
     // NOLINTEND(concurrency-mt-unsafe)
 }
 
+// A line for a person at a terminal: stderr is the JSON log, so the plain line goes there only
+// when it is a terminal (a log pipeline reads the JSON event that says the same).
+void tell_a_person(const std::string& line) {
+    if (::isatty(STDERR_FILENO) == 1) std::cerr << "plantstore: " << line << std::endl;
+}
+
 // A store is never silently new (a relative or mistyped --data-dir would otherwise serve an
-// empty one, and every token would be "unknown"): one plain line on stderr when serve created
-// the store, and one when it holds no token while nothing else can authenticate.
+// empty one, and every token would be "unknown"): said when serve created the store, and when
+// it holds no token while nothing else can authenticate.
 void say_what_the_store_holds(const store::StoreConfig& where, bool existed, bool tokens_only) {
     if (!existed) {
-        std::cerr << "plantstore: created a new, empty store (" << store::describe_store(where)
-                  << "); if you meant an existing one, check "
-                  << (where.database_url.empty() ? "--data-dir" : "--database-url") << std::endl;
+        const std::string check = where.database_url.empty() ? "--data-dir" : "--database-url";
+        ops::log_event(ops::LogLevel::info, "store_created",
+                       {{"store", store::describe_store(where)},
+                        {"hint", "if you meant an existing store, check " + check}});
+        tell_a_person("created a new, empty store (" + store::describe_store(where) +
+                      "); if you meant an existing one, check " + check);
     }
     if (tokens_only && store::open_token_repository(where)->list().empty()) {
-        std::cerr << "plantstore: the store has no tokens, so every request is refused with "
-                     "401; make one with: plantstore token create --name NAME --tenant TENANT "
-                  << (where.database_url.empty()
-                          ? "--data-dir " + std::filesystem::absolute(where.data_dir).string()
-                          : std::string("--database-url (the same URL)"))
-                  << std::endl;
+        const std::string command =
+            "plantstore token create --name NAME --tenant TENANT " +
+            (where.database_url.empty()
+                 ? "--data-dir " + std::filesystem::absolute(where.data_dir).string()
+                 : std::string("--database-url (the same URL)"));
+        ops::log_event(
+            ops::LogLevel::warn, "store_has_no_tokens",
+            {{"hint", "every request is refused with 401 until a token exists: " + command}});
+        tell_a_person(
+            "the store has no tokens, so every request is refused with 401; make one "
+            "with: " +
+            command);
     }
 }
 
@@ -508,10 +524,11 @@ int serve(const ServeConfig& config) {
     // /readyz says 503 for the shutdown delay while serving goes on; a second SIGTERM or SIGINT
     // ends the delay.
     service.begin_stopping();
-    std::cerr << "plantstore: stopping: /readyz answers 503 for "
-              << config.listener.shutdown_delay_ms << " ms (a second Ctrl-C or SIGTERM cuts it "
-              << "short), then requests in flight get up to " << config.listener.drain_timeout_ms
-              << " ms to finish" << std::endl;
+    tell_a_person("stopping: /readyz answers 503 for " +
+                  std::to_string(config.listener.shutdown_delay_ms) +
+                  " ms (a second Ctrl-C or SIGTERM cuts it short), then requests in flight get up "
+                  "to " +
+                  std::to_string(config.listener.drain_timeout_ms) + " ms to finish");
     serve_until_stopped(
         service, signals,
         std::chrono::steady_clock::now() + milliseconds(config.listener.shutdown_delay_ms));
