@@ -113,7 +113,7 @@ http::Decision Api::admit(const http::RequestHead& head) const {
     }
     Prepared prepared = endpoint->prepare(request);
     if (auto* next = std::get_if<std::shared_ptr<http::Continuation>>(&prepared)) {
-        return {{}, std::move(*next)};
+        return {{}, std::move(*next), request.caller ? request.caller->tenant : std::string()};
     }
     auto& response = std::get<http::Response>(prepared);
     if (request.caller) return answer_caller(head, std::move(response), route, request);
@@ -124,7 +124,7 @@ http::Decision Api::answer(const http::RequestHead& head, http::Response respons
                            const Route* route) const {
     if (route != nullptr) response.route = route->label;
     cors_.decorate(response, head.origin);
-    return {std::move(response), nullptr};
+    return {std::move(response), nullptr, {}};
 }
 
 http::Decision Api::answer_caller(const http::RequestHead& head, http::Response response,

@@ -114,6 +114,10 @@ class BodyStream {
 struct Decision {
     Response response;
     std::shared_ptr<Continuation> next;
+    /// Whom running `next` is charged to (the caller's tenant): the transport gives each its
+    /// share of an I/O thread's time, whatever its number of connections. Empty: no one (run
+    /// in the order the requests came).
+    std::string share;
 };
 
 /// Answers requests. Implementations are thread-safe: every I/O thread calls them.

@@ -318,6 +318,11 @@ class Connection final : public ConnectionBase,
             co_return co_await answer_read_failure(request, ec, chunk_extensions.exceeded);
         }
 
+        if (!decision.share.empty() && worker_.turns.must_wait(decision.share)) {
+            // Its caller's turn on this thread (FairTurns): a caller with many connections
+            // waits here while one with few goes first.
+            co_await worker_.turns.async_wait(std::move(decision.share), net::use_awaitable);
+        }
         plantstore::http::Response response =
             co_await run_handler(request, *decision.next, parser.get().body());
         co_return co_await send(request, std::move(response), version, parser.get().keep_alive());
@@ -589,7 +594,7 @@ class Connection final : public ConnectionBase,
             return handler_.admit(head);
         } catch (const std::exception& error) {
             observer_.on_failure(ids(request), "admit", error.what());
-            return {refuse(request, 500, "internal error"), nullptr};
+            return {refuse(request, 500, "internal error"), nullptr, {}};
         }
     }
 

@@ -15,6 +15,7 @@
 
 #include "common/loop_gate.hpp"
 #include "transport/date_text.hpp"
+#include "transport/fair_turns.hpp"
 #include "transport/request_ids.hpp"
 
 namespace plantstore::transport::internal {
@@ -49,6 +50,9 @@ struct Worker {
         for (ConnectionBase* connection : connections) {
             if (auto waiter = connection->take_waiter()) waiting.push_back(std::move(waiter));
         }
+        // Then those waiting for their turn (each destroys its connection, which is not in
+        // `connections` any more as far as anyone will ask).
+        turns.clear();
         connections.clear();
     }
     Worker(const Worker&) = delete;
@@ -59,6 +63,7 @@ struct Worker {
     boost::asio::io_context context;
     const std::shared_ptr<common::LoopGate> gate = std::make_shared<common::LoopGate>(context);
     std::unordered_set<ConnectionBase*> connections;
+    FairTurns turns{context};  // the order its connections' handlers run in (one per caller)
     RequestIds request_ids;
     DateText date;
 };

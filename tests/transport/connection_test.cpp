@@ -113,7 +113,7 @@ class TestHandler final : public plantstore::http::Handler {
     TestHandler(Readiness readiness, net::io_context& context, KeepingStore* store = nullptr)
         : readiness_(readiness), context_(context), store_(store) {}
     plantstore::http::Decision admit(const plantstore::http::RequestHead&) const override {
-        return {{}, std::make_shared<TestContinuation>(readiness_, context_, store_)};
+        return {{}, std::make_shared<TestContinuation>(readiness_, context_, store_), {}};
     }
     plantstore::http::Response refuse(const plantstore::http::RequestHead&, int status,
                                       std::string_view message) const override {
@@ -261,7 +261,7 @@ TEST(Connection, AReadyCalledAfterTheWorkerIsGoneIsDropped) {
                     }
                     plantstore::http::Response finish() override { return {}; }
                 };
-                return {{}, std::make_shared<Call>(store)};
+                return {{}, std::make_shared<Call>(store), {}};
             }
             plantstore::http::Response refuse(const plantstore::http::RequestHead&, int status,
                                               std::string_view) const override {
