@@ -84,6 +84,18 @@ class ServerTest : public testing::Test {
     HttpResponse post(const std::string& body, const std::string& path = "/plants") {
         return post_plant(port(), token, body, path);
     }
+    /// Creates plants 1 to `count` whose name and tag are the longest the default allows, 1,024
+    /// control characters each (six bytes each in JSON, \u0001): the largest events and pages.
+    void create_largest_plants(int count) {
+        std::string escaped;
+        for (int i = 0; i < 1024; ++i) escaped += "\\u0001";
+        for (int id = 1; id <= count; ++id) {
+            ASSERT_EQ(post(R"({"id":)" + std::to_string(id) + R"(,"name":")" + escaped +
+                           R"(","tag":")" + escaped + R"("})")
+                          .status,
+                      200);
+        }
+    }
     /// Runs `sql` on the test's store, whichever engine it is, behind the server's back.
     void run_store_sql(const std::string& sql) {
         if (testing_on_postgres()) {
