@@ -4,6 +4,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -282,13 +283,28 @@ class HttpServer::Impl {
     Worker& next_worker() { return *workers_[next_worker_++ % workers_.size()]; }
 
     // The connections the kernel completed on `acceptor` but nobody accepted yet.
+    // accept4 by hand, not Asio's synchronous accept: that one waits (poll with no time-out) for
+    // the next connection after ECONNABORTED or EPROTO even on a non-blocking listener, and a
+    // draining server must not wait for a connection that may never come.
     void take_waiting(tcp::acceptor& acceptor) {
+        const int listener = acceptor.native_handle();
         error_code ec;
-        acceptor.non_blocking(true, ec);
-        for (std::size_t taken = 0; !ec && taken < options_.limits.max_connections; ++taken) {
+        const auto protocol = acceptor.local_endpoint(ec).protocol();
+        if (ec) return;
+        for (std::size_t tries = 0; tries < options_.limits.max_connections; ++tries) {
+            const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == ECONNABORTED || errno == EPROTO || errno == EINTR) continue;
+                return;  // EAGAIN: none waits; anything else: the close ends what is left
+            }
             Worker& worker = next_worker();
-            tcp::socket socket = acceptor.accept(worker.context, ec);
-            if (!ec) serve(worker, std::move(socket));
+            tcp::socket socket(worker.context);
+            static_cast<void>(socket.assign(protocol, fd, ec));
+            if (ec) {
+                ::close(fd);
+                continue;
+            }
+            serve(worker, std::move(socket));
         }
     }
 
@@ -296,15 +312,17 @@ class HttpServer::Impl {
         while (acceptor.is_open()) {
             Worker& worker = next_worker();
             auto [ec, socket] = co_await acceptor.async_accept(worker.context, kResult);
-            if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
-            if (ec) {
-                // Out of descriptors or similar: pause so the loop does not spin.
-                observer_.on_failure({}, "accept", ec.message());
-                net::steady_timer pause(co_await net::this_coro::executor, 50ms);
-                co_await pause.async_wait(kResult);
+            if (!ec) {
+                // Served even when the listener was closed meanwhile (a drain): the accept was
+                // done before the close, and dropping the socket would reset its request.
+                serve(worker, std::move(socket));
                 continue;
             }
-            serve(worker, std::move(socket));
+            if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
+            // Out of descriptors or similar: pause so the loop does not spin.
+            observer_.on_failure({}, "accept", ec.message());
+            net::steady_timer pause(co_await net::this_coro::executor, 50ms);
+            co_await pause.async_wait(kResult);
         }
     }
 

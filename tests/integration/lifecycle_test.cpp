@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -243,6 +244,28 @@ TEST_F(Lifecycle, WhileDrainingAnIdleConnectionIsAnsweredUntilDrainIdleThenClose
     ASSERT_TRUE(left.request("GET", "/healthz", "", {}));
     ::kill(server->pid(), SIGTERM);
     EXPECT_TRUE(left.closed_by_server());
+    EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
+}
+
+// Connections the kernel completed but the server had not accepted when the signal came (the
+// process frozen meanwhile, as a loaded machine may leave it): each request is answered, none
+// is reset by the listener's close.
+TEST_F(Lifecycle, RequestsWaitingToBeAcceptedWhenTheDrainBeginsAreAnswered) {
+    start();
+    ::kill(server->pid(), SIGSTOP);
+    std::vector<std::unique_ptr<HttpConnection>> waiting;
+    for (int id = 1; id <= 8; ++id) {
+        waiting.push_back(std::make_unique<HttpConnection>(port(), 30s));
+        const std::string body = R"({"id":)" + std::to_string(id) + R"(,"name":"waited"})";
+        ASSERT_TRUE(waiting.back()->send_raw(plant_request(token, body)));
+    }
+    ::kill(server->pid(), SIGTERM);
+    ::kill(server->pid(), SIGCONT);
+    for (std::size_t i = 0; i < waiting.size(); ++i) {
+        const auto response = waiting[i]->read_response();
+        ASSERT_TRUE(response) << "request " << i + 1 << " had no answer\n" << server->log();
+        EXPECT_EQ(response->status, 200) << response->body;
+    }
     EXPECT_EQ(server->stop(SIGTERM), 0) << server->log();
 }
 

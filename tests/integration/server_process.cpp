@@ -21,6 +21,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -85,6 +86,39 @@ std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds limit) {
 }
 
 int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+// What each thread of a process that did not stop in time is doing, appended to its log (so the
+// failure that prints the log says where it hung): each thread's name, state, kernel wait channel
+// and system call (/proc), and, where gdb is installed, every thread's stack.
+void record_where_it_hangs(pid_t pid, const std::filesystem::path& log_path) {
+    std::ofstream log(log_path, std::ios::app);
+    log << "\n=== the process did not stop in time; its threads (name, state, wchan, syscall):\n";
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+        const auto first_line = [&task](const char* name) {
+            std::ifstream file(task.path() / name);
+            std::string line;
+            std::getline(file, line);
+            return line;
+        };
+        const std::string stat = first_line("stat");
+        const auto close = stat.rfind(')');
+        const std::string state = close == std::string::npos ? "?" : stat.substr(close + 2, 1);
+        log << task.path().filename().string() << " " << first_line("comm") << " " << state << " "
+            << first_line("wchan") << " [" << first_line("syscall") << "]\n";
+    }
+    log.close();
+    if (::access("/usr/bin/gdb", X_OK) == 0) {
+        const std::string command = "timeout 60 /usr/bin/gdb -batch -p " + std::to_string(pid) +
+                                    " -ex 'thread apply all bt' >> '" + log_path.string() +
+                                    "' 2>&1";
+        // NOLINTNEXTLINE(concurrency-mt-unsafe,cert-env33-c): a diagnostic of a failing test
+        if (std::system(command.c_str()) != 0) {
+            std::ofstream(log_path, std::ios::app) << "(gdb could not attach)\n";
+        }
+    }
+}
 
 }  // namespace
 
@@ -279,6 +313,7 @@ int ServerProcess::stop(int signal, std::chrono::seconds limit) {
         ::kill(pid_, signal);
         status_ = wait_for_exit(pid_, limit);
         if (!status_) {
+            if (signal != SIGKILL) record_where_it_hangs(pid_, log_path_);
             ::kill(pid_, SIGKILL);
             int status = 0;
             ::waitpid(pid_, &status, 0);

@@ -68,7 +68,8 @@ class ServerProcess {
     pid_t pid() const { return pid_; }
 
     /// Sends `signal` and waits (bounded) for the exit; returns the exit status, or -1 when it
-    /// was killed by a signal or did not stop in time.
+    /// was killed by a signal or did not stop in time (then its log ends with what each of its
+    /// threads was doing, and is killed).
     int stop(int signal, std::chrono::seconds limit = std::chrono::seconds(20));
     /// SIGKILL, as a crash or power loss would stop it.
     void kill_hard();
