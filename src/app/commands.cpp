@@ -165,10 +165,20 @@ int tenant_list(const store::StoreConfig& where, std::int64_t default_quota) {
     return 0;
 }
 
-int backup(const store::StoreConfig& where, const std::filesystem::path& target) {
+int backup(const store::StoreConfig& where, const std::filesystem::path& target,
+           const std::string& key_file) {
     const auto started = std::chrono::steady_clock::now();
+    const std::filesystem::path key_target = target.string() + ".webhook.key";
+    WebhookConfig config;
+    config.key_file = key_file;
+    bool key_copied = false;
     try {
+        if (std::filesystem::exists(key_target)) {
+            throw std::runtime_error("backup to " + target.string() +
+                                     " refused: " + key_target.string() + " exists already");
+        }
         store::backup_store(where, target);
+        key_copied = back_up_webhook_key(config, where, key_target);
     } catch (const std::exception& error) {
         std::cerr << "plantstore: " << error.what() << '\n';
         return 1;
@@ -177,6 +187,12 @@ int backup(const store::StoreConfig& where, const std::filesystem::path& target)
         std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
     std::cout << "backup of " << store_name(where) << " written to " << target.string() << " ("
               << std::filesystem::file_size(target) << " bytes, " << elapsed.count() << " ms)\n";
+    if (key_copied) {
+        std::cout << "webhook key written to " << key_target.string()
+                  << ": restore it with the database, as "
+                  << webhook_key_path(config, where).string()
+                  << " (or serve's --webhook-key-file), or the subscriptions cannot sign\n";
+    }
     return 0;
 }
 
@@ -187,8 +203,20 @@ int webhook_key_replace(const store::StoreConfig& where, const std::string& key_
     return replace_webhook_key(config, where);
 }
 
-int check(const store::StoreConfig& where) {
-    const auto result = store::check_store(where);
+int check(const store::StoreConfig& where, const std::string& key_file) {
+    auto result = store::check_store(where);
+    if (result.ok) {
+        WebhookConfig config;
+        config.key_file = key_file;
+        try {
+            const WebhookKeyCheck key = check_webhook_key(config, where);
+            result.ok = key.ok;
+            result.message += "; " + key.message;
+        } catch (const std::exception& error) {
+            result.ok = false;
+            result.message += "; the webhook key cannot be checked: " + std::string(error.what());
+        }
+    }
     (result.ok ? std::cout : std::cerr)
         << (result.ok ? "" : "plantstore: ") << store_name(where) << ": " << result.message << '\n';
     return result.ok ? 0 : 1;

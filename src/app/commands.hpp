@@ -33,8 +33,12 @@ int tenant_set(const store::StoreConfig& where, const std::string& tenant,
                const std::string& max_plants);
 /// `tenant list`; `default_quota` is --max-plants-per-tenant (0: unlimited), as serve has it.
 int tenant_list(const store::StoreConfig& where, std::int64_t default_quota);
-int backup(const store::StoreConfig& where, const std::filesystem::path& target);
-int check(const store::StoreConfig& where);
+/// `backup --to FILE`: the database, and the webhook key beside it as FILE.webhook.key;
+/// `key_file` as serve's --webhook-key-file.
+int backup(const store::StoreConfig& where, const std::filesystem::path& target,
+           const std::string& key_file);
+/// `check`: the database, and whether the webhook key opens every subscription's secret.
+int check(const store::StoreConfig& where, const std::string& key_file);
 /// `plantstore webhook-key replace` (see app/webhook_setup.hpp); `key_file` as serve's
 /// --webhook-key-file.
 int webhook_key_replace(const store::StoreConfig& where, const std::string& key_file);

@@ -182,14 +182,26 @@ int run(int argc, char** argv) {
     add_store_options(tenant_list_command, tenant_store, false);
 
     store::StoreConfig maintenance_store;
+    std::string maintenance_key_file;  // backup, check, webhook-key replace: serve's key file
+    const auto add_key_file_option = [&maintenance_key_file](CLI::App* command,
+                                                             const std::string& what) {
+        command
+            ->add_option("--webhook-key-file", maintenance_key_file,
+                         what + " (empty: <data-dir>/webhook.key)")
+            ->envname("PLANTSTORE_WEBHOOK_KEY_FILE");
+    };
     std::filesystem::path backup_target;
     auto* backup_command = cli.add_subcommand(
         "backup", "Write a consistent copy of the store to a new file, while it serves");
     backup_command->add_option("--to", backup_target, "File to write (must not exist)")->required();
     add_store_options(backup_command, maintenance_store, true);
+    add_key_file_option(backup_command,
+                        "The key file serve reads, copied beside the backup as FILE.webhook.key");
     auto* check_command = cli.add_subcommand(
         "check", "Check a data directory's integrity (exit 0 when sound, 1 otherwise)");
     add_store_options(check_command, maintenance_store, true);
+    add_key_file_option(check_command,
+                        "The key file serve reads, checked against every subscription's secret");
 
     bool export_tokens = false;
     auto* export_command = cli.add_subcommand("export",
@@ -207,7 +219,6 @@ int run(int argc, char** argv) {
                      "Longest name or tag accepted, as serve's option")
         ->capture_default_str();
 
-    std::string replace_key_file;
     auto* key_command = cli.add_subcommand(
         "webhook-key", "Manage the key that seals webhook signing secrets at rest");
     key_command->require_subcommand(1);
@@ -215,11 +226,7 @@ int run(int argc, char** argv) {
         "replace",
         "Make a new key: secrets the old key opens are sealed again, the others replaced and "
         "their subscriptions disabled until rotated (stop the servers first)");
-    key_replace_command
-        ->add_option("--webhook-key-file", replace_key_file,
-                     "The key file serve reads (empty: <data-dir>/webhook.key; required on "
-                     "PostgreSQL)")
-        ->envname("PLANTSTORE_WEBHOOK_KEY_FILE");
+    add_key_file_option(key_replace_command, "The key file serve reads; required on PostgreSQL");
     add_store_options(key_replace_command, maintenance_store, true);
 
     auto* version_command = cli.add_subcommand("version", "Print the version");
@@ -257,11 +264,12 @@ int run(int argc, char** argv) {
             return tenant_set(tenant_store, tenant_name, tenant_max_plants);
         }
         if (*tenant_list_command) return tenant_list(tenant_store, list_default_quota);
-        if (*backup_command) return backup(maintenance_store, backup_target);
-        if (*check_command) return check(maintenance_store);
+        if (*backup_command) return backup(maintenance_store, backup_target, maintenance_key_file);
+        if (*check_command) return check(maintenance_store, maintenance_key_file);
         if (*export_command) return export_plants(maintenance_store, export_tokens);
         if (*import_command) return import_plants(maintenance_store, {import_max_text});
-        if (*key_replace_command) return webhook_key_replace(maintenance_store, replace_key_file);
+        if (*key_replace_command)
+            return webhook_key_replace(maintenance_store, maintenance_key_file);
         if (*version_command) {
             std::cout << "plantstore " << PLANTSTORE_VERSION << '\n';
             return 0;

@@ -102,6 +102,25 @@ std::string ways_on(const std::filesystem::path& path) {
            "tenant rotates the secret and enables them again";
 }
 
+// The key file is missing while the store holds `subscriptions` sealed with it.
+std::string missing_key(const std::filesystem::path& path,
+                        const std::vector<store::WebhookSubscription>& subscriptions) {
+    return "the webhook key " + path.string() + " is missing, but the store has " +
+           std::to_string(subscriptions.size()) +
+           " webhook subscriptions whose signing secrets were sealed with it (" +
+           some_ids(subscriptions) + ")" + ways_on(path);
+}
+
+// The key in `path` does not open the secrets of `closed`, of `all` subscriptions.
+std::string key_does_not_open(const std::filesystem::path& path,
+                              const std::vector<store::WebhookSubscription>& closed,
+                              std::size_t all) {
+    return "the key in " + path.string() + " does not open the signing secrets of " +
+           std::to_string(closed.size()) + " of the store's " + std::to_string(all) +
+           " webhook subscriptions (" + some_ids(closed) +
+           "): it is not the key they were sealed with" + ways_on(path);
+}
+
 webhooks::SecretKey key_for_serving(const WebhookConfig& config, const store::StoreConfig& store,
                                     store::WebhookRepository& repository) {
     const std::filesystem::path path = webhook_key_path(config, store);
@@ -111,11 +130,7 @@ webhooks::SecretKey key_for_serving(const WebhookConfig& config, const store::St
         // another key (that would lose every one of their secrets without a word).
         const auto subscriptions = repository.all_subscriptions();
         if (!subscriptions.empty()) {
-            throw std::runtime_error(
-                "the webhook key " + path.string() + " is missing, but the store has " +
-                std::to_string(subscriptions.size()) +
-                " webhook subscriptions whose signing secrets were sealed with it (" +
-                some_ids(subscriptions) + ")" + ways_on(path));
+            throw std::runtime_error(missing_key(path, subscriptions));
         }
         try {
             webhooks::SecretKey key = webhooks::SecretKey::generate();
@@ -129,11 +144,8 @@ webhooks::SecretKey key_for_serving(const WebhookConfig& config, const store::St
     webhooks::SecretKey key = parse_key(path);
     const auto subscriptions = repository.all_subscriptions();
     if (const auto closed = not_opened(key, subscriptions); !closed.empty()) {
-        throw std::runtime_error(
-            "--webhook-key-file: the key in " + path.string() +
-            " does not open the signing secrets of " + std::to_string(closed.size()) +
-            " of the store's " + std::to_string(subscriptions.size()) + " webhook subscriptions (" +
-            some_ids(closed) + "): it is not the key they were sealed with" + ways_on(path));
+        throw std::runtime_error("--webhook-key-file: " +
+                                 key_does_not_open(path, closed, subscriptions.size()));
     }
     return key;
 }
@@ -218,6 +230,32 @@ Webhooks start_webhooks(const WebhookConfig& config, const WebhookPlan& plan,
     webhooks.service = std::make_unique<outbox::SubscriptionService>(
         subscriptions, key, std::move(service_repository), client, &observer);
     return webhooks;
+}
+
+bool back_up_webhook_key(const WebhookConfig& config, const store::StoreConfig& store,
+                         const std::filesystem::path& target) {
+    const std::filesystem::path path = webhook_key_path(config, store);
+    std::error_code missing;
+    if (path.empty() || !std::filesystem::exists(path, missing)) return false;
+    write_new_key_file(target, parse_key(path));
+    return true;
+}
+
+WebhookKeyCheck check_webhook_key(const WebhookConfig& config, const store::StoreConfig& store) {
+    const auto subscriptions = store::open_webhook_repository(store)->all_subscriptions();
+    const std::string count = std::to_string(subscriptions.size()) + " webhook subscriptions";
+    const std::filesystem::path path = webhook_key_path(config, store);
+    if (subscriptions.empty()) return {true, "no webhook subscriptions"};
+    if (path.empty()) {
+        return {true, count + " (name serve's --webhook-key-file to check their secrets)"};
+    }
+    std::error_code missing;
+    if (!std::filesystem::exists(path, missing)) return {false, missing_key(path, subscriptions)};
+    const auto closed = not_opened(parse_key(path), subscriptions);
+    if (!closed.empty()) {
+        return {false, key_does_not_open(path, closed, subscriptions.size())};
+    }
+    return {true, count + ", every signing secret opened by " + path.string()};
 }
 
 int replace_webhook_key(const WebhookConfig& config, const store::StoreConfig& store) {

@@ -71,6 +71,22 @@ Webhooks start_webhooks(const WebhookConfig& config, const WebhookPlan& plan,
                         const store::StoreConfig& store, store::PlantStore& serving,
                         outbox::DeliveryObserver& observer, outbound::Client& client);
 
+/// `plantstore backup`'s second file: the key file (webhook_key_path) copied to `target` (mode
+/// 0600, synced, never over an existing file), since a backup of the database alone cannot sign
+/// for its subscriptions. Returns false, writing nothing, when there is no key file (a SQLite
+/// store that never served, or PostgreSQL without --webhook-key-file).
+/// @throws std::exception when the key file cannot be read or `target` written
+bool back_up_webhook_key(const WebhookConfig& config, const store::StoreConfig& store,
+                         const std::filesystem::path& target);
+
+/// What `plantstore check` says of the webhook key: whether the key serve would use opens every
+/// subscription's signing secret, in a line naming the file and what does not open.
+struct WebhookKeyCheck {
+    bool ok = true;
+    std::string message;
+};
+WebhookKeyCheck check_webhook_key(const WebhookConfig& config, const store::StoreConfig& store);
+
 /// `plantstore webhook-key replace`: a new key in the key file; every subscription's secret the
 /// old key opens is sealed again under the new one (its tenant sees nothing change), and every
 /// one it does not open gets a new secret and is disabled until its tenant rotates the secret
