@@ -143,11 +143,19 @@ int tenant_set(const store::StoreConfig& where, const std::string& tenant,
         setting = value;
     }
     if (refused_without_store(where)) return 1;
-    const auto record = store::open_tenant_repository(where)->set_max_plants(tenant, setting);
+    const auto repository = store::open_tenant_repository(where);
+    const auto known = repository->list();
+    const bool is_new = std::none_of(known.begin(), known.end(),
+                                     [&](const auto& record) { return record.tenant == tenant; });
+    const auto record = repository->set_max_plants(tenant, setting);
     std::cout << "tenant " << record.tenant << ": quota "
               << (setting ? (*setting == 0 ? std::string("unlimited") : std::to_string(*setting))
                           : std::string("the server's default (--max-plants-per-tenant)"))
-              << "; holds " << record.plants << " plants\n";
+              << "; holds " << record.plants << " plants"
+              << (is_new ? " (a new tenant: no token, plant or webhook subscription names it yet; "
+                           "check the name if you meant an existing one)"
+                         : "")
+              << '\n';
     return 0;
 }
 

@@ -159,12 +159,19 @@ Setting on_off(const char* flag, bool& field, std::string help) {
     Setting row;
     row.flag = flag;
     row.kind = Setting::Kind::on_off;
-    row.help = std::move(help) + ": on or off";
+    row.help = std::move(help) + ": on or off (true or false, as a config file's booleans)";
     row.declare = [&field](CLI::App* command, const Setting& self) {
         return command
             ->add_option_function<std::string>(
                 self.flag, [&field](const std::string& text) { field = text == "on"; }, self.help)
             ->default_str(field ? "on" : "off")
+            ->transform(
+                [](std::string text) {
+                    if (text == "true") return std::string("on");
+                    if (text == "false") return std::string("off");
+                    return text;
+                },
+                "", "")
             ->check(CLI::IsMember({"on", "off"}));
     };
     return row;

@@ -188,6 +188,24 @@ TEST(ServeConfig, EveryNumberIsRefusedOutsideItsBoundsNamingItsFlag) {
     EXPECT_EQ(rows.front().env(), "PLANTSTORE_LISTEN");
 }
 
+// An on/off option takes on/off, and true/false as a config file's booleans give them;
+// anything else is refused naming the option.
+TEST(ServeConfig, OnOffOptionsTakeTheConfigFilesBooleansToo) {
+    const auto allow_http = [](const std::string& value) -> std::string {
+        ServeConfig config;
+        const std::string error = parse_error({"--webhook-allow-http", value}, config);
+        if (!error.empty()) return error;
+        return config.webhooks.allow_http ? "on" : "off";
+    };
+    EXPECT_EQ(allow_http("on"), "on");
+    EXPECT_EQ(allow_http("true"), "on");
+    EXPECT_EQ(allow_http("off"), "off");
+    EXPECT_EQ(allow_http("false"), "off");
+    for (const char* bad : {"yes", "1", "TRUE", ""}) {
+        EXPECT_TRUE(allow_http(bad).starts_with("--webhook-allow-http")) << bad;
+    }
+}
+
 TEST(ServeConfig, TheQuotaOfPlantsIsAWholeNumberFromZero) {
     const auto parsed = [](std::vector<std::string> args) -> std::string {
         ServeConfig config;

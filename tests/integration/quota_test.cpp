@@ -104,6 +104,12 @@ TEST_F(Quota, ATenantsOwnQuotaReachesARunningServerAtItsNextWrite) {
               "TENANT\tPLANTS\tWEBHOOKS\tTOKENS\tQUOTA\tOVER QUOTA\n"
               "default\t4\t0\t1\tdefault (1)\tyes\n"
               "other\t0\t0\t1\tdefault (1)\tno\n");
+    // A name nothing uses yet (a typo, or a tenant set up before its first token) is said new.
+    const auto typo = tenant({"set", "defualt", "--max-plants", "3"});
+    ASSERT_EQ(typo.exit_code, 0) << typo.err;
+    EXPECT_EQ(typo.out,
+              "tenant defualt: quota 3; holds 0 plants (a new tenant: no token, plant or webhook "
+              "subscription names it yet; check the name if you meant an existing one)\n");
 }
 
 TEST_F(Quota, GetQuotaAnswersTheCallersTenantAndNeedsPlantsRead) {
