@@ -272,12 +272,14 @@ function shellQuote(text) {
   return "'" + String(text).replace(/'/g, "'\\''") + "'";
 }
 
-// The curl command for a request; the token pasted on the page, or $TOKEN.
-function curlFor(method, url, headers, body, token) {
+// The curl command for a request. Its token is always $TOKEN, never the one pasted on the page
+// (the input masks it; a preview beside it, or a copied command in a shell's history, must not
+// show it).
+function curlFor(method, url, headers, body) {
   const lines = ["curl -i -X " + method + " " + shellQuote(url)];
   for (const [name, value] of Object.entries(headers)) {
-    lines.push("-H " + (name === "Authorization" && !token ? "\"Authorization: Bearer $TOKEN\""
-                                                              : shellQuote(name + ": " + value)));
+    lines.push("-H " + (name === "Authorization" ? "\"Authorization: Bearer $TOKEN\""
+                                                  : shellQuote(name + ": " + value)));
   }
   if (body !== null && body !== undefined) lines.push("--data " + shellQuote(body));
   return lines.join(" \\\n  ");
@@ -328,7 +330,7 @@ function renderTry(entry, parameters, token) {
   const curl = element("pre", { class: "curl-example" });
   const showCurl = () => {
     const request = requestOf(entry, fields, bodyInput, token);
-    curl.textContent = curlFor(request.method, request.url, request.headers, request.body, token.value);
+    curl.textContent = curlFor(request.method, request.url, request.headers, request.body);
   };
   for (const input of [...fields, bodyInput, token]) input?.addEventListener("input", showCurl);
   showCurl();
@@ -352,7 +354,7 @@ function renderTry(entry, parameters, token) {
         element("pre", { class: "response-headers", text: headerLines }),
         element("pre", { class: "response-body", text: shown }),
         element("p", { text: "The same request with curl:" }),
-        element("pre", { class: "curl", text: curlFor(request.method, request.url, request.headers, request.body, "") }));
+        element("pre", { class: "curl", text: curlFor(request.method, request.url, request.headers, request.body) }));
     } catch (error) {
       result.replaceChildren(element("p", { role: "alert", text: "The request failed: " + error.message }));
     }

@@ -5,8 +5,8 @@ document's Markdown (no backticks or ** left as typed) and shows a hostile descr
 text without running it; it has a section per tag holding each of that tag's operations once
 (CORS preflights folded into one line per path) and a sidebar whose links land on their
 sections; it creates, lists, reads, PATCHes with If-Match (and a stale one's 412), long-polls
-the change feed and deletes through its "Try it" panels, with curl examples carrying the pasted
-token; it shows a wrong token's 401 Error body, carries a strict Content-Security-Policy that
+the change feed and deletes through its "Try it" panels, with curl examples that never show the
+pasted token (only $TOKEN); it shows a wrong token's 401 Error body, carries a strict Content-Security-Policy that
 nothing violates, stays within 150 KB and fits a phone-sized screen with its contents folded.
 Writes docs-page.png and docs-page-phone.png to WORK_DIR. Usage: docs_page_test.py PLANTSTORE
 WORK_DIR"""
@@ -231,15 +231,17 @@ try:
           "the token field has a label")
     token_field.send_keys(token)
     create = operation("post", "/plants")
-    check(token in create.find_element(By.CSS_SELECTOR, "pre.curl-example").text,
-          "the curl example carries the pasted token")
+    example = create.find_element(By.CSS_SELECTOR, "pre.curl-example").text
+    check(token not in example and "Authorization: Bearer $TOKEN" in example,
+          "the curl example never shows the pasted token in clear, only $TOKEN")
     prefilled = create.find_element(By.CSS_SELECTOR, "form.try textarea").get_attribute("value")
     check('"name"' in prefilled and '"id"' in prefilled, "the create body is pre-filled from the schema")
     status, body = send(create, body='{"id": 7, "name": "Fern", "tag": "green"}')
     check(status.startswith("Status 200") and '"Fern"' in body,
           f"creating a plant through the panel shows 200 and the plant ({status})")
-    check("curl -i -X POST" in create.find_element(By.CSS_SELECTOR, ".result .curl").text,
-          "the equivalent curl command is shown")
+    shown = create.find_element(By.CSS_SELECTOR, ".result .curl").text
+    check("curl -i -X POST" in shown and token not in shown,
+          "the equivalent curl command is shown, without the token")
     status, body = send(operation("get", "/plants"), {"limit": "10"})
     check(status.startswith("Status 200") and '"Fern"' in body, "listing shows the plant")
     read = operation("get", "/plants/{id}")
