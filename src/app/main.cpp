@@ -253,6 +253,7 @@ int run(int argc, char** argv) {
     try {
         if (*serve_command) return serve(serve_config);
         if (*config_command) {
+            validate(printed_config);  // what serve would refuse, refused the same way
             std::cout << without_password(config_command->config_to_str(true, true),
                                           printed_config.store.database_url);
             return 0;

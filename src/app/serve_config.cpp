@@ -221,6 +221,11 @@ void validate_store(const StoreSettings& store) {
 void validate_api(const ApiSettings& api) { normalized_base_path(api.base_path); }
 
 void validate_tls(const TlsSettings& tls) {
+    if (tls.cert.empty() != tls.key.empty()) {
+        throw CLI::ValidationError(tls.cert.empty() ? "--tls-key" : "--tls-cert",
+                                   "TLS needs both a certificate (--tls-cert) and its key "
+                                   "(--tls-key)");
+    }
     try {
         transport::check_tls_ciphers(tls.ciphers, tls.ciphersuites);
     } catch (const std::invalid_argument& error) {
@@ -739,6 +744,8 @@ void apply_config_file(const std::string& path, CLI::App* command) {
                                                  "' (keys are the flags of `plantstore serve "
                                                  "--help` without '--')");
         }
+        // A repeatable option with no value, as `plantstore config` prints it (""): none.
+        if (setting.value.empty() && option->get_items_expected_max() > 1) continue;
         const auto& env = option->get_envname();
         // NOLINTNEXTLINE(concurrency-mt-unsafe): before any thread exists; nothing sets variables
         if (!env.empty() && std::getenv(env.c_str()) != nullptr) {
@@ -782,7 +789,10 @@ void add_serve_options(CLI::App* command, ServeConfig& config) {
                      "TOML file of settings, keyed by these flags without '--'; environment "
                      "variables and flags override it (default: /etc/plantstore/plantstore.toml "
                      "when it exists; PLANTSTORE_CONFIG set but empty: no file)")
-        ->envname("PLANTSTORE_CONFIG");
+        ->envname("PLANTSTORE_CONFIG")
+        // Not a key of the file itself, so not in `plantstore config`'s output (which --config
+        // reads back).
+        ->configurable(false);
     for (const Setting& row : serve_settings(config)) {
         row.declare(command, row)->envname(row.env());
     }

@@ -447,6 +447,43 @@ TEST_F(Lifecycle, ConfigurationTableMatchesHelp) {
     EXPECT_GE(documented.size(), 17U);
 }
 
+// `plantstore config` prints what --config reads back to the same output, and refuses what
+// serve refuses, with serve's line and exit code.
+TEST_F(Lifecycle, ConfigOutputReadsBackAndRefusesWhatServeRefuses) {
+    for (const std::vector<std::string>& given :
+         {std::vector<std::string>{},
+          {"--threads", "3", "--trusted-proxy", "10.0.0.0/8", "--cors-origin", "https://a.example",
+           "--webhook-allow-http", "true", "--event-retention", "2d"}}) {
+        std::vector<std::string> args = {"config"};
+        args.insert(args.end(), given.begin(), given.end());
+        const auto first = run_plantstore(args);
+        ASSERT_EQ(first.exit_code, 0) << first.err;
+        const auto file = dir.path() / "printed.toml";
+        std::ofstream(file) << first.out;
+        const auto again = run_plantstore({"config", "--config", file.string()});
+        ASSERT_EQ(again.exit_code, 0) << again.err;
+        EXPECT_EQ(again.out, first.out);
+    }
+    for (const std::vector<std::string>& bad : {std::vector<std::string>{"--tls-cert", "cert.pem"},
+                                                {"--webhook-retry-schedule", "soon"},
+                                                {"--threads", "2000"},
+                                                {"--trusted-proxy", "nowhere"}}) {
+        std::vector<std::string> config = {"config"};
+        config.insert(config.end(), bad.begin(), bad.end());
+        std::vector<std::string> serve = {"serve", "--listen", "127.0.0.1:0", "--data-dir",
+                                          data_dir().string()};
+        serve.insert(serve.end(), bad.begin(), bad.end());
+        const auto printed = run_plantstore(config);
+        const auto served = run_plantstore(serve);
+        EXPECT_EQ(printed.exit_code, 2) << bad[0];
+        EXPECT_EQ(served.exit_code, 2) << bad[0];
+        EXPECT_TRUE(printed.err.starts_with("plantstore: " + bad[0])) << printed.err;
+        EXPECT_EQ(printed.err.substr(0, printed.err.find(" (see")),
+                  served.err.substr(0, served.err.find(" (see")));
+        EXPECT_EQ(printed.out, "");
+    }
+}
+
 TEST_F(Lifecycle, ConfigFileWithFlagsOverEnvironmentOverFile) {
     const auto file = dir.path() / "plantstore.toml";
     std::ofstream(file) << "base-path = \"/from-file\"\nthreads = 3\nmax-text-length = 7\n"
