@@ -25,6 +25,43 @@ std::string scalar_text(const toml::node& node, const std::string& where) {
     throw std::runtime_error(where + ": must be a string, a number, a boolean or an array of them");
 }
 
+// When the line a parse error is on sets a key to a bare value (`listen = 127.0.0.1:8080`,
+// `log-level = info`, `trusted-proxy = [10.0.0.0/8]`), how to write it quoted: TOML has no bare
+// strings, and its error names a number or a date it tried to read instead. Empty otherwise.
+std::string quoting_hint(const std::filesystem::path& path, std::size_t line_number) {
+    std::ifstream file(path);
+    std::string line;
+    for (std::size_t i = 0; i < line_number && std::getline(file, line); ++i) {
+    }
+    const auto equals = line.find('=');
+    if (equals == std::string::npos) return {};
+    const auto trim = [](const std::string& text) {
+        const auto first = text.find_first_not_of(" \t");
+        const auto last = text.find_last_not_of(" \t\r");
+        return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+    };
+    const std::string key = trim(line.substr(0, equals));
+    std::string value = trim(line.substr(equals + 1));
+    if (const auto comment = value.find(" #"); comment != std::string::npos) {
+        value = trim(value.substr(0, comment));
+    }
+    if (key.empty() || value.empty() || value.find_first_of("\"'") != std::string::npos) return {};
+    if (value.front() == '[' && value.back() == ']') {
+        std::string quoted = "[";
+        std::size_t start = 1;
+        while (start < value.size() - 1) {
+            auto comma = value.find(',', start);
+            if (comma == std::string::npos) comma = value.size() - 1;
+            const std::string element = trim(value.substr(start, comma - start));
+            if (!element.empty()) quoted += (quoted.size() > 1 ? ", \"" : "\"") + element + "\"";
+            start = comma + 1;
+        }
+        return "; text is quoted in TOML: " + key + " = " + quoted + "]";
+    }
+    if (value.front() == '{') return {};
+    return "; text is quoted in TOML: " + key + " = \"" + value + "\"";
+}
+
 }  // namespace
 
 std::vector<ConfigSetting> read_config_file(const std::filesystem::path& path) {
@@ -39,7 +76,8 @@ std::vector<ConfigSetting> read_config_file(const std::filesystem::path& path) {
     } catch (const toml::parse_error& error) {
         std::ostringstream message;
         message << path.string() << ":" << error.source().begin.line << ":"
-                << error.source().begin.column << ": " << error.description();
+                << error.source().begin.column << ": " << error.description()
+                << quoting_hint(path, error.source().begin.line);
         throw std::runtime_error(message.str());
     }
     std::vector<ConfigSetting> settings;

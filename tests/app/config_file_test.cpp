@@ -51,5 +51,29 @@ TEST(ConfigFile, ErrorsNameTheKeyOrThePosition) {
     EXPECT_THROW(read_config_file(dir.path() / "missing.toml"), std::runtime_error);
 }
 
+// TOML has no bare strings: a value left unquoted is named with its line and column, and the
+// message shows the line quoted (each element of an array).
+TEST(ConfigFile, AnUnquotedValueGetsTheQuotedLineAsAHint) {
+    testing_support::TempDir dir;
+    const auto message = [&](const std::string& text) {
+        try {
+            read_config_file(write(dir, text));
+        } catch (const std::runtime_error& error) {
+            return std::string(error.what());
+        }
+        return std::string("<accepted>");
+    };
+    const std::string listen = message("threads = 2\nlisten = 127.0.0.1:8080\n");
+    EXPECT_NE(listen.find("plantstore.toml:2:"), std::string::npos) << listen;
+    EXPECT_TRUE(listen.ends_with("; text is quoted in TOML: listen = \"127.0.0.1:8080\""))
+        << listen;
+    EXPECT_TRUE(message("log-level = info # the default\n")
+                    .ends_with("; text is quoted in TOML: log-level = \"info\""));
+    EXPECT_TRUE(message("trusted-proxy = [10.0.0.0/8, 192.168.0.0/16]\n")
+                    .ends_with("; text is quoted in TOML: trusted-proxy = [\"10.0.0.0/8\", "
+                               "\"192.168.0.0/16\"]"));
+    EXPECT_EQ(message("threads = \n").find("quoted"), std::string::npos);  // nothing to quote
+}
+
 }  // namespace
 }  // namespace plantstore::app
