@@ -84,6 +84,8 @@ unix_socket_directories = '$home'
 max_connections = 200
 shared_buffers = 64MB
 log_min_messages = warning
+# Statements counted per query (the store's statements-per-batch test; a benchmark's table).
+shared_preload_libraries = 'pg_stat_statements'
 CONF
         fi
         start_server

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <future>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -97,6 +98,9 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
             sqlite::open_existing_database(dir_.path() / "data")->exec(sql);
         }
     }
+
+    // PostgreSQL's answer to `sql` (its first column of its first row).
+    std::string postgres_value(const std::string& sql) { return database_->query(sql); }
 
     // In one snapshot of PostgreSQL: the tenant's largest seq and how many events it has.
     std::pair<std::int64_t, std::int64_t> postgres_log_extent(const std::string& tenant) {
@@ -568,6 +572,48 @@ TEST_P(PlantStoreContract, DuplicateIdsInsideOneBatchResolveInArrivalOrder) {
     EXPECT_EQ(promises[0].get_future().get().outcome, Outcome::created);
     EXPECT_EQ(promises[1].get_future().get().outcome, Outcome::replayed);
     EXPECT_EQ(promises[2].get_future().get().outcome, Outcome::id_taken);
+}
+
+// PostgreSQL: a batch is a fixed chain of statements whatever its number of rows (arrays carry
+// the rows), so a batch of 500 creates sends no more statements than a batch of one. Counted by
+// pg_stat_statements (every statement the store's connections ran, BEGIN and COMMIT included).
+TEST_P(PlantStoreContract, StatementsPerBatchDoNotGrowWithItsRows) {
+    if (!on_postgres()) GTEST_SKIP() << "PostgreSQL's statements";
+    run_sql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    const std::string counted =
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE dbid = (SELECT oid FROM "
+        "pg_database WHERE datname = current_database()) AND query NOT LIKE "
+        "'%pg_stat_statements%'";
+    // Statements and batches for `creates` submitted back to back, on a store that commits at
+    // most `max_batch` writes in a transaction (ids from `first`).
+    const auto measure = [&](std::size_t max_batch, int first, int creates) {
+        StoreConfig where = config();
+        where.writes.max_batch = max_batch;
+        auto store = open_plant_store(where);
+        EXPECT_EQ(create_and_wait(*store, "default", plant(first - 1, "warm")).outcome,
+                  Outcome::created);  // connected, every statement prepared
+        run_sql("SELECT pg_stat_statements_reset()");
+        const std::size_t batches_before = recorder.batches;
+        std::vector<std::promise<WriteResult>> done(static_cast<std::size_t>(creates));
+        for (int i = 0; i < creates; ++i) {
+            store->create("default", plant(first + i, "p"),
+                          [&done, i](WriteResult r) { done[i].set_value(r); });
+        }
+        for (auto& one : done) EXPECT_EQ(one.get_future().get().outcome, Outcome::created);
+        const std::size_t batches = recorder.batches - batches_before;
+        store->close();
+        return std::make_pair(std::stoll(postgres_value(counted)), batches);
+    };
+    const auto [alone, alone_batches] = measure(1, 1000, 20);
+    const auto [together, together_batches] = measure(4096, 2000, 500);
+    ASSERT_EQ(alone_batches, 20U);
+    ASSERT_GE(together_batches, 1U);
+    const auto per_batch = alone / static_cast<long long>(alone_batches);
+    std::cout << "statements: " << per_batch << " per batch of 1; " << together
+              << " for 500 creates in " << together_batches << " batches (largest "
+              << recorder.largest << ")\n";
+    // At most two more than the fixed chain allows (a statement of the store's own between).
+    EXPECT_LE(together, per_batch * static_cast<long long>(together_batches) + 2);
 }
 
 TEST_P(PlantStoreContract, CloseCommitsEverythingAcceptedThenRefuses) {
