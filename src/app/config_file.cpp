@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "common/http_text.hpp"
+
 namespace plantstore::app {
 
 namespace {
@@ -33,13 +35,12 @@ std::string quoting_hint(const std::filesystem::path& path, std::size_t line_num
     std::string line;
     for (std::size_t i = 0; i < line_number && std::getline(file, line); ++i) {
     }
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto trim = [](std::string_view text) {
+        return std::string(common::trim_whitespace(text));
+    };
     const auto equals = line.find('=');
     if (equals == std::string::npos) return {};
-    const auto trim = [](const std::string& text) {
-        const auto first = text.find_first_not_of(" \t");
-        const auto last = text.find_last_not_of(" \t\r");
-        return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
-    };
     const std::string key = trim(line.substr(0, equals));
     std::string value = trim(line.substr(equals + 1));
     if (const auto comment = value.find(" #"); comment != std::string::npos) {
