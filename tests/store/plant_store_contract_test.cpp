@@ -300,6 +300,34 @@ TEST_P(PlantStoreContract, EveryCommittedChangeAppendsOneNumberedEventAndNothing
     EXPECT_EQ(events("b").back(), "2:plant.created:2:Oak:-");
 }
 
+// Hundreds of transactions in a row on one connection each append exactly their own events: on
+// PostgreSQL the events statement takes the staged events out of the session's table, which is
+// emptied of its dead rows every kClearStagedEventsEvery batches (statements.hpp), so this runs
+// past that several times, with each kind of write.
+TEST_P(PlantStoreContract, ManyBatchesInARowEachAppendTheirOwnEventsOnce) {
+    constexpr int kPlants = 70;  // three writes each: 210 batches
+    std::vector<std::string> expected;
+    {
+        auto store = open();
+        std::int64_t seq = 0;
+        for (int id = 1; id <= kPlants; ++id) {
+            const std::string name = "p" + std::to_string(id);
+            ASSERT_EQ(create_and_wait(*store, "a", plant(id, name)).outcome, Outcome::created);
+            ASSERT_EQ(update_and_wait(*store, "a", id, rename(name + "b")).outcome,
+                      Outcome::updated);
+            ASSERT_EQ(remove_and_wait(*store, "a", id).outcome, Outcome::deleted);
+            const std::string id_text = std::to_string(id);
+            expected.push_back(std::to_string(++seq) + ":plant.created:" + id_text + ":" + name +
+                               ":-");
+            expected.push_back(std::to_string(++seq) + ":plant.updated:" + id_text + ":" + name +
+                               "b:-");
+            expected.push_back(std::to_string(++seq) + ":plant.deleted:" + id_text + ":" + name +
+                               "b:-");
+        }
+    }
+    EXPECT_EQ(events("a"), expected);
+}
+
 std::int64_t unix_ms_now() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::system_clock::now().time_since_epoch())

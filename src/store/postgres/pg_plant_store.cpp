@@ -83,7 +83,8 @@ class PgPlantStore::Engine {
     };
     struct Writer {
         std::unique_ptr<PipelinedConnection> connection;
-        bool busy = false;  ///< a batch is in flight on it
+        bool busy = false;          ///< a batch is in flight on it
+        std::uint64_t batches = 0;  ///< sent on this connection (kClearStagedEventsEvery)
     };
 
     explicit Engine(Options options)
@@ -451,16 +452,22 @@ class PgPlantStore::Engine {
               hand_over ? std::optional<std::string>(outbox.owner) : std::nullopt,
               hand_over ? std::optional<std::string>(std::to_string(now + outbox.lease_ms))
                         : std::nullopt}});
+        const std::size_t events_at = statements.size() - 1;
         statements.push_back({"durability_mark", {}, {}});
+        if (++writer.batches % kClearStagedEventsEvery == 0) {
+            statements.push_back({{}, kClearStagedEvents, {}});
+        }
         statements.push_back({{}, "COMMIT", {}});
+        const std::size_t sent = statements.size();
         const auto started = std::chrono::steady_clock::now();
         writer.connection->submit(
-            statements,
-            [this, &writer, batch = std::move(batch), creates = std::move(creates),
-             changes = std::move(changes), started, now](SegmentOutcome outcome) mutable {
+            statements, [this, &writer, batch = std::move(batch), creates = std::move(creates),
+                         changes = std::move(changes), started, now, sent,
+                         events_at](SegmentOutcome outcome) mutable {
                 writer.busy = false;
                 release_keys(batch);
-                complete_batch(batch, creates, changes, std::move(outcome), started, now);
+                complete_batch(batch, creates, changes, std::move(outcome), started, now, sent,
+                               events_at);
             });
     }
 
@@ -507,18 +514,19 @@ class PgPlantStore::Engine {
 
     void complete_batch(std::vector<Pending>& batch, const std::vector<std::size_t>& creates,
                         const std::vector<std::size_t>& changes, SegmentOutcome outcome,
-                        std::chrono::steady_clock::time_point started, std::int64_t now) {
+                        std::chrono::steady_clock::time_point started, std::int64_t now,
+                        std::size_t sent, std::size_t events_at) {
         std::string failure;
         std::vector<Pending> again;  // to run in a new transaction
         // BEGIN, the tenants' rows, the inserts, one statement per delete or update, the
-        // events, the durability mark, COMMIT.
-        const std::size_t expected = 5 + (creates.empty() ? 0 : 1) + changes.size();
+        // events (at `events_at`), the durability mark, in one batch of kClearStagedEventsEvery
+        // the staged events' truncation, COMMIT: `sent` statements.
         if (outcome.lost) {
             failure =
                 "the connection to PostgreSQL was lost before the commit was confirmed "
                 "(its outcome is unknown; an identical retry is safe): " +
                 outcome.lost_reason;
-        } else if (auto error = first_failure(outcome.results, expected)) {
+        } else if (auto error = first_failure(outcome.results, sent)) {
             if (error->retryable()) {
                 again = std::move(batch);
                 batch.clear();
@@ -532,7 +540,7 @@ class PgPlantStore::Engine {
             for (Pending& pending : batch) pending.done(WriteResult::unavailable_because(failure));
         } else if (!batch.empty()) {
             try {
-                tell_appended(outcome.results[outcome.results.size() - 3].get(), now);
+                tell_appended(outcome.results[events_at].get(), now);
             } catch (const std::exception& error) {  // a malformed answer: nothing promised
                 failure = error.what();
                 for (Pending& pending : batch)
