@@ -371,6 +371,11 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
         number("--database-write-connections", store.write_connections, std::size_t{1},
                std::size_t{64},
                "PostgreSQL connections for writes, one transaction in flight on each"),
+        number("--database-batch-wait-us", store.database_batch_wait_us, 0L, 100'000L,
+               "While writes keep PostgreSQL busy (the last transaction held 8 or more), how long "
+               "a write connection that became free waits for as many writes as the last "
+               "transaction held before it commits fewer: fewer, larger commits cost the "
+               "database less CPU per write (0: never waits)"),
         number("--database-timeout-ms", store.database_timeout_ms, 0L, kHourMs,
                "Time PostgreSQL may take to answer before the connection is presumed lost and "
                "replaced, e.g. a frozen or partitioned primary (its statement is not cancelled; "
@@ -553,6 +558,7 @@ store::StoreConfig store_config(const StoreSettings& settings) {
     store.database_url = settings.database_url;
     store.read_connections = settings.read_connections;
     store.write_connections = settings.write_connections;
+    store.batch_wait = std::chrono::microseconds(settings.database_batch_wait_us);
     // The store's name for it: how long an answer from PostgreSQL may take.
     store.answer_timeout = milliseconds(settings.database_timeout_ms);
     store.writes.max_pending = settings.max_pending_writes;

@@ -47,6 +47,7 @@ struct StoreSettings {
     std::string database_url;
     std::size_t read_connections = 2;
     std::size_t write_connections = 1;
+    long database_batch_wait_us = 800;
     long database_timeout_ms = 10'000;
     std::size_t max_pending_writes = 16384;
     std::size_t max_batch_writes = 4096;

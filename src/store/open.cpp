@@ -33,6 +33,7 @@ std::unique_ptr<PlantStore> open_engine(const StoreConfig& config) {
         options.conninfo = config.database_url;
         options.read_connections = config.read_connections;
         options.write_connections = config.write_connections;
+        options.batch_wait = config.batch_wait;
         options.answer_timeout = config.answer_timeout;
         options.writes = config.writes;
         return std::make_unique<postgres::PgPlantStore>(std::move(options));

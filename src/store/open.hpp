@@ -28,6 +28,9 @@ struct StoreConfig {
     std::size_t read_connections = 2;
     /// PostgreSQL: connections for writes, each with one transaction in flight.
     std::size_t write_connections = 2;
+    /// PostgreSQL: how long a free write connection waits for a batch as large as the last one
+    /// while writes are busy (PgPlantStore::Options::batch_wait); zero: never.
+    std::chrono::microseconds batch_wait{0};
     /// PostgreSQL: longest wait for an answer before a connection is presumed lost and
     /// replaced (the statement is not cancelled); zero: no limit.
     std::chrono::milliseconds answer_timeout{10000};

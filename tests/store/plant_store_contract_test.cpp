@@ -32,6 +32,8 @@ struct BatchRecorder final : StoreObserver {
     void on_batch(const store::BatchReport& batch) override {
         ++batches;
         if (batch.writes > largest) largest = batch.writes;
+        std::lock_guard lock(mutex);
+        sizes.push_back(batch.writes);
     }
     void on_maintenance_failed(std::string_view) override {}
     void on_events(std::string_view tenant, std::int64_t last) override {
@@ -45,6 +47,7 @@ struct BatchRecorder final : StoreObserver {
     }
     std::mutex mutex;
     std::map<std::string, std::int64_t> told;
+    std::vector<std::size_t> sizes;  ///< each batch's writes, in order
 };
 
 class PlantStoreContract : public testing::TestWithParam<const char*> {
@@ -588,6 +591,47 @@ TEST_P(PlantStoreContract, ConcurrentCreatesAreGroupCommittedAndAllDurable) {
     auto reopened = open();
     EXPECT_EQ(list_all(*reopened, "default").size(),
               static_cast<std::size_t>(kThreads * kPerThread));
+}
+
+// PostgreSQL, --database-batch-wait-us: while writes are busy, a free writer waits (here up to
+// a second, far longer than the clients take) for as many writes as its last batch held, so
+// clients that each wait for their answer before their next write are committed together,
+// nearly every batch holding all of them; every write is still answered, the last ones too
+// (no write waits for a batch that cannot fill).
+TEST_P(PlantStoreContract, ABusyWriterWaitsForABatchAsLargeAsItsLast) {
+    if (!on_postgres()) GTEST_SKIP() << "PostgreSQL's batch wait";
+    constexpr int kClients = 12;
+    constexpr int kPerClient = 60;
+    StoreConfig where = config();
+    where.batch_wait = std::chrono::seconds(1);
+    std::atomic<int> created{0};
+    {
+        auto store = open_plant_store(where);
+        std::vector<std::thread> clients;
+        for (int c = 0; c < kClients; ++c) {
+            clients.emplace_back([&, c] {
+                for (int i = 0; i < kPerClient; ++i) {
+                    const auto r =
+                        create_and_wait(*store, "default", plant(c * kPerClient + i, "p"));
+                    if (r.outcome == Outcome::created) ++created;
+                }
+            });
+        }
+        for (auto& client : clients) client.join();
+    }
+    EXPECT_EQ(created.load(), kClients * kPerClient);
+    std::lock_guard lock(recorder.mutex);
+    const std::vector<std::size_t>& sizes = recorder.sizes;
+    const auto all = static_cast<std::size_t>(kClients);
+    // The batches grow to all the clients (a wait is for as many as the last batch held, once
+    // that was 8 or more); from the first that holds them all, nearly every batch does. Without
+    // the wait, a writer sends what is queued when it becomes free: the sizes scatter.
+    const auto first_full = std::find(sizes.begin(), sizes.end(), all);
+    ASSERT_NE(first_full, sizes.end()) << testing::PrintToString(sizes);
+    const auto after = std::distance(first_full, sizes.end());
+    const auto full = std::count(first_full, sizes.end(), all);
+    EXPECT_GE(full * 4, after * 3) << "batches of all " << kClients << " clients: " << full
+                                   << " of " << after << ": " << testing::PrintToString(sizes);
 }
 
 TEST_P(PlantStoreContract, DuplicateIdsInsideOneBatchResolveInArrivalOrder) {

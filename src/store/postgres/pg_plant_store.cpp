@@ -382,12 +382,48 @@ class PgPlantStore::Engine {
             auto idle = std::find_if(writers_.begin(), writers_.end(), [](const Writer& w) {
                 return !w.busy && w.connection->ready();
             });
-            if (idle == writers_.end()) return;  // a completion starts the next batch
+            if (idle == writers_.end()) return;     // a completion starts the next batch
+            if (wait_for_a_larger_batch()) return;  // its timer or the next write starts it
             std::vector<Pending> batch = take_batch();
+            last_batch_rows_ = batch.size();
+            waited_ = false;
             if (batch.empty()) break;
             send_batch(*idle, std::move(batch));
         }
         finish_if_drained();
+    }
+
+    // Whether the free writer waits a little for a larger batch (Options::batch_wait): while
+    // the last batch held kBusyBatch or more and fewer than it are queued, it waits until as many
+    // are queued or batch_wait has passed since it began to wait, whichever comes first; a quiet
+    // store, a closing one, or a wait that ran out sends at once.
+    bool wait_for_a_larger_batch() {
+        static constexpr std::size_t kBusyBatch = 8;
+        if (options_.batch_wait.count() <= 0 || waited_ || last_batch_rows_ < kBusyBatch) {
+            return false;
+        }
+        std::size_t queued = 0;
+        {
+            std::lock_guard lock(mutex_);
+            if (queue_.closing()) return false;
+            queued = queue_.writes().size();
+        }
+        if (queued >= last_batch_rows_) {
+            if (waiting_) batch_wait_timer_.cancel();
+            waiting_ = false;
+            return false;
+        }
+        if (!waiting_) {
+            waiting_ = true;
+            batch_wait_timer_.expires_after(options_.batch_wait);
+            batch_wait_timer_.async_wait([this](const boost::system::error_code& error) {
+                if (error) return;  // cancelled: the batch filled up and went
+                waiting_ = false;
+                waited_ = true;
+                start_batch();
+            });
+        }
+        return true;
     }
 
     void send_batch(Writer& writer, std::vector<Pending> batch) {
@@ -708,6 +744,7 @@ class PgPlantStore::Engine {
         if (finished_) return;
         finished_ = true;
         close_timer_.cancel();
+        batch_wait_timer_.cancel();
         for (auto& writer : writers_) writer.connection->shut_down();
         for (auto& reader : readers_) reader->shut_down();
         std::deque<Pending> left;
@@ -725,6 +762,10 @@ class PgPlantStore::Engine {
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     asio::steady_timer close_timer_;
+    asio::steady_timer batch_wait_timer_{io_};  // wait_for_a_larger_batch(); event loop only
+    bool waiting_ = false;                      // its timer is armed
+    bool waited_ = false;                       // it ran out since the last batch was sent
+    std::size_t last_batch_rows_ = 0;           // writes in the last batch sent
     std::vector<Writer> writers_;
     /// (tenant, id) of every write in a batch being built or in flight.
     std::set<std::pair<std::string, domain::PlantId>> in_flight_keys_;
