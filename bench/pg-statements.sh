@@ -1,9 +1,9 @@
 #!/bin/bash
 # Where PostgreSQL's time goes per create: on a throwaway cluster (scripts/pg-cluster.sh, which
 # loads pg_stat_statements), one instance of BINARY takes unique creates from wrk for 10 s at 16,
-# 64 and 256 connections; after each, the cluster's CPU per create (user and system, per process
-# kind) and pg_stat_statements' table of the batch's statements (calls, rows, execution time per
-# create). Usage: bench/pg-statements.sh [BINARY] (default build/release/plantstore). 127.0.0.1
+# 64 and 256 connections; after each, wrk's latency, the cluster's CPU per create (user and
+# system, per process kind) and pg_stat_statements' table of the batch's statements (calls, rows,
+# execution time per create). Usage: bench/pg-statements.sh [BINARY] (default build/release/plantstore). 127.0.0.1
 # only; bounded (three runs of 10 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +46,9 @@ for connections in 16 64 256; do
     first=$((first + 1000000000))
     creates=$(awk '/requests in/ {print $1}' <<<"$out")
     echo "== $connections connections: $creates creates in 10 s"
+    p50=$(sed -n 's/^RESULT .*"p50_us":\([0-9]*\).*/\1/p' <<<"$out")
+    p99=$(sed -n 's/^RESULT .*"p99_us":\([0-9]*\).*/\1/p' <<<"$out")
+    echo "latency p50 $((p50 / 1000)).$((p50 % 1000 / 100)) ms, p99 $((p99 / 1000)).$((p99 % 1000 / 100)) ms"
     python3 - "$creates" "$work/before" "$work/after" <<'PY'
 import collections, sys
 creates, before, after = int(sys.argv[1]), sys.argv[2], sys.argv[3]
