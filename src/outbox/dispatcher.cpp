@@ -74,6 +74,14 @@ Dispatcher::Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
       queue_({options_.workers, options_.per_tenant, options_.per_subscription, options_.max_held,
               options_.timeout.count() + 5000, lease_ms(options_)}) {
     if (options_.schedule.delays.empty()) throw std::invalid_argument("an empty retry schedule");
+    // The outbox's figures from the start, so that its metrics are served as soon as the server
+    // listens (the thread's first housekeeping comes after its first claim, which a loaded
+    // machine delays: /metrics then lacked the webhook families).
+    try {
+        observer_.on_outbox(repository_->stats());
+    } catch (const std::exception& error) {
+        observer_.on_outbox_failed(std::string("outbox figures failed: ") + error.what());
+    }
     thread_.start("ps-hook-claim", [this] { run(); });
 }
 
