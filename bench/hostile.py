@@ -36,6 +36,10 @@ Attacks:
   feed-burst    the attacker creates 12,000 such plants (an event of about 12 KB each) and
                 reads its whole change feed as one stream from seq 0, then closes it: what the
                 server holds after, 6 s later
+  rename-flood  the attacker renames its 16 plants over and over with the longest names (a name
+                and a tag of 1,024 four-byte characters each: an event of about 8 KiB each) from
+                8 connections while the victim works (issue 65: the disk): the row shows how much
+                the data directory grew and what the attacker's event log holds (GET /quota)
   endless-answers
                 the attacker's 2 webhook subscriptions point at a receiver whose every answer
                 is a chunked head and then a chunk-size line of zeros that never ends (up to
@@ -432,6 +436,75 @@ def memory_burst(binary, label, kind, duration, workdir):
         server.stop()
 
 
+HERB = "\U0001f33f" * 1024  # four bytes each in UTF-8
+
+
+def directory_mib(path):
+    """What the files under `path` take on disk, MiB."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total / (1 << 20)
+
+
+def rename_flood(binary, label, duration, workdir):
+    """rename-flood: the data directory's growth under renames with the longest names."""
+    data_dir = tempfile.mkdtemp(dir=workdir)
+    victim = mint(binary, data_dir, "victim", "victim")
+    attacker = mint(binary, data_dir, "attacker", "attacker")
+    server = bench.start_plantstore(binary, data_dir, FLAGS.get(label, []), name=label)
+    stop = threading.Event()
+    renames = [0] * 8
+
+    def rename(k):
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        n = 0
+        while not stop.is_set() and n < 1_000_000:
+            n += 1
+            body = json.dumps({"name": f"{n % 1000:03d}" + HERB[3:], "tag": HERB},
+                              ensure_ascii=False).encode()
+            connection.request("PATCH", f"/plants/{(n * 8 + k) % 16 + 1}", body=body,
+                               headers={"Authorization": f"Bearer {attacker}",
+                                        "Content-Type": "application/json"})
+            answer = connection.getresponse()
+            answer.read()
+            if answer.status == 200:
+                renames[k] += 1
+        connection.close()
+
+    try:
+        for i in range(16):
+            call(server.port, attacker, "POST", "/plants", {"id": i + 1, "name": "p"})
+        before = directory_mib(data_dir)
+        threads = [threading.Thread(target=rename, args=(k,)) for k in range(8)]
+        for thread in threads:
+            thread.start()
+        row = bench.run_wrk(server, 16, duration, victim, 1)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        time.sleep(3)  # the pruner's second, and a checkpoint
+        grown = directory_mib(data_dir) - before
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request("GET", "/quota", headers={"Authorization": f"Bearer {attacker}"})
+        log = json.loads(connection.getresponse().read()).get("event_log_bytes")
+        connection.close()
+        held = "?" if log is None else f"{log['used'] / (1 << 20):,.1f} MiB"
+        return {"build": label, "attack": "rename-flood",
+                "attacker": f"{sum(renames):,} renames (~{sum(renames) * 8.2 / 1024:,.0f} MiB of "
+                            f"events); data directory +{grown:,.0f} MiB; its log holds {held}",
+                "growth_mib": 0, "victim_rps": row["requests_per_s"],
+                "victim_errors": row["non200"] + row["socket_errors"],
+                "victim_p99_ms": row["p99_ms"]}
+    finally:
+        stop.set()
+        server.stop()
+
+
 def call(port, token, method, path, body):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -529,6 +602,8 @@ def run_one(binary, label, kind, duration, workdir):
         return hanging_receivers(binary, label, duration, workdir)
     if kind == "endless-answers":
         return endless_answers(binary, label, duration, workdir)
+    if kind == "rename-flood":
+        return rename_flood(binary, label, duration, workdir)
     if kind in ("large-pages", "stale-streams", "feed-burst"):
         return memory_burst(binary, label, kind, duration, workdir)
     data_dir = tempfile.mkdtemp(dir=workdir)
@@ -563,17 +638,21 @@ def main():
     parser.add_argument("--baseline-flags", default="",
                         help="flags for the baseline's server (the same binary with a setting "
                              "off, e.g. --baseline-flags='--writes-per-tenant 0')")
+    parser.add_argument("--flags", default="",
+                        help="flags for this build's server (e.g. --flags='--event-retention-mib "
+                             "64')")
     parser.add_argument("--duration", type=int, default=8, help="seconds of victim load")
     parser.add_argument("--attacks", default="alone,create-flood,alone-paced,create-flood-paced,"
                                               "list-flood,large-pages,"
                                               "stale-streams,feed-burst,chunk-line,chunk-zeros,"
                                               "trailer,idle-flood,streams,hanging-receivers,"
-                                              "endless-answers")
+                                              "endless-answers,rename-flood")
     args = parser.parse_args()
     # 10,000 attacking connections here, and as many for the server (which inherits the limit).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
     FLAGS["baseline"] = args.baseline_flags.split()
+    FLAGS["this build"] = args.flags.split()
     builds = [("this build", os.path.abspath(args.binary))]
     if args.baseline:
         builds.insert(0, ("baseline", os.path.abspath(args.baseline)))

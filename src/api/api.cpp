@@ -63,7 +63,7 @@ Api::Api(ApiOptions options, const auth::TokenRegistry& tokens, store::PlantStor
       monitoring_(monitoring),
       cors_(options_.cors_origins),
       plants_(store, options_.base_path, options_.field_limits, options_.require_if_match, cors_),
-      quota_(store, webhooks, options_.base_path, cors_),
+      quota_(store, webhooks, options_.base_path, options_.event_log_limit_bytes, cors_),
       webhooks_(webhooks == nullptr
                     ? nullptr
                     : std::make_unique<WebhookCalls>(*webhooks, options_.base_path, cors_)),

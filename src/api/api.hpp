@@ -65,6 +65,9 @@ struct ApiOptions {
     bool require_if_match = false;
     /// The shares of event streams and long polls, and how long a stream lasts.
     HoldLimits holds;
+    /// What each tenant's event log may hold, in store::event_log_bytes(), as GET /quota
+    /// reports it (--event-retention-mib; 0: no limit).
+    std::int64_t event_log_limit_bytes = 0;
 };
 
 class Api final : public http::Handler {

@@ -25,6 +25,7 @@ struct ReadQuota {
     using Result = QuotaReport;
     store::PlantStore& store;
     outbox::SubscriptionService* webhooks;
+    std::int64_t event_log_limit_bytes;
 
     void call(const std::string& tenant, std::function<void(Result)> done) const {
         store.usage(tenant, [webhooks = webhooks, tenant = std::string(tenant),
@@ -58,6 +59,11 @@ struct ReadQuota {
                      R"(,"webhook_subscriptions":)" +
                      used_and_limit(static_cast<std::int64_t>(report.subscriptions),
                                     subscription_limit) +
+                     R"(,"event_log_bytes":)" +
+                     used_and_limit(report.plants.event_bytes,
+                                    event_log_limit_bytes > 0
+                                        ? std::optional<std::int64_t>(event_log_limit_bytes)
+                                        : std::nullopt) +
                      "}");
     }
 };
@@ -65,8 +71,13 @@ struct ReadQuota {
 }  // namespace
 
 QuotaCalls::QuotaCalls(store::PlantStore& store, outbox::SubscriptionService* webhooks,
-                       const std::string& base_path, const CorsPolicy& cors)
-    : store_(store), webhooks_(webhooks), quota_path_(base_path + "/quota"), cors_(cors) {}
+                       const std::string& base_path, std::int64_t event_log_limit_bytes,
+                       const CorsPolicy& cors)
+    : store_(store),
+      webhooks_(webhooks),
+      quota_path_(base_path + "/quota"),
+      event_log_limit_bytes_(event_log_limit_bytes),
+      cors_(cors) {}
 
 std::vector<Route> QuotaCalls::routes() const {
     return {{"/quota",
@@ -76,7 +87,7 @@ std::vector<Route> QuotaCalls::routes() const {
 }
 
 Prepared QuotaCalls::read(const CallRequest& request) const {
-    return service_call(ReadQuota{store_, webhooks_}, request, cors_);
+    return service_call(ReadQuota{store_, webhooks_, event_log_limit_bytes_}, request, cors_);
 }
 
 }  // namespace plantstore::api

@@ -447,6 +447,12 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
              "How long the change feed (GET {base}/events) keeps events at least: a whole "
              "number with ms, s, m, h or d, 1s to 365d; older ones are pruned (never one a "
              "pending webhook delivery needs), and a reader asking for them gets 410"),
+        number("--event-retention-mib", config.feed.event_retention_mib, std::size_t{0},
+               std::size_t{1048576},
+               "What each tenant's event log may hold, MiB (its events' names and tags plus 64 "
+               "bytes each); past it, checked every second, its oldest events are pruned "
+               "whatever their age or pending webhook deliveries (a reader asking for them gets "
+               "410). 0: no limit but --event-retention"),
         number("--feed-cache-mib", config.feed.feed_cache_mib, std::size_t{1}, std::size_t{65536},
                "Memory for the recent events the change feed keeps ready for its readers, MiB "
                "in all; each tenant's at most a quarter of it (older events are read from the "
@@ -568,7 +574,11 @@ store::StoreConfig store_config(const StoreSettings& settings) {
     return store;
 }
 
-api::ApiOptions api_options(const ApiSettings& settings) {
+std::int64_t event_retention_bytes(const FeedSettings& settings) {
+    return static_cast<std::int64_t>(settings.event_retention_mib) << 20;
+}
+
+api::ApiOptions api_options(const ApiSettings& settings, const FeedSettings& feed) {
     return {normalized_base_path(settings.base_path),
             {settings.max_text_length},
             settings.cors_origins,
@@ -579,7 +589,8 @@ api::ApiOptions api_options(const ApiSettings& settings) {
             settings.docs,
             settings.require_if_match,
             {settings.max_streams_per_tenant, settings.max_streams_per_token,
-             std::chrono::seconds(settings.max_stream_seconds)}};
+             std::chrono::seconds(settings.max_stream_seconds)},
+            event_retention_bytes(feed)};
 }
 
 transport::ServerOptions server_options(const ListenerSettings& listener, const TlsSettings& tls) {

@@ -107,7 +107,9 @@ struct ApiSettings {
     std::size_t max_streams_per_token = 20;
     long max_stream_seconds = 3600;
 };
-api::ApiOptions api_options(const ApiSettings& settings);
+struct FeedSettings;
+/// The API's options: `settings`, and from `feed` the event log's budget that /quota reports.
+api::ApiOptions api_options(const ApiSettings& settings, const FeedSettings& feed);
 
 /// Logs and metrics.
 struct ObservabilitySettings {
@@ -150,7 +152,12 @@ struct FeedSettings {
     std::string event_retention = "7d";
     /// What the feed keeps of the recent events in memory, MiB in all (each tenant a quarter).
     std::size_t feed_cache_mib = 64;
+    /// What each tenant's event log may hold on disk, MiB (store::event_log_bytes()); past it
+    /// its oldest events are pruned, however recent. 0: no byte budget.
+    std::size_t event_retention_mib = 1024;
 };
+/// --event-retention-mib in bytes (0: none).
+std::int64_t event_retention_bytes(const FeedSettings& settings);
 /// --event-retention as a duration. @throws CLI::ValidationError naming it
 std::chrono::milliseconds event_retention(const FeedSettings& settings);
 

@@ -148,6 +148,7 @@ feed::FeedService::Options feed_options(const ServeConfig& config, const store::
         observability.on_feed_cache(events, bytes);
     };
     options.retention = event_retention(config.feed);
+    options.max_event_bytes_per_tenant = event_retention_bytes(config.feed);
     options.cached_bytes_in_all = config.feed.feed_cache_mib << 20;
     options.cached_bytes_per_tenant = options.cached_bytes_in_all / 4;
     options.hints_complete = store.reports_every_commit();
@@ -227,8 +228,9 @@ struct Service::Parts {
         monitoring = std::make_unique<api::MonitoringHandler>(
             *store, metrics_here ? render_metrics() : nullptr, config.api.cors_origins);
         observability.watch_readiness([handler = monitoring.get()] { return handler->ready(); });
-        api = std::make_unique<api::Api>(api_options(config.api), tokens, *store, monitoring.get(),
-                                         jwt.get(), webhooks.service.get(), &feed);
+        api =
+            std::make_unique<api::Api>(api_options(config.api, config.feed), tokens, *store,
+                                       monitoring.get(), jwt.get(), webhooks.service.get(), &feed);
         observability.set_routes(api->route_labels());
         transport::ServerOptions options = server_options(config.listener, config.tls);
         options.listen_fds = std::move(listen_fds);
@@ -336,7 +338,7 @@ void Service::start() {
                                 ? "systemd (--listen " + config.listener.listen + " unused)"
                                 : "own"},
          {"store", store::describe_store(parts.store_config)},
-         {"base_path", api_options(config.api).base_path},
+         {"base_path", api_options(config.api, config.feed).base_path},
          {"threads", std::to_string(server_options(config.listener, config.tls).threads)},
          {"max_body_bytes", std::to_string(config.listener.max_body_bytes)},
          {"max_header_bytes", std::to_string(config.listener.max_header_bytes)},
@@ -357,6 +359,7 @@ void Service::start() {
          {"docs", config.api.docs ? "on" : "off"},
          {"require_if_match", config.api.require_if_match ? "on" : "off"},
          {"event_retention", config.feed.event_retention},
+         {"event_retention_mib", std::to_string(config.feed.event_retention_mib)},
          {"cors_origins", std::to_string(config.api.cors_origins.size())},
          {"tls", config.tls.cert.empty() ? "off" : "on"},
          {"jwt_issuer", config.jwt.issuer.empty() ? "off" : config.jwt.issuer},

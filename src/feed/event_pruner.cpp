@@ -27,18 +27,33 @@ void EventPruner::stop() {
 void EventPruner::run() {
     const auto interval =
         std::min<std::chrono::milliseconds>(options_.retention, std::chrono::minutes(1));
+    const bool bytes = options_.max_bytes_per_tenant > 0;
+    const auto wake =
+        bytes ? std::min<std::chrono::milliseconds>(interval, kByteCheckInterval) : interval;
+    auto next_by_age = std::chrono::steady_clock::now() + interval;
     std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+    while (!wake_.wait_for(lock, wake, [this] { return stopping_; })) {
         lock.unlock();
-        prune(options_.clock() - options_.retention.count());
+        if (bytes) {
+            prune(
+                [this] {
+                    return store_.prune_event_bytes(options_.max_bytes_per_tenant, kBytePruneStep);
+                },
+                kBytePruneStep);
+        }
+        if (std::chrono::steady_clock::now() >= next_by_age) {
+            next_by_age = std::chrono::steady_clock::now() + interval;
+            const std::int64_t before = options_.clock() - options_.retention.count();
+            prune([this, before] { return store_.prune_events(before, kPruneStep); }, kPruneStep);
+        }
         lock.lock();
     }
 }
 
-void EventPruner::prune(std::int64_t before) {
+void EventPruner::prune(const std::function<std::size_t()>& step, std::size_t size) {
     try {
-        for (int step = 0; step < kMaxPruneSteps; ++step) {
-            if (store_.prune_events(before, kPruneStep) < kPruneStep) break;
+        for (int round = 0; round < kMaxPruneSteps; ++round) {
+            if (step() < size) break;
             std::lock_guard lock(mutex_);
             if (stopping_) break;
         }

@@ -106,7 +106,8 @@ class FeedService::Impl {
           work_(io_.get_executor()),
           check_timer_(io_),
           gate_(std::make_shared<common::LoopGate>(io_)),
-          pruner_(store, {options_.retention, clock_, options_.on_failure}) {
+          pruner_(store, {options_.retention, options_.max_event_bytes_per_tenant, clock_,
+                          options_.on_failure}) {
         schedule_check();
         thread_.start("ps-feed", [this] { io_.run(); });
     }

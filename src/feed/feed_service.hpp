@@ -98,6 +98,9 @@ class FeedService {
     struct Options {
         /// How long events are kept at least; pruning runs every min(retention, 1 min).
         std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};
+        /// What each tenant's log may hold, in store::event_log_bytes(): past it, its oldest
+        /// events go, however recent (0: none; see EventPruner).
+        std::int64_t max_event_bytes_per_tenant = 0;
         /// How often every waiting tenant's log is looked at, whatever the hints say.
         std::chrono::milliseconds check_interval{1000};
         /// Whether committed() hears of every commit before any of its writes is acknowledged

@@ -85,8 +85,22 @@ struct PlantUsage {
     Outcome outcome = Outcome::unavailable;
     std::int64_t plants = 0;            ///< exact as of the last commit
     std::optional<std::int64_t> limit;  ///< nullopt: unlimited
-    std::string reason;                 ///< for `unavailable`: why, for logs
+    /// What the tenant's event log holds, in event_log_bytes() (exact as of the last commit).
+    std::int64_t event_bytes = 0;
+    std::string reason;  ///< for `unavailable`: why, for logs
 };
+
+/// What an event of the log counts against its tenant's byte budget (--event-retention-mib):
+/// its plant's name and tag as stored (UTF-8 bytes) and kEventRowBytes for the rest of its row
+/// (seq, type, plant id, time) and its key. Both engines keep each tenant's sum in its row of
+/// `tenants`, updated by the writes that append and the pruning that deletes (their SQL says the
+/// same as this function: each engine's kEventBytes).
+inline constexpr std::int64_t kEventRowBytes = 64;
+inline constexpr std::int64_t event_log_bytes(std::string_view name,
+                                              const std::optional<std::string>& tag) {
+    return kEventRowBytes + static_cast<std::int64_t>(name.size()) +
+           static_cast<std::int64_t>(tag ? tag->size() : 0);
+}
 
 /// What a read or list found.
 struct ReadResult {
@@ -328,6 +342,11 @@ class PlantStore {
     /// delivery still pending), so what remains has no gap. Blocking, on the caller's thread, in
     /// short transactions; safe beside serving and on several instances at once.
     virtual std::size_t prune_events(std::int64_t before, std::size_t limit) = 0;
+    /// Deletes the oldest events of each tenant whose log holds more than `max_bytes` (in
+    /// event_log_bytes()), until it holds at most that, whatever their age and even when a
+    /// pending webhook delivery refers to them (a delivery carries its own copy of the plant):
+    /// at most `limit` events in all; returns how many. Same guarantees as prune_events().
+    virtual std::size_t prune_event_bytes(std::int64_t max_bytes, std::size_t limit) = 0;
 
     /// Whether every commit that appends to a tenant's log is reported through
     /// StoreObserver::on_events before any of its writes is acknowledged, and none is missed:

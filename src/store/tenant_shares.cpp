@@ -137,6 +137,10 @@ std::size_t TenantShares::prune_events(std::int64_t before, std::size_t limit) {
     return engine_->prune_events(before, limit);
 }
 
+std::size_t TenantShares::prune_event_bytes(std::int64_t max_bytes, std::size_t limit) {
+    return engine_->prune_event_bytes(max_bytes, limit);
+}
+
 bool TenantShares::reports_every_commit() const { return engine_->reports_every_commit(); }
 
 void TenantShares::run_between_writes(const std::function<void()>& work) {

@@ -43,6 +43,7 @@ class TenantShares final : public PlantStore {
                      EventReadCallback done) override;
     void usage(std::string tenant, UsageCallback done) override;
     std::size_t prune_events(std::int64_t before, std::size_t limit) override;
+    std::size_t prune_event_bytes(std::int64_t max_bytes, std::size_t limit) override;
     bool reports_every_commit() const override;
     void run_between_writes(const std::function<void()>& work) override;
     /// The engine's, with the writes waiting in lines counted as pending.

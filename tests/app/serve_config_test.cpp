@@ -109,7 +109,7 @@ TEST(ServeConfig, TheMappingsCarryTheSettings) {
     EXPECT_EQ(server.tls_ciphers, transport::kTlsCiphers);
     config.tls.hsts_max_age = 0;
     EXPECT_EQ(server_options(config.listener, config.tls).limits.strict_transport_security, "");
-    EXPECT_EQ(api_options(config.api).base_path, "/v1");
+    EXPECT_EQ(api_options(config.api, config.feed).base_path, "/v1");
     EXPECT_FALSE(jwt_policy(config.jwt));
     EXPECT_EQ(event_retention(config.feed), std::chrono::hours(24 * 7));
     config.feed.event_retention = "90s";

@@ -1,5 +1,6 @@
 // The event log's pruning on its schedule: events older than the retention, in short steps, a
-// backlog over several rounds, failures reported and retried, and a stop that cuts a round short.
+// backlog over several rounds, failures reported and retried, a stop that cuts a round short, and
+// the byte budget's pruning every second beside the retention's.
 #include "feed/event_pruner.hpp"
 
 #include <gtest/gtest.h>
@@ -42,7 +43,7 @@ struct PruneCalls {
 };
 
 EventPruner::Options options(PruneCalls& calls) {
-    return {std::chrono::milliseconds(50), [] { return kClock; },
+    return {std::chrono::milliseconds(50), 0, [] { return kClock; },
             [&calls](std::string_view what) {
                 std::lock_guard lock(calls.mutex);
                 calls.failures.emplace_back(what);
@@ -115,6 +116,40 @@ TEST(EventPruner, StopCutsARoundShortBetweenTwoSteps) {
     EXPECT_GE(calls.size(), 3U);
     EXPECT_LT(calls.size(), 10U);
     pruner.reset();
+}
+
+TEST(EventPruner, AByteBudgetIsCheckedEverySecondWhateverTheRetention) {
+    testing_support::FakePlantStore store;
+    PruneCalls by_bytes;
+    PruneCalls by_age;
+    // The first check finds 2.5 steps over the budget: worked off in that round.
+    store.on_prune_event_bytes = [&by_bytes](std::int64_t max_bytes, std::size_t limit) {
+        by_bytes.add(max_bytes, limit);
+        const std::size_t call = by_bytes.size();
+        return call <= 2 ? limit : call == 3 ? limit / 2 : 0;
+    };
+    store.on_prune_events = [&by_age](std::int64_t before, std::size_t limit) {
+        by_age.add(before, limit);
+        return std::size_t{0};
+    };
+    auto settings = options(by_bytes);
+    settings.retention = std::chrono::hours(1);
+    settings.max_bytes_per_tenant = 1 << 20;
+    const auto started = std::chrono::steady_clock::now();
+    {
+        EventPruner pruner(store, settings);
+        ASSERT_TRUE(by_bytes.wait_for(4));  // the first round's 3 steps, then the next round's
+    }
+    std::lock_guard lock(by_bytes.mutex);
+    for (const auto& [max_bytes, limit] : by_bytes.calls) {
+        EXPECT_EQ(max_bytes, 1 << 20);
+        EXPECT_EQ(limit, EventPruner::kBytePruneStep);
+    }
+    EXPECT_GE(by_bytes.times[0] - started, EventPruner::kByteCheckInterval);
+    EXPECT_LT(by_bytes.times[2] - by_bytes.times[0], EventPruner::kByteCheckInterval);
+    EXPECT_GE(by_bytes.times[3] - by_bytes.times[2], EventPruner::kByteCheckInterval);
+    EXPECT_EQ(by_age.size(), 0U);  // an hour's retention: pruned by age once a minute
+    EXPECT_TRUE(by_bytes.failures.empty());
 }
 
 }  // namespace

@@ -45,6 +45,9 @@ class CountingStore final : public store::PlantStore {
     std::size_t prune_events(std::int64_t before, std::size_t limit) override {
         return inner_.prune_events(before, limit);
     }
+    std::size_t prune_event_bytes(std::int64_t max_bytes, std::size_t limit) override {
+        return inner_.prune_event_bytes(max_bytes, limit);
+    }
     store::Health health() const override { return inner_.health(); }
     void close() override { inner_.close(); }
 

@@ -1,7 +1,8 @@
 // Quotas and visible limits, end to end through the real binary: a tenant's quota of plants
 // (--max-plants-per-tenant, `plantstore tenant set`), exact under concurrent creates, with
 // replays, conflicts, updates and deletes answered as always; GET /quota; the RateLimit fields
-// of --rate-limit; the tenant commands' refusals. On SQLite; ctest's Postgres.Quota.* run them
+// of --rate-limit; the tenant commands' refusals; each tenant's event log within its byte budget
+// (--event-retention-mib). On SQLite; ctest's Postgres.Quota.* run them
 // again on PostgreSQL, and postgres_test.cpp checks two instances sharing a quota.
 #include <algorithm>
 #include <boost/json/parse.hpp>
@@ -124,7 +125,8 @@ TEST_F(Quota, GetQuotaAnswersTheCallersTenantAndNeedsPlantsRead) {
     ASSERT_EQ(response.status, 200);
     EXPECT_EQ(response.header("content-type"), "application/json");
     EXPECT_EQ(response.body,
-              R"({"plants":{"used":1,"limit":null},"webhook_subscriptions":{"used":1,"limit":3}})");
+              R"({"plants":{"used":1,"limit":null},"webhook_subscriptions":{"used":1,"limit":3},)"
+              R"("event_log_bytes":{"used":65,"limit":1073741824}})");
     expect_error(call("GET", "/quota", "", writer), 403, "this token lacks the scope plants:read");
 }
 
@@ -190,6 +192,63 @@ TEST_F(Quota, TenantCommandsRefuseBadInputNamingIt) {
     const auto missing = tenant({"set", "acme"});
     EXPECT_EQ(missing.exit_code, 2);
     EXPECT_NE(missing.err.find("--max-plants"), std::string::npos) << missing.err;
+}
+
+// One tenant renaming a plant to the longest names over and over (the disk-filling attack:
+// every change keeps an event of its own) holds at most --event-retention-mib of events, its
+// oldest pruned within seconds, pending webhook deliveries or not, while a quiet tenant keeps its
+// whole log; GET /quota says what each holds against the budget.
+TEST_F(Quota, ATenantsEventLogStaysWithinItsByteBudgetAndLeavesTheOthersAlone) {
+    const std::string quiet = create_token(data_dir(), "quiet", "quiet");
+    const auto key_file = dir.path() / "webhook.key";
+    std::ofstream(key_file) << "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=\n";
+    start({"--event-retention-mib", "1", "--webhook-key-file", key_file.string(),
+           "--webhook-allow-http", "on", "--webhook-allow-private-addresses", "on"});
+    // Deliveries to a port nothing listens on stay pending (retried for hours).
+    ASSERT_EQ(
+        call("POST", "/webhooks", R"({"url":"http://127.0.0.1:9/hook","events":["plant.updated"]})")
+            .status,
+        201);
+    for (int id = 1; id <= 3; ++id) ASSERT_EQ(create(id, "quiet", quiet).status, 200);
+    ASSERT_EQ(create(1).status, 200);
+    // 1,024 four-byte characters in the name and the tag: about 8 KiB an event, 3 MiB in all.
+    std::string longest;
+    for (int i = 0; i < 1024; ++i) longest += "\xf0\x9f\x8c\xbf";  // U+1F33F, a herb
+    constexpr int kRenames = 384;
+    for (int i = 0; i < kRenames; ++i) {
+        const std::string name = std::to_string(i) + longest.substr(0, longest.size() - 4 * 3);
+        ASSERT_EQ(
+            call("PATCH", "/plants/1", R"({"name":")" + name + R"(","tag":")" + longest + R"("})")
+                .status,
+            200);
+    }
+    const auto held = [&](const std::string& with_token) {
+        const auto response = call("GET", "/quota", "", with_token);
+        EXPECT_EQ(response.status, 200) << response.body;
+        const auto log = boost::json::parse(response.body).at("event_log_bytes").as_object();
+        EXPECT_EQ(log.at("limit").as_int64(), 1 << 20);
+        return log.at("used").as_int64();
+    };
+    std::int64_t used = held("");
+    for (int i = 0; i < 100 && used > (1 << 20); ++i) {  // pruned within seconds
+        std::this_thread::sleep_for(100ms);
+        used = held("");
+    }
+    EXPECT_LE(used, 1 << 20);
+    EXPECT_GT(used, (1 << 20) - 3 * 8192);  // only what had to go went
+    // The oldest events are gone (410 from the start), the latest are there.
+    const auto from_start = call("GET", "/events?after=0");
+    expect_error(from_start, 410);
+    const auto oldest_kept = call("GET", "/events?limit=1");
+    ASSERT_EQ(oldest_kept.status, 200) << oldest_kept.body;
+    const auto first = boost::json::parse(oldest_kept.body).as_array().at(0).at("seq").as_int64();
+    EXPECT_GT(first, kRenames + 2 - 130);  // at most ~128 events of 8 KiB fit in 1 MiB
+    EXPECT_LT(first, kRenames + 2 - 100);
+    // The quiet tenant's log is whole.
+    EXPECT_EQ(held(quiet), 3 * (64 + 5));
+    const auto whole = call("GET", "/events?after=0", "", quiet);
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    EXPECT_EQ(boost::json::parse(whole.body).as_array().size(), 3U);
 }
 
 }  // namespace

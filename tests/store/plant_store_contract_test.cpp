@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -71,6 +72,18 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
     }
 
     bool on_postgres() const { return database_ != nullptr; }
+
+    // Subscribes `tenant` to plant.created at an address nothing answers: its deliveries stay
+    // pending.
+    void subscribe(const std::string& tenant) {
+        auto webhooks = open_webhook_repository(config());
+        WebhookSubscription subscription;
+        subscription.tenant = tenant;
+        subscription.id = "wh_1";
+        subscription.url = "https://127.0.0.1:1/hook";
+        subscription.sealed_secret = "sealed";
+        ASSERT_TRUE(webhooks->add_subscription(subscription, 20));
+    }
 
     // The tenant's event log, one "seq:type:id:name:tag" per event in seq order, read behind
     // the store's back.
@@ -153,6 +166,10 @@ WriteResult remove_and_wait(PlantStore& store, const std::string& tenant, domain
 }
 
 domain::PlantChange rename(std::string name) { return {std::move(name), false, std::nullopt}; }
+
+PlantUsage usage_of(PlantStore& store, const std::string& tenant) {
+    return wait_for<PlantUsage>([&](auto done) { store.usage(tenant, done); });
+}
 
 Precondition if_match(std::vector<std::string> tags) { return {std::move(tags), false}; }
 
@@ -401,15 +418,7 @@ TEST_P(PlantStoreContract, PruningKeepsRecentEventsAndWhatPendingDeliveriesNeedW
         ASSERT_EQ(create_and_wait(*store, "b", plant(id, "old")).outcome, Outcome::created);
     }
     // b's events 6 and 7 have a delivery pending: they and everything after stay.
-    {
-        auto webhooks = open_webhook_repository(config());
-        WebhookSubscription subscription;
-        subscription.tenant = "b";
-        subscription.id = "wh_1";
-        subscription.url = "https://127.0.0.1:1/hook";
-        subscription.sealed_secret = "sealed";
-        ASSERT_TRUE(webhooks->add_subscription(subscription, 20));
-    }
+    subscribe("b");
     ASSERT_EQ(create_and_wait(*store, "b", plant(6, "old")).outcome, Outcome::created);
     ASSERT_EQ(create_and_wait(*store, "b", plant(7, "old")).outcome, Outcome::created);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -444,6 +453,65 @@ TEST_P(PlantStoreContract, PruningKeepsRecentEventsAndWhatPendingDeliveriesNeedW
     EXPECT_EQ(a.last, 6);
     ASSERT_EQ(create_and_wait(*store, "a", plant(7, "next")).outcome, Outcome::created);
     EXPECT_EQ(seqs(read_events(*store, "a", 6, 100)), (std::vector<std::int64_t>{7}));
+}
+
+// Each tenant's log counts its bytes (event_log_bytes(): name and tag in UTF-8 plus 64), with
+// every change's event; pruning by bytes takes the oldest events of a tenant over the budget
+// until it is within it, at most the limit at a time, whatever their age and even when a
+// pending webhook delivery refers to them, and leaves the other tenants alone; pruning by age
+// takes its events' bytes off too.
+TEST_P(PlantStoreContract, EachLogKeepsItsBytesAndPruningByBytesTakesTheOldestOverTheBudget) {
+    auto store = open();
+    subscribe("a");
+    std::vector<std::int64_t> bytes;  // a's events' bytes in seq order
+    for (domain::PlantId id = 1; id <= 6; ++id) {
+        const std::string name = std::string(static_cast<std::size_t>(id) * 100, 'n') + "é";
+        const std::optional<std::string> tag =
+            id % 2 == 0 ? std::optional<std::string>("ünïcode") : std::nullopt;
+        ASSERT_EQ(create_and_wait(*store, "a", plant(id, name, tag)).outcome, Outcome::created);
+        bytes.push_back(event_log_bytes(name, tag));
+    }
+    ASSERT_EQ(update_and_wait(*store, "a", 1, rename("x")).outcome, Outcome::updated);
+    bytes.push_back(event_log_bytes("x", std::nullopt));
+    ASSERT_EQ(remove_and_wait(*store, "a", 1).outcome, Outcome::deleted);
+    bytes.push_back(event_log_bytes("x", std::nullopt));  // the plant as it was
+    ASSERT_EQ(create_and_wait(*store, "b", plant(1, "b")).outcome, Outcome::created);
+    const auto sum = [&bytes](std::size_t from) {
+        return std::accumulate(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.end(),
+                               std::int64_t{0});
+    };
+    EXPECT_EQ(usage_of(*store, "a").event_bytes, sum(0));
+    EXPECT_EQ(usage_of(*store, "b").event_bytes, event_log_bytes("b", std::nullopt));
+    EXPECT_EQ(usage_of(*store, "nobody").event_bytes, 0);
+
+    // Within the budget: nothing goes.
+    EXPECT_EQ(store->prune_event_bytes(sum(0), 100), 0U);
+    // One byte over: the oldest event goes (pending delivery or not).
+    EXPECT_EQ(store->prune_event_bytes(sum(0) - 1, 100), 1U);
+    EXPECT_EQ(usage_of(*store, "a").event_bytes, sum(1));
+    EXPECT_EQ(read_events(*store, "a", 0, 100).first, 2);
+    // Down to what the last three hold: five go, two at a time at most.
+    EXPECT_EQ(store->prune_event_bytes(sum(5), 2), 2U);
+    EXPECT_EQ(store->prune_event_bytes(sum(5), 2), 2U);
+    EXPECT_EQ(store->prune_event_bytes(sum(5), 2), 0U);  // b, a's first over the budget
+    EXPECT_EQ(usage_of(*store, "a").event_bytes, sum(5));
+    const auto a = read_events(*store, "a", 0, 100);
+    EXPECT_EQ(a.first, 6);
+    EXPECT_EQ(seqs(a), (std::vector<std::int64_t>{6, 7, 8}));
+    EXPECT_EQ(a.last, 8);
+    EXPECT_EQ(seqs(read_events(*store, "b", 0, 100)), (std::vector<std::int64_t>{1}));
+
+    // A budget between two events' sums keeps the log within it: the one that crosses goes.
+    EXPECT_EQ(store->prune_event_bytes(sum(6) + 1, 100), 1U);
+    EXPECT_EQ(usage_of(*store, "a").event_bytes, sum(6));
+
+    // Pruning by age takes its events' bytes off too (b's; a's are kept for their pending
+    // deliveries); the next change counts from there.
+    EXPECT_EQ(store->prune_events(unix_ms_now() + 1000, 100), 1U);
+    EXPECT_EQ(usage_of(*store, "b").event_bytes, 0);
+    EXPECT_EQ(usage_of(*store, "a").event_bytes, sum(6));
+    ASSERT_EQ(create_and_wait(*store, "b", plant(2, "next")).outcome, Outcome::created);
+    EXPECT_EQ(usage_of(*store, "b").event_bytes, event_log_bytes("next", std::nullopt));
 }
 
 // Writers racing in several tenants (through two stores on one database, for PostgreSQL: two
@@ -828,10 +896,6 @@ TEST_P(PlantStoreContract, ArchiveExportsEverythingAndImportsWithoutOverwriting)
     EXPECT_EQ(seen[2].created_at_ms, 1234);  // the imported creation time is kept
 }
 
-PlantUsage usage_of(PlantStore& store, const std::string& tenant) {
-    return wait_for<PlantUsage>([&](auto done) { store.usage(tenant, done); });
-}
-
 TEST_P(PlantStoreContract, AQuotaBoundsNewPlantsOnlyAndADeleteFreesRoom) {
     default_quota = 3;
     auto store = open();
@@ -936,6 +1000,7 @@ TEST_P(PlantStoreContract, UpgradingCountsThePlantsAlreadyStored) {
         create_and_wait(*store, "b", plant(1, "p"));
     }
     const std::string undo =
+        "ALTER TABLE tenants DROP COLUMN event_bytes; "
         "ALTER TABLE tenants DROP COLUMN plants; ALTER TABLE tenants DROP COLUMN max_plants; "
         "ALTER TABLE tenants RENAME TO event_counters; "
         "DELETE FROM event_counters WHERE tenant = 'b'; "
@@ -953,6 +1018,26 @@ TEST_P(PlantStoreContract, UpgradingCountsThePlantsAlreadyStored) {
     const auto log = events("a");
     ASSERT_EQ(log.size(), 6U);
     EXPECT_EQ(log.back().substr(0, 2), "6:");  // five events before the upgrade, one after
+}
+
+// The event bytes migration counts what each tenant's log already holds. The older store is
+// made by undoing the migration by hand.
+TEST_P(PlantStoreContract, UpgradingCountsTheBytesEachLogAlreadyHolds) {
+    {
+        auto store = open();
+        create_and_wait(*store, "a", plant(1, "fern", "green"));
+        create_and_wait(*store, "a", plant(2, "moss"));
+        update_and_wait(*store, "a", 2, rename("mossy"));
+        create_and_wait(*store, "b", plant(1, "b"));
+    }
+    run_sql(on_postgres() ? "ALTER TABLE tenants DROP COLUMN event_bytes; "
+                            "UPDATE plantstore_schema SET version = 10"
+                          : "ALTER TABLE tenants DROP COLUMN event_bytes; PRAGMA user_version = 9");
+    auto store = open();
+    EXPECT_EQ(usage_of(*store, "a").event_bytes, event_log_bytes("fern", "green") +
+                                                     event_log_bytes("moss", std::nullopt) +
+                                                     event_log_bytes("mossy", std::nullopt));
+    EXPECT_EQ(usage_of(*store, "b").event_bytes, event_log_bytes("b", std::nullopt));
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, PlantStoreContract, testing::Values("sqlite", "postgres"),

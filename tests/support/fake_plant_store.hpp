@@ -26,6 +26,8 @@ class FakePlantStore : public store::PlantStore {
         [](std::string, std::int64_t, int, store::EventReadCallback done) { done({}); };
     std::function<std::size_t(std::int64_t, std::size_t)> on_prune_events =
         [](std::int64_t, std::size_t) { return std::size_t{0}; };
+    std::function<std::size_t(std::int64_t, std::size_t)> on_prune_event_bytes =
+        [](std::int64_t, std::size_t) { return std::size_t{0}; };
     store::Health health_now;
 
     void write(store::WriteRequest request) override { on_write(std::move(request)); }
@@ -42,6 +44,9 @@ class FakePlantStore : public store::PlantStore {
     void usage(std::string, store::UsageCallback done) override { done({}); }
     std::size_t prune_events(std::int64_t before, std::size_t limit) override {
         return on_prune_events(before, limit);
+    }
+    std::size_t prune_event_bytes(std::int64_t max_bytes, std::size_t limit) override {
+        return on_prune_event_bytes(max_bytes, limit);
     }
     store::Health health() const override { return health_now; }
     void close() override {}

@@ -50,6 +50,7 @@ class ScriptedLog final : public store::PlantStore {
     void usage(std::string, store::UsageCallback done) override { done({}); }
     // The feed's own pruner is left idle: pruning is a step of the test (FeedHarness::prune).
     std::size_t prune_events(std::int64_t, std::size_t) override { return 0; }
+    std::size_t prune_event_bytes(std::int64_t, std::size_t) override { return 0; }
     store::Health health() const override { return {}; }
     void close() override {}
     bool reports_every_commit() const override { return reports_every_commit_; }

@@ -41,7 +41,7 @@ Result read_unavailable(const std::string& reason) {
 const char* const kReadOne = "SELECT name, tag FROM plants WHERE tenant = $1 AND id = $2";
 const char* const kPage =
     "SELECT id, name, tag FROM plants WHERE tenant = $1 AND id >= $2 ORDER BY id LIMIT $3";
-const char* const kUsage = "SELECT plants, max_plants FROM tenants WHERE tenant = $1";
+const char* const kUsage = "SELECT plants, max_plants, event_bytes FROM tenants WHERE tenant = $1";
 
 std::vector<std::pair<std::string, std::string>> prepared_statements() {
     return {{"insert_plants", insert_plants_statement()},
@@ -269,35 +269,42 @@ class PgPlantStore::Engine {
                 usage.plants = row ? int64_at(result, 0, 0) : 0;
                 usage.limit = effective_plant_quota(
                     row ? optional_int64_at(result, 0, 1) : std::nullopt, default_quota);
+                usage.event_bytes = row ? int64_at(result, 0, 2) : 0;
                 return usage;
             },
             std::move(done));
     }
 
     std::size_t prune_events(std::int64_t before, std::size_t limit) {
-        std::lock_guard lock(prune_mutex_);
-        try {
-            if (!pruner_) {
-                pruner_ = connect_blocking(options_.conninfo);
-                ignore_notices(pruner_.get());
-                // The same access paths as the store's own statements (statements.hpp).
-                exec(pruner_.get(), "SET enable_seqscan = off");
-            }
-            const Result tenants =
-                exec(pruner_.get(), "SELECT tenant FROM tenants ORDER BY tenant");
+        return prune([&](PGconn* connection) {
+            const Result tenants = exec(connection, "SELECT tenant FROM tenants ORDER BY tenant");
             std::size_t pruned = 0;
             for (int row = 0; row < PQntuples(tenants.get()) && pruned < limit; ++row) {
                 const Result deleted =
-                    exec(pruner_.get(), kPruneEvents,
+                    exec(connection, kPruneEvents,
                          {std::string(text_at(tenants.get(), row, 0)), std::to_string(before),
                           std::to_string(limit - pruned)});
-                pruned += std::stoull(PQcmdTuples(deleted.get()));
+                pruned += static_cast<std::size_t>(int64_at(deleted.get(), 0, 0));
             }
             return pruned;
-        } catch (const std::exception&) {
-            pruner_.reset();  // connect again next time (after a failover, to the new primary)
-            throw;
-        }
+        });
+    }
+
+    std::size_t prune_event_bytes(std::int64_t max_bytes, std::size_t limit) {
+        return prune([&](PGconn* connection) {
+            const Result over =
+                exec(connection, kTenantsOverEventBytes, {std::to_string(max_bytes)});
+            std::size_t pruned = 0;
+            for (int row = 0; row < PQntuples(over.get()) && pruned < limit; ++row) {
+                const Result deleted =
+                    exec(connection, kPruneEventBytes,
+                         {std::string(text_at(over.get(), row, 0)),
+                          std::to_string(int64_at(over.get(), row, 1) - max_bytes),
+                          std::to_string(limit - pruned)});
+                pruned += static_cast<std::size_t>(int64_at(deleted.get(), 0, 0));
+            }
+            return pruned;
+        });
     }
 
     Health health() const {
@@ -332,6 +339,24 @@ class PgPlantStore::Engine {
     }
 
   private:
+    // Runs `step` on the pruning connection (its own, connected at the first prune, one prune at
+    // a time), whose statements take the same access paths as the store's (statements.hpp).
+    template <typename Step>
+    std::size_t prune(Step step) {
+        std::lock_guard lock(prune_mutex_);
+        try {
+            if (!pruner_) {
+                pruner_ = connect_blocking(options_.conninfo);
+                ignore_notices(pruner_.get());
+                exec(pruner_.get(), "SET enable_seqscan = off");
+            }
+            return step(pruner_.get());
+        } catch (const std::exception&) {
+            pruner_.reset();  // connect again next time (after a failover, to the new primary)
+            throw;
+        }
+    }
+
     void run() {
         io_.run();
         // Reads posted before closing began run now, against closed connections: each is
@@ -811,6 +836,10 @@ void PgPlantStore::usage(std::string tenant, UsageCallback done) {
 
 std::size_t PgPlantStore::prune_events(std::int64_t before, std::size_t limit) {
     return engine_->prune_events(before, limit);
+}
+
+std::size_t PgPlantStore::prune_event_bytes(std::int64_t max_bytes, std::size_t limit) {
+    return engine_->prune_event_bytes(max_bytes, limit);
 }
 
 Health PgPlantStore::health() const { return engine_->health(); }

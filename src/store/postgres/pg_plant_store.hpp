@@ -57,6 +57,7 @@ class PgPlantStore final : public PlantStore {
                      EventReadCallback done) override;
     void usage(std::string tenant, UsageCallback done) override;
     std::size_t prune_events(std::int64_t before, std::size_t limit) override;
+    std::size_t prune_event_bytes(std::int64_t max_bytes, std::size_t limit) override;
     Health health() const override;
     void close() override;
 

@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 10> kMigrations = {
+constexpr std::array<std::string_view, 11> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -164,6 +164,17 @@ constexpr std::array<std::string_view, 10> kMigrations = {
     DROP INDEX webhook_deliveries_due;
     CREATE INDEX webhook_deliveries_due
         ON webhook_deliveries (tenant, subscription_id, next_attempt_at) WHERE state = 'pending';
+    )sql",
+    // 11: what each tenant's event log holds, in bytes as store::event_log_bytes() counts them
+    // (the byte budget of --event-retention-mib), kept by the writes that append and the pruning
+    // that deletes. A constant default (no rewrite), then counted once from the log (a read of
+    // every event: seconds per million, while other instances wait for the migration's lock).
+    R"sql(
+    ALTER TABLE tenants ADD COLUMN event_bytes bigint NOT NULL DEFAULT 0;
+    UPDATE tenants AS t SET event_bytes = s.bytes
+    FROM (SELECT tenant, sum(64 + octet_length(name) + coalesce(octet_length(tag), 0)) AS bytes
+          FROM plant_events GROUP BY tenant) AS s
+    WHERE s.tenant = t.tenant;
     )sql",
 };
 

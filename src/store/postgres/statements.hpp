@@ -142,14 +142,14 @@ inline constexpr const char* kEventsChannel = "plantstore_events";
 
 /// Takes the events the batch staged out of staged_events, numbers them with each tenant's next
 /// seqs (in the order they were staged), appends them to the log, adds the plants created less
-/// those deleted to the tenant's count, queues one webhook delivery of each event per enabled
-/// subscription of its tenant that receives its type, leased to $2 until $3 when $2 is not NULL
-/// (the instance that hands them to its dispatcher at commit), and notifies kEventsChannel.
-/// Parameters: $1 the time (milliseconds), $2 the lease's owner (NULL: none), $3 its end. Rows:
-/// kind 0, one per tenant it appended to (kind, tenant, last seq); then, with an owner, kind 1, one
-/// per delivery it queued: (kind, NULL, NULL, and from column 3 the delivery as
-/// claimed_delivery_at() reads it, pg_webhook_repository.hpp). Delivery ids begin with the time in
-/// hex, so new rows go to the end of the primary key's B-tree.
+/// those deleted to the tenant's count and the events' bytes (kEventBytes) to its log's, queues one
+/// webhook delivery of each event per enabled subscription of its tenant that receives its type,
+/// leased to $2 until $3 when $2 is not NULL (the instance that hands them to its dispatcher at
+/// commit), and notifies kEventsChannel. Parameters: $1 the time (milliseconds), $2 the lease's
+/// owner (NULL: none), $3 its end. Rows: kind 0, one per tenant it appended to (kind, tenant, last
+/// seq); then, with an owner, kind 1, one per delivery it queued: (kind, NULL, NULL, and from
+/// column 3 the delivery as claimed_delivery_at() reads it, pg_webhook_repository.hpp). Delivery
+/// ids begin with the time in hex, so new rows go to the end of the primary key's B-tree.
 inline const std::string& append_events_statement() {
     static const std::string statement =
         std::string(R"sql(
@@ -160,13 +160,15 @@ counts AS (SELECT tenant, count(*) AS n,
         std::string(domain::event_name(domain::EventType::plant_created)) +
         R"sql(') - count(*) FILTER (WHERE type = ')sql" +
         std::string(domain::event_name(domain::EventType::plant_deleted)) +
-        R"sql(') AS plants
+        R"sql(') AS plants,
+                  sum(64 + octet_length(name) + coalesce(octet_length(tag), 0)) AS bytes
            FROM staged GROUP BY tenant),
 counters AS (
-    INSERT INTO tenants AS c (tenant, last_seq, plants)
-    SELECT tenant, n, plants FROM counts ORDER BY tenant
+    INSERT INTO tenants AS c (tenant, last_seq, plants, event_bytes)
+    SELECT tenant, n, plants, bytes FROM counts ORDER BY tenant
     ON CONFLICT (tenant) DO UPDATE SET last_seq = c.last_seq + excluded.last_seq,
-                                       plants = c.plants + excluded.plants
+                                       plants = c.plants + excluded.plants,
+                                       event_bytes = c.event_bytes + excluded.event_bytes
     RETURNING tenant, last_seq),
 numbered AS (
     SELECT s.*, c.last_seq - k.n + row_number() OVER (PARTITION BY s.tenant ORDER BY s.ord) AS seq
@@ -210,15 +212,47 @@ SELECT * FROM (SELECT 1, seq, at, type, plant_id, name, tag FROM plant_events
                WHERE tenant = $1 AND seq > $2 ORDER BY seq LIMIT $3) page
 ORDER BY 1, 2)sql";
 
+/// What an event row counts against its tenant's byte budget, as store::event_log_bytes() says.
+#define PLANTSTORE_EVENT_BYTES "(64 + octet_length(name) + coalesce(octet_length(tag), 0))"
+
+/// Deletes the events of one tenant's log chosen by the CTE `doomed` (a prefix: its seqs), takes
+/// their bytes off the tenant's row and returns how many went (one row, one column). The row is
+/// updated last, as the writers do (see above), so no wait between them and pruning can cycle.
+#define PLANTSTORE_DELETE_DOOMED_EVENTS                                                          \
+    ", gone AS (DELETE FROM plant_events WHERE tenant = $1 AND seq IN (SELECT seq FROM doomed) " \
+    "RETURNING " PLANTSTORE_EVENT_BYTES                                                          \
+    " AS bytes), "                                                                               \
+    "total AS (SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes FROM gone), "              \
+    "forgotten AS (UPDATE tenants AS t SET event_bytes = greatest(t.event_bytes - total.bytes, " \
+    "0) "                                                                                        \
+    "FROM total WHERE t.tenant = $1 AND total.n > 0) "                                           \
+    "SELECT n FROM total"
+
 /// Deletes the oldest events of one tenant's log: below the first committed at or after $2 and
 /// below the first with a webhook delivery still pending, at most $3 of them. Parameters: $1
 /// tenant, $2 the time (milliseconds), $3 the most to delete.
-inline constexpr const char* kPruneEvents = R"sql(
-DELETE FROM plant_events WHERE tenant = $1 AND seq < LEAST(
-    (SELECT seq FROM plant_events WHERE tenant = $1 AND at >= $2 ORDER BY seq LIMIT 1),
-    (SELECT min(seq) FROM webhook_deliveries
-     WHERE tenant = $1 AND state = 'pending' AND seq IS NOT NULL),
-    (SELECT min(seq) FROM plant_events WHERE tenant = $1) + $3))sql";
+inline constexpr const char* kPruneEvents =
+    "WITH doomed AS (SELECT seq FROM plant_events WHERE tenant = $1 AND seq < LEAST("
+    "(SELECT seq FROM plant_events WHERE tenant = $1 AND at >= $2 ORDER BY seq LIMIT 1), "
+    "(SELECT min(seq) FROM webhook_deliveries "
+    "WHERE tenant = $1 AND state = 'pending' AND seq IS NOT NULL), "
+    "(SELECT min(seq) FROM plant_events WHERE tenant = $1) + $3))" PLANTSTORE_DELETE_DOOMED_EVENTS;
+
+/// The tenants whose event log holds more than $1 bytes, with what it holds.
+inline constexpr const char* kTenantsOverEventBytes =
+    "SELECT tenant, event_bytes FROM tenants WHERE event_bytes > $1 ORDER BY tenant";
+
+/// Deletes a tenant's ($1) oldest events until they add up to $2 bytes, $3 of them at most,
+/// whatever their age or pending deliveries.
+inline constexpr const char* kPruneEventBytes =
+    "WITH running AS (SELECT seq, sum(bytes) OVER (ORDER BY seq) - bytes AS before_it FROM ("
+    "SELECT seq, " PLANTSTORE_EVENT_BYTES
+    " AS bytes FROM plant_events WHERE tenant = $1 "
+    "ORDER BY seq LIMIT $3) oldest), "
+    "doomed AS (SELECT seq FROM running WHERE before_it < $2)" PLANTSTORE_DELETE_DOOMED_EVENTS;
+
+#undef PLANTSTORE_DELETE_DOOMED_EVENTS
+#undef PLANTSTORE_EVENT_BYTES
 
 /// The rows to insert: $1 tenants text[], $2 ids bigint[], $3 names text[], $4 tags text[], $5
 /// created_at bigint[] (milliseconds), as the CTE `input`, numbered by `ord`.

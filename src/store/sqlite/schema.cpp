@@ -14,7 +14,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 9> kMigrations = {
+constexpr std::array<std::string_view, 10> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -153,6 +153,15 @@ constexpr std::array<std::string_view, 9> kMigrations = {
     // the delivery is sent as its child; NULL for rows queued before it, or without one.
     R"sql(
     ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;
+    )sql",
+    // 10: what each tenant's event log holds, in bytes as store::event_log_bytes() counts them
+    // (the byte budget of --event-retention-mib), kept by the writes that append and the pruning
+    // that deletes. Counted once from the log (a read of every event: seconds per million).
+    R"sql(
+    ALTER TABLE tenants ADD COLUMN event_bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE tenants SET event_bytes = coalesce((
+        SELECT sum(64 + length(CAST(name AS BLOB)) + coalesce(length(CAST(tag AS BLOB)), 0))
+        FROM plant_events AS e WHERE e.tenant = tenants.tenant), 0);
     )sql",
 };
 

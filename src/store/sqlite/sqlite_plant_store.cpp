@@ -132,14 +132,14 @@ class SqlitePlantStore::Writer {
           // Also whether the tenant has an enabled webhook subscription: a tenant without one
           // (the usual case) pays no outbox statement per change. The batch holds the write
           // lock, so no subscription can appear before it commits.
-          read_tenant_(
-              db_->prepare("SELECT t.last_seq, t.plants, t.max_plants, EXISTS (SELECT 1 FROM "
-                           "webhook_subscriptions WHERE tenant = ?1 AND enabled = 1) "
-                           "FROM (SELECT 1) LEFT JOIN tenants AS t ON t.tenant = ?1")),
-          store_tenant_(
-              db_->prepare("INSERT INTO tenants (tenant, last_seq, plants) VALUES (?1, ?2, ?3) "
-                           "ON CONFLICT (tenant) DO UPDATE SET last_seq = excluded.last_seq, "
-                           "plants = excluded.plants")),
+          read_tenant_(db_->prepare(
+              "SELECT t.last_seq, t.plants, t.max_plants, EXISTS (SELECT 1 FROM "
+              "webhook_subscriptions WHERE tenant = ?1 AND enabled = 1), "
+              "t.event_bytes FROM (SELECT 1) LEFT JOIN tenants AS t ON t.tenant = ?1")),
+          store_tenant_(db_->prepare(
+              "INSERT INTO tenants (tenant, last_seq, plants, event_bytes) VALUES (?1, ?2, ?3, ?4) "
+              "ON CONFLICT (tenant) DO UPDATE SET last_seq = excluded.last_seq, "
+              "plants = excluded.plants, event_bytes = excluded.event_bytes")),
           append_event_(
               db_->prepare("INSERT INTO plant_events (tenant, seq, type, plant_id, name, tag, at) "
                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")),
@@ -222,7 +222,8 @@ class SqlitePlantStore::Writer {
             if (!state.appended) continue;  // every change appends an event
             store_tenant_.bind(1, std::string_view(tenant))
                 .bind(2, state.last_seq)
-                .bind(3, state.plants);
+                .bind(3, state.plants)
+                .bind(4, state.event_bytes);
             if (store_tenant_.try_step() != SQLITE_DONE)
                 return fail("INSERT tenants", store_tenant_);
             store_tenant_.reset();
@@ -242,22 +243,45 @@ class SqlitePlantStore::Writer {
         while (tenants.step()) names.push_back(tenants.column_text(0));
         // What must stay: events committed since `before`, and those with a delivery still
         // pending; everything below the first of them goes, at most `?3` at a time.
-        auto remove = db_->prepare(
-            "DELETE FROM plant_events WHERE tenant = ?1 AND seq < min("
-            "coalesce((SELECT seq FROM plant_events WHERE tenant = ?1 AND at >= ?2 "
+        auto cut = db_->prepare(
+            "SELECT min(coalesce((SELECT seq FROM plant_events WHERE tenant = ?1 AND at >= ?2 "
             "ORDER BY seq LIMIT 1), 9223372036854775807), "
             "coalesce((SELECT min(seq) FROM webhook_deliveries WHERE tenant = ?1 "
             "AND state = 'pending' AND seq IS NOT NULL), 9223372036854775807), "
-            "(SELECT min(seq) FROM plant_events WHERE tenant = ?1) + ?3)");
+            "(SELECT min(seq) FROM plant_events WHERE tenant = ?1) + ?3) - 1");
         std::size_t pruned = 0;
         for (const std::string& tenant : names) {
             if (pruned >= limit) break;
-            remove.bind(1, std::string_view(tenant))
+            cut.bind(1, std::string_view(tenant))
                 .bind(2, before)
                 .bind(3, static_cast<std::int64_t>(limit - pruned));
-            remove.step();
-            remove.reset();
-            pruned += static_cast<std::size_t>(db_->changes());
+            cut.step();
+            const std::optional<std::int64_t> last = cut.column_optional_int64(0);
+            cut.reset();
+            if (last) pruned += delete_oldest_events(tenant, *last);
+        }
+        return pruned;
+    }
+
+    /// Deletes the oldest events of each tenant whose log holds more than `max_bytes`, at most
+    /// `limit` in all (see PlantStore::prune_event_bytes), one tenant per short transaction.
+    /// @throws SqliteError
+    std::size_t prune_bytes(std::int64_t max_bytes, std::size_t limit) {
+        auto over = db_->prepare(kTenantsOverEventBytes);
+        over.bind(1, max_bytes);
+        std::vector<std::pair<std::string, std::int64_t>> tenants;
+        while (over.step()) tenants.emplace_back(over.column_text(0), over.column_int64(1));
+        auto cut = db_->prepare(kEventBytesCut);
+        std::size_t pruned = 0;
+        for (const auto& [tenant, bytes] : tenants) {
+            if (pruned >= limit) break;
+            cut.bind(1, std::string_view(tenant))
+                .bind(2, bytes - max_bytes)
+                .bind(3, static_cast<std::int64_t>(limit - pruned));
+            cut.step();
+            const std::optional<std::int64_t> last = cut.column_optional_int64(0);
+            cut.reset();
+            if (last) pruned += delete_oldest_events(tenant, *last);
         }
         return pruned;
     }
@@ -266,6 +290,30 @@ class SqlitePlantStore::Writer {
     const std::map<std::string, std::int64_t, std::less<>>& appended() const { return appended_; }
 
   private:
+    // Deletes `tenant`'s events up to seq `last` and takes their bytes off its row, in one
+    // transaction; returns how many went. @throws SqliteError
+    std::size_t delete_oldest_events(const std::string& tenant, std::int64_t last) {
+        db_->exec("BEGIN IMMEDIATE");
+        try {
+            auto remove = db_->prepare(kDeleteOldestEvents);
+            remove.bind(1, std::string_view(tenant)).bind(2, last);
+            std::size_t deleted = 0;
+            std::int64_t bytes = 0;
+            while (remove.step()) {
+                ++deleted;
+                bytes += remove.column_int64(0);
+            }
+            auto forget = db_->prepare(kForgetEventBytes);
+            forget.bind(1, std::string_view(tenant)).bind(2, bytes);
+            forget.step();
+            db_->exec("COMMIT");
+            return deleted;
+        } catch (...) {
+            db_->try_exec("ROLLBACK");
+            throw;
+        }
+    }
+
     // What a handed-over delivery needs of its subscription.
     struct Subscription {
         std::string url;
@@ -279,6 +327,7 @@ class SqlitePlantStore::Writer {
     struct TenantState {
         std::int64_t last_seq = 0;
         std::int64_t plants = 0;
+        std::int64_t event_bytes = 0;  ///< what its event log holds (event_log_bytes())
         PlantQuotaSetting quota;
         bool appended = false;    ///< the batch changed something of the tenant's
         bool subscribed = false;  ///< it has an enabled webhook subscription
@@ -301,6 +350,7 @@ class SqlitePlantStore::Writer {
         state.plants = read_tenant_.column_int64(1);
         state.quota = read_tenant_.column_optional_int64(2);
         state.subscribed = read_tenant_.column_int64(3) != 0;
+        state.event_bytes = read_tenant_.column_int64(4);
         read_tenant_.reset();
         return &tenants_.emplace(pending.tenant, state).first->second;
     }
@@ -434,6 +484,7 @@ class SqlitePlantStore::Writer {
         const std::string_view tenant = pending.tenant;
         const std::int64_t seq = ++state.last_seq;
         state.appended = true;
+        state.event_bytes += event_log_bytes(plant.name, plant.tag);
         append_event_.bind(1, tenant)
             .bind(2, seq)
             .bind(3, domain::event_name(type))
@@ -617,7 +668,8 @@ class SqlitePlantStore::Reader {
           page_(db_->prepare(kPage)),
           tagged_page_(db_->prepare(kTaggedPage)),
           events_(db_->prepare(kReadEvents)),
-          usage_(db_->prepare("SELECT plants, max_plants FROM tenants WHERE tenant = ?1")) {}
+          usage_(db_->prepare(
+              "SELECT plants, max_plants, event_bytes FROM tenants WHERE tenant = ?1")) {}
 
     PlantUsage usage(const std::string& tenant, std::int64_t default_quota) {
         usage_.bind(1, std::string_view(tenant));
@@ -629,6 +681,7 @@ class SqlitePlantStore::Reader {
             result.plants = row ? usage_.column_int64(0) : 0;
             result.limit = effective_plant_quota(
                 row ? usage_.column_optional_int64(1) : std::nullopt, default_quota);
+            result.event_bytes = row ? usage_.column_int64(2) : 0;
         } else {
             result.reason = "SELECT tenants failed: " + db_->error_message();
         }
@@ -811,6 +864,14 @@ void SqlitePlantStore::usage(std::string tenant, UsageCallback done) {
 }
 
 std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limit) {
+    return prune([&] { return writer_->prune(before, limit); });
+}
+
+std::size_t SqlitePlantStore::prune_event_bytes(std::int64_t max_bytes, std::size_t limit) {
+    return prune([&] { return writer_->prune_bytes(max_bytes, limit); });
+}
+
+std::size_t SqlitePlantStore::prune(const std::function<std::size_t()>& step) {
     {
         std::lock_guard lock(mutex_);
         if (queue_.closing()) return 0;
@@ -818,7 +879,7 @@ std::size_t SqlitePlantStore::prune_events(std::int64_t before, std::size_t limi
     std::size_t pruned = 0;
     try {
         // The writer's own connection, between batches.
-        run_between_writes([&] { pruned = writer_->prune(before, limit); });
+        run_between_writes([&] { pruned = step(); });
     } catch (const std::exception& error) {
         if (options_.writes.observer != nullptr) {
             options_.writes.observer->on_maintenance_failed(std::string("pruning the event log: ") +

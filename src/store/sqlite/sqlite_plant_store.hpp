@@ -53,6 +53,7 @@ class SqlitePlantStore final : public PlantStore {
                      EventReadCallback done) override;
     void usage(std::string tenant, UsageCallback done) override;
     std::size_t prune_events(std::int64_t before, std::size_t limit) override;
+    std::size_t prune_event_bytes(std::int64_t max_bytes, std::size_t limit) override;
     /// On the writer's thread, between two batches.
     void run_between_writes(const std::function<void()>& work) override;
     Health health() const override;
@@ -61,6 +62,9 @@ class SqlitePlantStore final : public PlantStore {
 
   private:
     using Pending = WriteRequest;
+    // Runs one pruning `step` on the writer's connection between batches; a failure is told to
+    // the observer and counts as nothing pruned.
+    std::size_t prune(const std::function<std::size_t()>& step);
     // Work of another connection waiting to run on the writer's thread (run_between_writes).
     // The writer hands back what the work threw under mutex_, by moving it: a promise would
     // release its own reference to the exception after waking the caller, a race on the
