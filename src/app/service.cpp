@@ -147,6 +147,9 @@ feed::FeedService::Options feed_options(const ServeConfig& config, const store::
     options.on_cache = [&observability](std::size_t events, std::size_t bytes) {
         observability.on_feed_cache(events, bytes);
     };
+    options.on_pruned = [&observability](bool by_bytes, std::size_t events) {
+        observability.on_events_pruned(by_bytes, events);
+    };
     options.retention = event_retention(config.feed);
     options.max_event_bytes_per_tenant = event_retention_bytes(config.feed);
     options.cached_bytes_in_all = config.feed.feed_cache_mib << 20;

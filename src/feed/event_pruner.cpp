@@ -39,21 +39,25 @@ void EventPruner::run() {
                 [this] {
                     return store_.prune_event_bytes(options_.max_bytes_per_tenant, kBytePruneStep);
                 },
-                kBytePruneStep);
+                kBytePruneStep, true);
         }
         if (std::chrono::steady_clock::now() >= next_by_age) {
             next_by_age = std::chrono::steady_clock::now() + interval;
             const std::int64_t before = options_.clock() - options_.retention.count();
-            prune([this, before] { return store_.prune_events(before, kPruneStep); }, kPruneStep);
+            prune([this, before] { return store_.prune_events(before, kPruneStep); }, kPruneStep,
+                  false);
         }
         lock.lock();
     }
 }
 
-void EventPruner::prune(const std::function<std::size_t()>& step, std::size_t size) {
+void EventPruner::prune(const std::function<std::size_t()>& step, std::size_t size, bool by_bytes) {
+    std::size_t pruned = 0;
     try {
         for (int round = 0; round < kMaxPruneSteps; ++round) {
-            if (step() < size) break;
+            const std::size_t deleted = step();
+            pruned += deleted;
+            if (deleted < size) break;
             std::lock_guard lock(mutex_);
             if (stopping_) break;
         }
@@ -62,6 +66,7 @@ void EventPruner::prune(const std::function<std::size_t()>& step, std::size_t si
             options_.on_failure(std::string("pruning the event log: ") + error.what());
         }
     }
+    if (pruned > 0 && options_.on_pruned) options_.on_pruned(by_bytes, pruned);
 }
 
 }  // namespace plantstore::feed

@@ -33,6 +33,8 @@ class EventPruner {
         std::function<std::int64_t()> clock;
         /// Told when pruning fails; may be empty.
         std::function<void(std::string_view what)> on_failure;
+        /// Told after each round what it deleted, by bytes or by age; may be empty.
+        std::function<void(bool by_bytes, std::size_t events)> on_pruned;
     };
     static constexpr std::size_t kPruneStep = 10'000;
     static constexpr int kMaxPruneSteps = 100;
@@ -59,8 +61,8 @@ class EventPruner {
   private:
     void run();
     // Runs `step` (a store's pruning: how many it deleted, of at most `size`) until it deletes
-    // fewer, kMaxPruneSteps times at most, or stop() is called.
-    void prune(const std::function<std::size_t()>& step, std::size_t size);
+    // fewer, kMaxPruneSteps times at most, or stop() is called; tells on_pruned the total.
+    void prune(const std::function<std::size_t()>& step, std::size_t size, bool by_bytes);
 
     store::PlantStore& store_;
     const Options options_;

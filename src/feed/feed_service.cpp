@@ -107,7 +107,7 @@ class FeedService::Impl {
           check_timer_(io_),
           gate_(std::make_shared<common::LoopGate>(io_)),
           pruner_(store, {options_.retention, options_.max_event_bytes_per_tenant, clock_,
-                          options_.on_failure}) {
+                          options_.on_failure, options_.on_pruned}) {
         schedule_check();
         thread_.start("ps-feed", [this] { io_.run(); });
     }

@@ -117,6 +117,8 @@ class FeedService {
         std::function<std::int64_t()> clock;
         /// Told when pruning fails (it is tried again at the next interval); may be empty.
         std::function<void(std::string_view what)> on_failure;
+        /// Told what each round of the log's pruning deleted, by bytes or by age; may be empty.
+        std::function<void(bool by_bytes, std::size_t events)> on_pruned;
         /// Where the spans of reads that waited go; null: none are made.
         common::SpanSink* spans = nullptr;
         /// Told of every page of events handed out: how many of its tenant's events follow it

@@ -21,6 +21,10 @@ void FeedMetrics::on_cache(std::size_t events, std::size_t bytes) {
     cached_bytes_.store(bytes, std::memory_order_relaxed);
 }
 
+void FeedMetrics::on_pruned(bool by_bytes, std::size_t events) {
+    (by_bytes ? pruned_by_bytes_ : pruned_by_age_).fetch_add(events, std::memory_order_relaxed);
+}
+
 void FeedMetrics::render(PrometheusText& out) const {
     const auto counts = snapshot(pages_);
     out.family("plantstore_feed_page_events_behind", "histogram",
@@ -35,6 +39,11 @@ void FeedMetrics::render(PrometheusText& out) const {
     out.family("plantstore_feed_cache_events", "gauge",
                "Recent events the change feed's cache holds, over every tenant.");
     out.sample("plantstore_feed_cache_events", "", cached_events_.load());
+    out.family("plantstore_events_pruned_total", "counter",
+               "Events pruned from the tenants' event logs, by reason: older than "
+               "--event-retention (age) or past a tenant's --event-retention-mib (bytes).");
+    out.sample("plantstore_events_pruned_total", R"(reason="age")", pruned_by_age_.load());
+    out.sample("plantstore_events_pruned_total", R"(reason="bytes")", pruned_by_bytes_.load());
 }
 
 }  // namespace plantstore::ops

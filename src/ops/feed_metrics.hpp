@@ -1,4 +1,5 @@
-// Ops layer (see log.hpp): the change feed's metrics (plantstore_feed_*).
+// Ops layer (see log.hpp): the change feed's metrics (plantstore_feed_*, and the event log's
+// pruning: plantstore_events_pruned_total).
 #pragma once
 
 #include <array>
@@ -19,6 +20,9 @@ class FeedMetrics {
     void on_page(std::int64_t events_behind);
     /// What the feed's cache holds now (FeedService::Options::on_cache).
     void on_cache(std::size_t events, std::size_t bytes);
+    /// The event log's pruning deleted `events`: past --event-retention-mib (`by_bytes`) or
+    /// older than --event-retention (FeedService::Options::on_pruned).
+    void on_pruned(bool by_bytes, std::size_t events);
     /// Thread-safe.
     void render(PrometheusText& out) const;
 
@@ -30,6 +34,8 @@ class FeedMetrics {
     std::atomic<std::uint64_t> events_behind_{0};
     std::atomic<std::uint64_t> cached_events_{0};
     std::atomic<std::uint64_t> cached_bytes_{0};
+    std::atomic<std::uint64_t> pruned_by_age_{0};
+    std::atomic<std::uint64_t> pruned_by_bytes_{0};
 };
 
 }  // namespace plantstore::ops

@@ -74,6 +74,8 @@ class Observability final : public transport::ExchangeObserver,
     void on_feed_page(std::int64_t events_behind) { feed_.on_page(events_behind); }
     /// What the change feed's cache holds now (FeedMetrics). Thread-safe.
     void on_feed_cache(std::size_t events, std::size_t bytes) { feed_.on_cache(events, bytes); }
+    /// The event log's pruning deleted `events` (FeedMetrics). Thread-safe.
+    void on_events_pruned(bool by_bytes, std::size_t events) { feed_.on_pruned(by_bytes, events); }
 
     /// The route labels exchanges can carry ("other" last), as many as the handler has. Before
     /// serving.

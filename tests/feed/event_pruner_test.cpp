@@ -135,6 +135,10 @@ TEST(EventPruner, AByteBudgetIsCheckedEverySecondWhateverTheRetention) {
     auto settings = options(by_bytes);
     settings.retention = std::chrono::hours(1);
     settings.max_bytes_per_tenant = 1 << 20;
+    std::vector<std::pair<bool, std::size_t>> told;  // on the pruner's thread, read after it
+    settings.on_pruned = [&told](bool by_size, std::size_t events) {
+        told.emplace_back(by_size, events);
+    };
     const auto started = std::chrono::steady_clock::now();
     {
         EventPruner pruner(store, settings);
@@ -150,6 +154,10 @@ TEST(EventPruner, AByteBudgetIsCheckedEverySecondWhateverTheRetention) {
     EXPECT_GE(by_bytes.times[3] - by_bytes.times[2], EventPruner::kByteCheckInterval);
     EXPECT_EQ(by_age.size(), 0U);  // an hour's retention: pruned by age once a minute
     EXPECT_TRUE(by_bytes.failures.empty());
+    // The first round's total; the second deleted nothing and says nothing.
+    EXPECT_EQ(told,
+              (std::vector<std::pair<bool, std::size_t>>{
+                  {true, 2 * EventPruner::kBytePruneStep + EventPruner::kBytePruneStep / 2}}));
 }
 
 }  // namespace

@@ -386,11 +386,12 @@ TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
     }
     EXPECT_EQ(post_plant(first->port(), token, R"({"id":1,"name":"a"})").status, 200);
     EXPECT_EQ(post_plant(second->port(), token, R"({"id":1,"name":"a"})").status, 200);
-    EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "10");
+    EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "11");
 }
 
-// Each instance holds exactly the connections its settings say, plus one for token changes and
-// one listening for the events other instances commit.
+// Each instance holds exactly the connections its settings say, plus one for token changes, one
+// listening for the events other instances commit and one pruning the event log (by bytes,
+// every second).
 TEST(PostgresScaleOut, ConnectionsAreBoundedByTheSettings) {
     TempDir dir;
     TestDatabase database;
@@ -401,17 +402,17 @@ TEST(PostgresScaleOut, ConnectionsAreBoundedByTheSettings) {
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
         "application_name = 'plantstore'";
     std::string count;
-    for (int i = 0; i < 100 && count != "6"; ++i) {
+    for (int i = 0; i < 100 && count != "7"; ++i) {
         count = database.query(count_them);
-        if (count != "6") std::this_thread::sleep_for(20ms);
+        if (count != "7") std::this_thread::sleep_for(20ms);
     }
-    EXPECT_EQ(count, "6");
+    EXPECT_EQ(count, "7");
     const std::string token = mint(database.url(), "t");
     ASSERT_TRUE(time_until_status(server.port(), token, 200, 1s).has_value());
     for (int id = 0; id < 50; ++id) {
         ASSERT_EQ(post_plant(server.port(), token, varied_plant_body(id)).status, 200);
     }
-    EXPECT_EQ(database.query(count_them), "6");  // no connection per request
+    EXPECT_EQ(database.query(count_them), "7");  // no connection per request
 }
 
 TEST(PostgresScaleOut, ASchemaNewerThanTheBuildIsRefused) {
@@ -440,7 +441,7 @@ TEST(PostgresScaleOut, CheckReportsTheSchemaAndBackupPointsToPostgresTools) {
     mint(database.url(), "t");
     const auto sound = with({"check"});
     EXPECT_EQ(sound.exit_code, 0) << sound.err;
-    EXPECT_NE(sound.out.find("ok: 0 plants in 0 tenants, 1 tokens, schema version 10"),
+    EXPECT_NE(sound.out.find("ok: 0 plants in 0 tenants, 1 tokens, schema version 11"),
               std::string::npos)
         << sound.out;
     const auto backup = with({"backup", "--to", "/tmp/never-written"});

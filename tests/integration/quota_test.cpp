@@ -244,6 +244,17 @@ TEST_F(Quota, ATenantsEventLogStaysWithinItsByteBudgetAndLeavesTheOthersAlone) {
     const auto first = boost::json::parse(oldest_kept.body).as_array().at(0).at("seq").as_int64();
     EXPECT_GT(first, kRenames + 2 - 130);  // at most ~128 events of 8 KiB fit in 1 MiB
     EXPECT_LT(first, kRenames + 2 - 100);
+    // /metrics counts what went, by bytes (told at the end of the pruner's round).
+    const std::string pruned_by_bytes = "\nplantstore_events_pruned_total{reason=\"bytes\"} ";
+    std::int64_t counted = -1;
+    for (int i = 0; i < 40 && counted != first - 1; ++i) {
+        if (i > 0) std::this_thread::sleep_for(50ms);
+        const std::string text = call("GET", "/metrics").body;
+        const std::size_t at = text.find(pruned_by_bytes);
+        counted =
+            at == std::string::npos ? -1 : std::stoll(text.substr(at + pruned_by_bytes.size()));
+    }
+    EXPECT_EQ(counted, first - 1);
     // The quiet tenant's log is whole.
     EXPECT_EQ(held(quiet), 3 * (64 + 5));
     const auto whole = call("GET", "/events?after=0", "", quiet);
