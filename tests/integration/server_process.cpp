@@ -27,11 +27,19 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/postgres.hpp"
+
 extern char** environ;
 
 namespace plantstore::testing_support {
 
 namespace {
+
+// `text` without the white space it ends with (a command's one line of output).
+std::string trimmed(std::string text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    return text;
+}
 
 namespace http = boost::beast::http;
 using namespace std::chrono_literals;
@@ -172,9 +180,77 @@ std::string create_token(const std::filesystem::path& data_dir, const std::strin
     }
     const auto result = run_plantstore(args);
     if (result.exit_code != 0) throw std::runtime_error("token create failed: " + result.err);
-    std::string token = result.out;
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
-        token.pop_back();
+    return trimmed(result.out);
+}
+
+namespace {
+
+// What tells one build of the binary from another: its size and time (digits only: a part of
+// a database's name).
+std::string binary_key() {
+    const std::filesystem::path binary(PLANTSTORE_BINARY);
+    return std::to_string(std::filesystem::file_size(binary)) + "_" +
+           std::to_string(static_cast<std::uint64_t>(
+               std::filesystem::last_write_time(binary).time_since_epoch().count()));
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> template_database(const std::string& cluster_url) {
+    const std::string name = "template_" + binary_key();
+    const std::string comment =
+        "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '" + name +
+        "'";
+    std::string token = run_sql(cluster_url, comment);
+    if (token.empty()) {
+        with_cluster_lock(cluster_url, 7301, [&] {
+            if (!run_sql(cluster_url, comment).empty()) return;  // made while we waited
+            const std::string making = name + "_making";
+            run_sql(cluster_url, "DROP DATABASE IF EXISTS " + making);
+            run_sql(cluster_url, "CREATE DATABASE " + making);
+            const auto made =
+                run_plantstore({"token", "create", "--name", "tests", "--tenant", "default"},
+                               {"PLANTSTORE_DATABASE_URL=" + cluster_url + " dbname=" + making});
+            if (made.exit_code != 0) throw std::runtime_error("token create failed: " + made.err);
+            run_sql(cluster_url,
+                    "COMMENT ON DATABASE " + making + " IS '" + trimmed(made.out) + "'");
+            run_sql(cluster_url, "ALTER DATABASE " + making + " RENAME TO " + name);
+        });
+        token = run_sql(cluster_url, comment);
+    }
+    return {name, token};
+}
+
+std::string copy_template_store(const std::filesystem::path& data_dir) {
+    namespace fs = std::filesystem;
+    const fs::path binary(PLANTSTORE_BINARY);
+    const fs::path templates = binary.parent_path() / "test-store-templates";
+    const fs::path made = templates / binary_key();
+    if (!fs::exists(made / "token")) {
+        // Made aside and renamed into place: of test processes racing to make it, one wins
+        // and the others use its copy.
+        fs::create_directories(templates);
+        const fs::path aside = templates / ("making-" + std::to_string(::getpid()));
+        fs::remove_all(aside);
+        fs::create_directories(aside);
+        const std::string token = create_token(aside / "data", "tests");
+        std::ofstream(aside / "token") << token;
+        std::error_code lost;
+        fs::rename(aside, made, lost);
+        fs::remove_all(aside, lost);
+        for (const auto& entry : fs::directory_iterator(templates)) {  // older builds' stores
+            if (entry.path() != made && entry.path().filename().string().rfind("making-", 0) != 0) {
+                fs::remove_all(entry.path(), lost);
+            }
+        }
+    }
+    fs::create_directories(data_dir);
+    fs::permissions(data_dir, fs::perms::owner_all);
+    fs::copy_file(made / "data" / "plantstore.db", data_dir / "plantstore.db");
+    std::ifstream file(made / "token");
+    std::string token;
+    if (!std::getline(file, token) || token.empty()) {
+        throw std::runtime_error("no token in " + made.string());
     }
     return token;
 }

@@ -79,11 +79,29 @@ std::string shared_cluster_url() {
     return url;
 }
 
-TestDatabase::TestDatabase(const std::string& cluster_url) : cluster_url_(cluster_url) {
+void with_cluster_lock(const std::string& cluster_url, std::int64_t key,
+                       const std::function<void()>& work) {
+    const std::unique_ptr<PGconn, ConnectionDeleter> session(PQconnectdb(cluster_url.c_str()));
+    if (PQstatus(session.get()) != CONNECTION_OK) {
+        throw std::runtime_error("cannot connect to the test cluster: " +
+                                 std::string(PQerrorMessage(session.get())));
+    }
+    const std::string lock = "SELECT pg_advisory_lock(" + std::to_string(key) + ")";
+    PGresult* locked = PQexec(session.get(), lock.c_str());
+    const bool held = PQresultStatus(locked) == PGRES_TUPLES_OK;
+    const std::string error = PQresultErrorMessage(locked);
+    PQclear(locked);
+    if (!held) throw std::runtime_error(lock + ": " + error);
+    work();  // the lock goes with the session
+}
+
+TestDatabase::TestDatabase(const std::string& cluster_url, const std::string& copy_of)
+    : cluster_url_(cluster_url) {
     static std::atomic<int> counter{0};
     name_ = "test_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)) +
             "_" + std::to_string(std::random_device{}() % 1000000);
-    run_sql(cluster_url_, "CREATE DATABASE " + name_);
+    run_sql(cluster_url_,
+            "CREATE DATABASE " + name_ + (copy_of.empty() ? "" : " TEMPLATE " + copy_of));
     url_ = cluster_url_ + " dbname=" + name_;
 }
 

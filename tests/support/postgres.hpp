@@ -2,7 +2,9 @@
 // Unix socket in a temporary directory; never a system cluster).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace plantstore::testing_support {
@@ -19,10 +21,18 @@ std::string shared_cluster_url();
 /// @throws std::runtime_error with PostgreSQL's message
 std::string run_sql(const std::string& url, const std::string& sql);
 
-/// A fresh, empty database in a cluster, dropped (with its connections) when the test ends.
+/// Runs `work` holding a cluster-wide lock (a PostgreSQL advisory lock numbered `key`, on a
+/// session of its own): of test processes racing, one at a time runs it.
+void with_cluster_lock(const std::string& cluster_url, std::int64_t key,
+                       const std::function<void()>& work);
+
+/// A fresh database in a cluster, dropped (with its connections) when the test ends: empty, or
+/// a copy of the database `copy_of` (CREATE DATABASE ... TEMPLATE, which no one may be
+/// connected to).
 class TestDatabase {
   public:
-    explicit TestDatabase(const std::string& cluster_url = shared_cluster_url());
+    explicit TestDatabase(const std::string& cluster_url = shared_cluster_url(),
+                          const std::string& copy_of = "");
     TestDatabase(const TestDatabase&) = delete;
     TestDatabase& operator=(const TestDatabase&) = delete;
     ~TestDatabase();
