@@ -303,9 +303,11 @@ class SqlitePlantStore::Writer {
                 ++deleted;
                 bytes += remove.column_int64(0);
             }
-            auto forget = db_->prepare(kForgetEventBytes);
-            forget.bind(1, std::string_view(tenant)).bind(2, bytes);
-            forget.step();
+            if (deleted > 0) {  // a cut below the first event deletes nothing: no row to write
+                auto forget = db_->prepare(kForgetEventBytes);
+                forget.bind(1, std::string_view(tenant)).bind(2, bytes);
+                forget.step();
+            }
             db_->exec("COMMIT");
             return deleted;
         } catch (...) {
