@@ -315,6 +315,8 @@ Service::~Service() {
 
 std::string Service::address() const { return parts_->server->local_address(); }
 
+std::size_t Service::token_count() const { return parts_->tokens.size(); }
+
 void Service::start() {
     const ServeConfig& config = config_;
     Parts& parts = *parts_;
@@ -487,8 +489,10 @@ void tell_a_person(const std::string& line) {
 
 // A store is never silently new (a relative or mistyped --data-dir would otherwise serve an
 // empty one, and every token would be "unknown"): said when serve created the store, and when
-// it holds no token while nothing else can authenticate.
-void say_what_the_store_holds(const store::StoreConfig& where, bool existed, bool tokens_only) {
+// it holds no token (`tokens`, as the service loaded them) while nothing else can
+// authenticate.
+void say_what_the_store_holds(const store::StoreConfig& where, bool existed, bool tokens_only,
+                              std::size_t tokens) {
     if (!existed) {
         const std::string check = where.database_url.empty() ? "--data-dir" : "--database-url";
         ops::log_event(ops::LogLevel::info, "store_created",
@@ -497,7 +501,7 @@ void say_what_the_store_holds(const store::StoreConfig& where, bool existed, boo
         tell_a_person("created a new, empty store (" + store::describe_store(where) +
                       "); if you meant an existing one, check " + check);
     }
-    if (tokens_only && store::open_token_repository(where)->list().empty()) {
+    if (tokens_only && tokens == 0) {
         const std::string command =
             "plantstore token create --name NAME --tenant TENANT " +
             (where.database_url.empty()
@@ -524,7 +528,7 @@ int serve(const ServeConfig& config) {
     const store::StoreConfig where = store_config(config.store);
     const bool existed = store::store_exists(where);
     Service service(config, passed_listeners());
-    say_what_the_store_holds(where, existed, config.jwt.issuer.empty());
+    say_what_the_store_holds(where, existed, config.jwt.issuer.empty(), service.token_count());
     service.start();
     serve_until_stopped(service, signals);
     // /readyz says 503 for the shutdown delay while serving goes on; a second SIGTERM or SIGINT

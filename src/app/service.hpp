@@ -4,6 +4,7 @@
 // calls directly. serve() checks the settings, blocks the signals and runs the steps.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ class Service {
 
     /// The main listener's address, "host:port" (the port chosen when --listen asked for 0).
     std::string address() const;
+
+    /// How many stored tokens the service accepts (loaded when it was built, then kept current).
+    std::size_t token_count() const;
 
   private:
     struct Parts;

@@ -12,7 +12,8 @@ TokenRefresher::TokenRefresher(OpenRepository open, auth::TokenRegistry& registr
       registry_(registry),
       interval_(interval),
       on_change_(std::move(on_change)) {
-    registry_.replace(open_()->list());
+    first_ = open_();
+    registry_.replace(first_->list());
     thread_.start("ps-tokens", [this] { poll(); });
 }
 
@@ -26,7 +27,7 @@ TokenRefresher::~TokenRefresher() {
 }
 
 void TokenRefresher::poll() {
-    std::unique_ptr<store::TokenRepository> repository;
+    std::unique_ptr<store::TokenRepository> repository = std::move(first_);
     std::int64_t seen_changes = -1;
     bool failing = false;
     std::unique_lock lock(mutex_);

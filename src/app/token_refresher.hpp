@@ -23,7 +23,7 @@ namespace plantstore::app {
 /// take effect in a running server within one poll interval.
 class TokenRefresher {
   public:
-    /// Opens a repository (again after a failure); each is used by one thread only.
+    /// Opens a repository (again after a failure); each is used by one thread at a time.
     using OpenRepository = std::function<std::unique_ptr<store::TokenRepository>()>;
 
     /// Loads the tokens once (so the server starts with them), then polls in a thread;
@@ -35,6 +35,10 @@ class TokenRefresher {
 
   private:
     void poll();
+
+    // The repository that loaded the tokens at construction, the poll's first (another after a
+    // failure): opening one more cost every server start a connection to PostgreSQL.
+    std::unique_ptr<store::TokenRepository> first_;
 
     OpenRepository open_;
     auth::TokenRegistry& registry_;

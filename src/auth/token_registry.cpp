@@ -36,6 +36,11 @@ std::shared_ptr<const Principal> TokenRegistry::authenticate(std::string_view to
     return {snapshot, &found->second};  // aliasing: shares ownership of the whole snapshot
 }
 
+std::size_t TokenRegistry::size() const {
+    std::lock_guard lock(mutex_);
+    return snapshot_->by_digest.size();
+}
+
 bool TokenRegistry::accepts(const Principal& principal) const {
     std::shared_ptr<const Snapshot> snapshot;
     {

@@ -1,6 +1,7 @@
 // Auth layer (see bearer_credentials.hpp): the set of tokens the running server accepts.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +27,9 @@ class TokenRegistry {
     /// Who holds `token`, or null when it is unknown or revoked. The digest comparison is
     /// constant-time; the returned pointer keeps its snapshot alive.
     std::shared_ptr<const Principal> authenticate(std::string_view token) const;
+
+    /// How many tokens are accepted.
+    std::size_t size() const;
 
     /// Whether the token `principal` was authenticated with is still accepted (not revoked).
     bool accepts(const Principal& principal) const;

@@ -11,7 +11,9 @@ namespace {
 TEST(TokenRegistry, AuthenticatesOnlyKnownTokens) {
     TokenRegistry registry;
     EXPECT_EQ(registry.authenticate("ps_x"), nullptr);
+    EXPECT_EQ(registry.size(), 0U);
     registry.replace({{"ci", digest_token("ps_x"), "default", 0}});
+    EXPECT_EQ(registry.size(), 1U);
     const auto caller = registry.authenticate("ps_x");
     ASSERT_NE(caller, nullptr);
     EXPECT_EQ(caller->name, "ci");
@@ -26,6 +28,7 @@ TEST(TokenRegistry, ReplaceRevokesTokensNoLongerListed) {
         {{"a", digest_token("ta"), "default", 0}, {"b", digest_token("tb"), "default", 0}});
     const auto held = registry.authenticate("ta");
     registry.replace({{"b", digest_token("tb"), "default", 0}});
+    EXPECT_EQ(registry.size(), 1U);
     EXPECT_EQ(registry.authenticate("ta"), nullptr);
     EXPECT_NE(registry.authenticate("tb"), nullptr);
     EXPECT_EQ(held->name, "a");  // a record handed out stays valid after a swap

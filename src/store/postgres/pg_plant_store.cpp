@@ -93,8 +93,9 @@ class PgPlantStore::Engine {
           work_(io_.get_executor()),
           close_timer_(io_),
           queue_(options_.writes.max_pending) {
-        open_current_schema(
-            options_.conninfo);  // migrations first, so that prepares find the tables
+        // Migrations first, so that prepares find the tables; their connection is kept for
+        // pruning (a server start opened it only to close it again).
+        pruner_ = for_pruning(open_current_schema(options_.conninfo));
         writer_up_.assign(std::max<std::size_t>(1, options_.write_connections), false);
         for (std::size_t i = 0; i < writer_up_.size(); ++i) {
             writers_.push_back({connection(writer_up_, i, &writer_error_), false});
@@ -339,17 +340,21 @@ class PgPlantStore::Engine {
     }
 
   private:
-    // Runs `step` on the pruning connection (its own, connected at the first prune, one prune at
-    // a time), whose statements take the same access paths as the store's (statements.hpp).
+    // `connection`, set for the pruning statements: the same access paths as the store's
+    // (statements.hpp), no notices.
+    static Connection for_pruning(Connection connection) {
+        ignore_notices(connection.get());
+        exec(connection.get(), "SET enable_seqscan = off");
+        return connection;
+    }
+
+    // Runs `step` on the pruning connection (its own: the migrations' at first, connected again
+    // after a failure; one prune at a time).
     template <typename Step>
     std::size_t prune(Step step) {
         std::lock_guard lock(prune_mutex_);
         try {
-            if (!pruner_) {
-                pruner_ = connect_blocking(options_.conninfo);
-                ignore_notices(pruner_.get());
-                exec(pruner_.get(), "SET enable_seqscan = off");
-            }
+            if (!pruner_) pruner_ = for_pruning(connect_blocking(options_.conninfo));
             return step(pruner_.get());
         } catch (const std::exception&) {
             pruner_.reset();  // connect again next time (after a failover, to the new primary)
@@ -806,7 +811,7 @@ class PgPlantStore::Engine {
     std::vector<bool> reader_up_;            // guarded by mutex_
     common::BackgroundThread thread_;
     std::mutex prune_mutex_;
-    Connection pruner_;  // guarded by prune_mutex_; connected at the first prune
+    Connection pruner_;                      // guarded by prune_mutex_ once serving
     std::optional<EventListener> listener_;  // when there is an observer
 };
 
