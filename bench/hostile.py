@@ -40,6 +40,11 @@ Attacks:
                 and a tag of 1,024 four-byte characters each: an event of about 8 KiB each) from
                 8 connections while the victim works (issue 65: the disk): the row shows how much
                 the data directory grew and what the attacker's event log holds (GET /quota)
+  delivery-flood
+                the same renames, the attacker having 20 subscriptions to plant.updated at a
+                receiver that answers 500 to every delivery (issue 65: each delivery keeps its own
+                copy of the plant until it ends, and for --webhook-retention-hours after): the
+                row adds the deliveries pending at the end (GET /webhooks)
   endless-answers
                 the attacker's 2 webhook subscriptions point at a receiver whose every answer
                 is a chunked head and then a chunk-size line of zeros that never ends (up to
@@ -243,9 +248,10 @@ class Silent:
 
 
 class Recorder:
-    """A webhook receiver that answers 204 at once and records when each plant's event arrived."""
+    """A webhook receiver that answers `status` (204) at once and records when each plant's event
+    arrived."""
 
-    def __init__(self):
+    def __init__(self, status=204):
         arrivals = self.arrivals = {}
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -256,7 +262,9 @@ class Recorder:
                 # A subscription to creations alone gets the plant itself, others the envelope.
                 document = json.loads(body)
                 arrivals.setdefault(document.get("data", document)["id"], time.monotonic())
-                self.send_response(204)
+                self.send_response(status)
+                if status != 204:  # a 204 has no body, and says no length (RFC 9110 §8.6)
+                    self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def log_message(self, *args):
@@ -404,7 +412,16 @@ def memory_burst(binary, label, kind, duration, workdir):
                                .encode())
                 held.append(stream)
             time.sleep(2)
-            what = "20 streams from seq 0 that never read, held"
+            during = bench.memory_kib(pids, "RssAnon")
+            served = 0
+            for stream in held:  # each one's status line (64 bytes of it read)
+                stream.settimeout(5)
+                try:
+                    served += stream.recv(64).startswith(b"HTTP/1.1 200")
+                except OSError:
+                    pass
+            what = (f"20 streams from seq 0 that never read, held ({served} served, the others "
+                    f"refused); anonymous memory {during / 1024:,.0f} MiB with them open")
         else:
             stream = socket.create_connection(("127.0.0.1", server.port), timeout=5)
             stream.sendall(f"GET /events?after=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
@@ -451,12 +468,29 @@ def directory_mib(path):
     return total / (1 << 20)
 
 
-def rename_flood(binary, label, duration, workdir):
-    """rename-flood: the data directory's growth under renames with the longest names."""
+def pending_deliveries(port, token):
+    """The deliveries pending at the tenant's subscriptions (GET /webhooks), summed."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", "/webhooks", headers={"Authorization": f"Bearer {token}"})
+        listed = json.loads(connection.getresponse().read())
+    finally:
+        connection.close()
+    items = listed.get("items", listed) if isinstance(listed, dict) else listed
+    return sum(item.get("deliveries", {}).get("pending", 0) for item in items)
+
+
+def rename_flood(binary, label, duration, workdir, subscriptions=0):
+    """rename-flood (and delivery-flood, with subscriptions to a failing receiver): the data
+    directory's growth under renames with the longest names."""
     data_dir = tempfile.mkdtemp(dir=workdir)
     victim = mint(binary, data_dir, "victim", "victim")
     attacker = mint(binary, data_dir, "attacker", "attacker")
-    server = bench.start_plantstore(binary, data_dir, FLAGS.get(label, []), name=label)
+    flags = FLAGS.get(label, [])
+    if subscriptions:
+        flags = flags + ["--webhook-allow-http", "on", "--webhook-allow-private-addresses", "on"]
+    server = bench.start_plantstore(binary, data_dir, flags, name=label)
+    receiver = Recorder(status=500) if subscriptions else None  # every delivery fails
     stop = threading.Event()
     renames = [0] * 8
 
@@ -477,6 +511,9 @@ def rename_flood(binary, label, duration, workdir):
         connection.close()
 
     try:
+        for i in range(subscriptions):
+            call(server.port, attacker, "POST", "/webhooks",
+                 {"url": f"http://127.0.0.1:{receiver.port}/?n={i}", "events": ["plant.updated"]})
         for i in range(16):
             call(server.port, attacker, "POST", "/plants", {"id": i + 1, "name": "p"})
         before = directory_mib(data_dir)
@@ -494,15 +531,20 @@ def rename_flood(binary, label, duration, workdir):
         log = json.loads(connection.getresponse().read()).get("event_log_bytes")
         connection.close()
         held = "?" if log is None else f"{log['used'] / (1 << 20):,.1f} MiB"
-        return {"build": label, "attack": "rename-flood",
+        pending = (f"; {pending_deliveries(server.port, attacker):,} deliveries pending"
+                   if subscriptions else "")
+        return {"build": label, "attack": "delivery-flood" if subscriptions else "rename-flood",
                 "attacker": f"{sum(renames):,} renames (~{sum(renames) * 8.2 / 1024:,.0f} MiB of "
-                            f"events); data directory +{grown:,.0f} MiB; its log holds {held}",
+                            f"events); data directory +{grown:,.0f} MiB; its log holds {held}"
+                            + pending,
                 "growth_mib": 0, "victim_rps": row["requests_per_s"],
                 "victim_errors": row["non200"] + row["socket_errors"],
                 "victim_p99_ms": row["p99_ms"]}
     finally:
         stop.set()
         server.stop()
+        if receiver:
+            receiver.stop()
 
 
 def call(port, token, method, path, body):
@@ -604,6 +646,8 @@ def run_one(binary, label, kind, duration, workdir):
         return endless_answers(binary, label, duration, workdir)
     if kind == "rename-flood":
         return rename_flood(binary, label, duration, workdir)
+    if kind == "delivery-flood":
+        return rename_flood(binary, label, duration, workdir, subscriptions=20)
     if kind in ("large-pages", "stale-streams", "feed-burst"):
         return memory_burst(binary, label, kind, duration, workdir)
     data_dir = tempfile.mkdtemp(dir=workdir)
@@ -646,7 +690,7 @@ def main():
                                               "list-flood,large-pages,"
                                               "stale-streams,feed-burst,chunk-line,chunk-zeros,"
                                               "trailer,idle-flood,streams,hanging-receivers,"
-                                              "endless-answers,rename-flood")
+                                              "endless-answers,rename-flood,delivery-flood")
     args = parser.parse_args()
     # 10,000 attacking connections here, and as many for the server (which inherits the limit).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

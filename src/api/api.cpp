@@ -132,6 +132,7 @@ http::Decision Api::answer_caller(const http::RequestHead& head, http::Response 
     for (auto& header : request.rate_limit) response.headers.push_back(std::move(header));
     http::Decision decision = answer(head, std::move(response), &route);
     decision.response.caller = request.caller->name;
+    decision.share = request.caller->tenant;  // the budget of large answers counts it
     return decision;
 }
 

@@ -340,6 +340,13 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
                "Time a keep-alive connection may wait for its next request"),
         number("--write-timeout-ms", listener.write_timeout_ms, 1L, kHourMs,
                "Time to write one response before the connection is dropped"),
+        number("--answer-memory-mib", listener.answer_memory_mib, std::size_t{0},
+               std::size_t{1048576},
+               "Memory the large answers being written may hold (list pages and event stream "
+               "pieces over 16 KiB, each until its client has read it), MiB in all; one tenant "
+               "a quarter of it, or one answer of any size while it holds none; a large answer "
+               "past it gets 503 with Retry-After (a stream's later piece ends the stream). 0: "
+               "no limit"),
         number("--store-timeout-ms", listener.store_timeout_ms, 1L, kHourMs,
                "Time a request may wait for the store; longer gets 503 with Retry-After"),
         number("--shutdown-delay-ms", listener.shutdown_delay_ms, 0L, kMaxShutdownDelayMs,
@@ -617,6 +624,7 @@ transport::ServerOptions server_options(const ListenerSettings& listener, const 
     limits.request_timeout = milliseconds(listener.request_timeout_ms);
     limits.idle_timeout = milliseconds(listener.idle_timeout_ms);
     limits.write_timeout = milliseconds(listener.write_timeout_ms);
+    limits.max_answer_bytes = listener.answer_memory_mib << 20;
     // The transport's name for it: what a handler waits on is the store.
     limits.handler_timeout = milliseconds(listener.store_timeout_ms);
     limits.drain_idle = milliseconds(listener.drain_idle_ms);

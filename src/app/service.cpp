@@ -347,6 +347,7 @@ void Service::start() {
          {"threads", std::to_string(server_options(config.listener, config.tls).threads)},
          {"max_body_bytes", std::to_string(config.listener.max_body_bytes)},
          {"max_header_bytes", std::to_string(config.listener.max_header_bytes)},
+         {"answer_memory_mib", std::to_string(config.listener.answer_memory_mib)},
          {"max_text_length", std::to_string(config.api.max_text_length)},
          {"max_connections", std::to_string(config.listener.max_connections)},
          {"max_connections_per_client",

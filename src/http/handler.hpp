@@ -114,9 +114,10 @@ class BodyStream {
 struct Decision {
     Response response;
     std::shared_ptr<Continuation> next;
-    /// Whom running `next` is charged to (the caller's tenant): the transport gives each its
-    /// share of an I/O thread's time, whatever its number of connections. Empty: no one (run
-    /// in the order the requests came).
+    /// Whom the request is charged to (the caller's tenant): the transport gives each its
+    /// share of an I/O thread's time for running `next`, whatever its number of connections,
+    /// and of the memory large answers hold. Empty: no one (run in the order the requests
+    /// came, counted in all only).
     std::string share;
 };
 

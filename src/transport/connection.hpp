@@ -43,6 +43,7 @@
 #include "common/http_text.hpp"
 #include "common/trace_context.hpp"
 #include "http/handler.hpp"
+#include "transport/answer_budget.hpp"
 #include "transport/client_address.hpp"
 #include "transport/connection_count.hpp"
 #include "transport/framing.hpp"
@@ -91,7 +92,7 @@ class Connection final : public ConnectionBase,
     Connection(Stream stream, std::shared_ptr<net::ssl::context> tls, Worker& worker,
                const plantstore::http::Handler& handler, const ServerLimits& limits,
                const TrustedProxies& proxies, const std::atomic<bool>& draining,
-               ConnectionCount& open_connections, ExchangeObserver& observer)
+               ConnectionCount& open_connections, AnswerBudget& answers, ExchangeObserver& observer)
         : socket_(std::move(stream)),
           tls_(std::move(tls)),
           buffer_(limits.max_header_bytes),
@@ -102,6 +103,7 @@ class Connection final : public ConnectionBase,
           proxies_(proxies),
           draining_(draining),
           open_connections_(open_connections),
+          answers_(answers),
           observer_(observer) {
         if (const auto remote = StreamControl<Stream>::peer(socket_)) {
             peer_address_ = remote->address().to_string();
@@ -165,6 +167,7 @@ class Connection final : public ConnectionBase,
         bool counted = false;  // its head was read (on_request_started was called)
         bool head_request = false;
         std::string_view framing_problem;  // overrides the parser's message for a 400
+        std::string share;                 // its caller's share (a tenant) once admitted; "" before
     };
 
     net::awaitable<void> serve_all() {
@@ -297,6 +300,7 @@ class Connection final : public ConnectionBase,
             co_return co_await send(request, malformed(request, *refusal), version, false);
         }
         plantstore::http::Decision decision = admit(request, head);
+        request.share = decision.share;
         if (!decision.next) {
             // An unread body cannot be skipped reliably, so the connection closes after this.
             co_return co_await send(request, std::move(decision.response), version,
@@ -463,6 +467,11 @@ class Connection final : public ConnectionBase,
     // applies to each write. Reported to the observer once, when it ends.
     net::awaitable<bool> send_stream(Request& request, plantstore::http::Response response,
                                      unsigned version) {
+        AnswerBudget::Hold first_hold;
+        if (response.body.size() > kCopiedBodyBytes &&
+            !answers_.reserve(request.share, response.body.size(), first_hold)) {
+            co_return co_await send(request, answers_full(request), version, false);
+        }
         const std::shared_ptr<plantstore::http::BodyStream> stream = std::move(response.stream);
         out_.clear();
         serialize_response(out_, response,
@@ -474,6 +483,7 @@ class Connection final : public ConnectionBase,
         enter(Phase::writing, limits_.write_timeout);
         // The first page is held once: written from where it is, then let go, as is each piece.
         error_code ec = co_await write_chunk(std::exchange(response.body, {}), version);
+        first_hold.release();
         if constexpr (std::is_same_v<Stream, tcp::socket>) {
             if (!ec) {
                 watching_ = true;
@@ -491,6 +501,13 @@ class Connection final : public ConnectionBase,
             std::optional<std::string> piece = stream->take();
             if (!piece) break;
             if (piece->empty()) continue;
+            // A large piece that does not fit the budget ends the stream (its client resumes
+            // from the last event it got, as after any end).
+            AnswerBudget::Hold hold;
+            if (piece->size() > kCopiedBodyBytes &&
+                !answers_.reserve(request.share, piece->size(), hold)) {
+                break;
+            }
             bytes += piece->size();
             out_.clear();
             enter(Phase::writing, limits_.write_timeout);
@@ -625,6 +642,13 @@ class Connection final : public ConnectionBase,
         return refuse(request, 400, message);
     }
 
+    // The 503 for a large answer that does not fit the budget of answers being written.
+    plantstore::http::Response answers_full(const Request& request) const {
+        return refuse(request, 503,
+                      "the server holds as many large answers as --answer-memory-mib allows "
+                      "(for this caller or in all); retry after a second");
+    }
+
     plantstore::http::Response body_too_large(const Request& request) const {
         return refuse(
             request, 413,
@@ -700,7 +724,13 @@ class Connection final : public ConnectionBase,
         }
         response.stream.reset();  // HEAD: the head alone, as for any response
         out_.clear();
-        // A large body is written from where it is rather than copied after the head.
+        // A large body is written from where it is rather than copied after the head, and held
+        // until then within the budget of such answers (or refused).
+        AnswerBudget::Hold hold;
+        if (!request.head_request && response.body.size() > kCopiedBodyBytes &&
+            !answers_.reserve(request.share, response.body.size(), hold)) {
+            response = answers_full(request);
+        }
         const bool apart = !request.head_request && response.body.size() > kCopiedBodyBytes;
         serialize_response(
             out_, response,
@@ -719,6 +749,7 @@ class Connection final : public ConnectionBase,
                 co_await net::async_write(socket_, net::buffer(out_), kResult);
         }
         release_output();
+        hold.release();
         if (ec) co_return false;
         if (!keep_alive) co_await linger();
         co_return keep_alive;
@@ -837,6 +868,7 @@ class Connection final : public ConnectionBase,
     const TrustedProxies& proxies_;
     const std::atomic<bool>& draining_;
     ConnectionCount& open_connections_;
+    AnswerBudget& answers_;
     ExchangeObserver& observer_;
     std::string peer_address_;
     std::string peer_;        // address:port

@@ -359,7 +359,7 @@ class HttpServer::Impl {
                std::string client) {
         auto connection = std::make_shared<Connection<Stream>>(
             std::move(stream), std::move(tls), worker, handler_, options_.limits, proxies_,
-            draining_, open_connections_, observer_);
+            draining_, open_connections_, answers_, observer_);
         connection->count_as(std::move(client));
         net::co_spawn(worker.context, Connection<Stream>::run(std::move(connection)),
                       net::detached);
@@ -373,6 +373,7 @@ class HttpServer::Impl {
     // open when they are destroyed: so these are declared (and outlive) the workers.
     std::atomic<bool> draining_{false};
     ConnectionCount open_connections_;
+    AnswerBudget answers_{options_.limits.max_answer_bytes};
     std::mutex tls_mutex_;
     std::shared_ptr<net::ssl::context> tls_;  // guarded by tls_mutex_; null: plain HTTP
     std::vector<std::unique_ptr<Worker>> workers_;

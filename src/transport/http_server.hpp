@@ -39,6 +39,11 @@ struct ServerLimits {
     std::chrono::milliseconds idle_timeout{60'000};
     /// How long writing one response may take before the connection is dropped.
     std::chrono::milliseconds write_timeout{10'000};
+    /// The memory the large answers being written may hold (list pages, event stream pieces
+    /// over 16 KiB, each held until its client has taken it), in all; one caller (a tenant) a
+    /// quarter of it, or one answer of any size while it holds none. A large answer past it is
+    /// answered 503 with Retry-After instead (a stream's later piece ends the stream). 0: none.
+    std::size_t max_answer_bytes = std::size_t{256} << 20;
     /// How long a request whose body was read may wait for its handler (the store) before it
     /// is answered 503 with Retry-After; the handler's late answer is then dropped.
     std::chrono::milliseconds handler_timeout{10'000};

@@ -153,6 +153,7 @@ struct Surroundings {
     const TrustedProxies proxies;
     const std::atomic<bool> draining{false};
     ConnectionCount open_connections;
+    AnswerBudget answers{limits.max_answer_bytes};
 };
 
 // Runs one connection on `worker` whose handler is `handler`, sending `input`, for at most
@@ -170,7 +171,7 @@ std::string run_connection(Surroundings& around, Worker& worker,
     bool finished = false;
     auto connection = std::make_shared<Connection<beast::test::stream>>(
         std::move(server_side), nullptr, worker, handler, around.limits, around.proxies,
-        around.draining, around.open_connections, observer);
+        around.draining, around.open_connections, around.answers, observer);
     // The worker's sweep, as a server runs it: it ends a wait for the handler at its deadline.
     net::co_spawn(worker.context, sweep_deadlines(worker, [] {}), net::detached);
     net::co_spawn(worker.context, Connection<beast::test::stream>::run(std::move(connection)),
