@@ -200,6 +200,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::atomic<bool> draining{false};
     ConnectionCount open_connections;
     open_connections.add();
+    AnswerBudget answers(service.limits.max_answer_bytes);
     beast::test::stream server_side(io);
     beast::test::stream client_side(io);
     server_side.connect(client_side);
@@ -211,7 +212,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     MethodRecorder recorder(service.observability);
     auto connection = std::make_shared<Connection<beast::test::stream>>(
         std::move(server_side), nullptr, worker, service.api, service.limits, service.proxies,
-        draining, open_connections, recorder);
+        draining, open_connections, answers, recorder);
     const auto observed = connection;
     net::co_spawn(io, Connection<beast::test::stream>::run(std::move(connection)),
                   [&](const std::exception_ptr&) {
@@ -224,5 +225,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (observed->read_buffer_capacity() > service.limits.max_header_bytes) {
         fail("the read buffer outgrew --max-header-bytes", client_side.str());
     }
+    if (answers.held() != 0) fail("a large answer's bytes were not given back", client_side.str());
     return 0;
 }
