@@ -527,6 +527,18 @@ std::string HttpConnection::peer_common_name() const {
     return name;
 }
 
+std::string HttpConnection::read_bytes(std::size_t count) {
+    std::string bytes(count, '\0');
+    std::size_t read = 0;
+    while (read < count) {
+        const long n = receive(bytes.data() + read, count - read);
+        if (n <= 0) break;
+        read += static_cast<std::size_t>(n);
+    }
+    bytes.resize(read);
+    return bytes;
+}
+
 bool HttpConnection::send_raw(const std::string& bytes) {
     if (ssl_context_ != nullptr) {
         return ssl_ != nullptr &&

@@ -147,6 +147,9 @@ class HttpConnection {
     /// Sends all of `bytes`; false when the server closed (or stopped reading past the write
     /// time-out) first, which the following read tells the test about.
     bool send_raw(const std::string& bytes);
+    /// Reads the next `count` bytes as they come, unparsed (fewer when the server closes or the
+    /// read times out first): the start of an answer, the rest left unread.
+    std::string read_bytes(std::size_t count);
     /// Parses one response; nullopt when the server closed the connection (or timed out)
     /// before a complete response. `to_head`: the response to a HEAD, whose Content-Length
     /// describes a body that is not sent.
