@@ -386,7 +386,7 @@ TEST(PostgresScaleOut, InstancesStartingTogetherOnAnEmptyDatabaseBothServe) {
     }
     EXPECT_EQ(post_plant(first->port(), token, R"({"id":1,"name":"a"})").status, 200);
     EXPECT_EQ(post_plant(second->port(), token, R"({"id":1,"name":"a"})").status, 200);
-    EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "11");
+    EXPECT_EQ(database.query("SELECT version FROM plantstore_schema"), "13");
 }
 
 // Each instance holds exactly the connections its settings say, plus one for token changes, one
@@ -441,7 +441,7 @@ TEST(PostgresScaleOut, CheckReportsTheSchemaAndBackupPointsToPostgresTools) {
     mint(database.url(), "t");
     const auto sound = with({"check"});
     EXPECT_EQ(sound.exit_code, 0) << sound.err;
-    EXPECT_NE(sound.out.find("ok: 0 plants in 0 tenants, 1 tokens, schema version 11"),
+    EXPECT_NE(sound.out.find("ok: 0 plants in 0 tenants, 1 tokens, schema version 13"),
               std::string::npos)
         << sound.out;
     const auto backup = with({"backup", "--to", "/tmp/never-written"});

@@ -616,6 +616,49 @@ TEST_P(PlantStoreContract, SameIdSamePlantIsAReplayDifferentPlantIsTaken) {
     EXPECT_EQ(create_and_wait(*store, "default", plant(1, "Fern", "")).outcome, Outcome::id_taken);
 }
 
+// The longest name and tag the API takes by default (--max-text-length: 1,024 code points, up to
+// 4 bytes each in UTF-8) are stored, read back and found by tag, even when they do not compress
+// (PostgreSQL's B-tree entries hold at most 2,704 bytes, and the tag index held both), and a
+// batch that carries one commits its other writes too.
+TEST_P(PlantStoreContract, TheLongestNamesAndTagsAreStoredAndFoundByTag) {
+    auto store = open();
+    std::uint32_t state = 7;
+    const auto text = [&state] {
+        std::string utf8;
+        for (int i = 0; i < 1024; ++i) {  // code points from U+10000 to U+1FFFF: 4 bytes each
+            state = state * 1103515245U + 12345U;
+            const std::uint32_t code = 0x10000U + (state >> 8) % 0x10000U;
+            utf8 += static_cast<char>(0xF0 | (code >> 18));
+            utf8 += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+            utf8 += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+            utf8 += static_cast<char>(0x80 | (code & 0x3F));
+        }
+        return utf8;
+    };
+    const std::string name = text(), tag = text();
+    std::vector<std::thread> others;
+    std::atomic<int> created{0};
+    for (int id = 10; id < 20; ++id) {
+        others.emplace_back([&, id] {
+            if (create_and_wait(*store, "b", plant(id, "Fern", "green")).outcome ==
+                Outcome::created) {
+                ++created;
+            }
+        });
+    }
+    EXPECT_EQ(create_and_wait(*store, "a", plant(1, name, tag)).outcome, Outcome::created);
+    for (std::thread& other : others) other.join();
+    EXPECT_EQ(created.load(), 10);
+    EXPECT_EQ(read_plant(*store, "a", 1), (domain::Plant{name, tag}));
+    const auto tagged = wait_for<ReadResult>([&](auto done) {
+        store->list("a", {10, std::nullopt, tag}, done);
+    });
+    ASSERT_EQ(tagged.plants.size(), 1U);
+    EXPECT_EQ(tagged.plants.front().plant.name, name);
+    EXPECT_EQ(update_and_wait(*store, "a", 1, {name + "!", true, tag + "!"}).outcome,
+              Outcome::updated);
+}
+
 TEST_P(PlantStoreContract, IdsAreUniquePerTenant) {
     auto store = open();
     EXPECT_EQ(create_and_wait(*store, "a", plant(1, "Fern")).outcome, Outcome::created);
@@ -1006,9 +1049,11 @@ TEST_P(PlantStoreContract, UpgradingCountsThePlantsAlreadyStored) {
         "DELETE FROM event_counters WHERE tenant = 'b'; "
         "DELETE FROM plant_events WHERE tenant = 'b'; "
         "ALTER TABLE webhook_deliveries DROP COLUMN traceparent; ";
-    run_sql(undo + (on_postgres() ? "ALTER INDEX tenants_pkey RENAME TO event_counters_pkey; "
-                                    "UPDATE plantstore_schema SET version = 6"
-                                  : "PRAGMA user_version = 6"));
+    run_sql(undo + "DROP TABLE webhook_payloads; DROP INDEX webhook_deliveries_by_seq; " +
+            (on_postgres() ? "DROP INDEX plants_by_long_tag; "
+                             "ALTER INDEX tenants_pkey RENAME TO event_counters_pkey; "
+                             "UPDATE plantstore_schema SET version = 6"
+                           : "PRAGMA user_version = 6"));
     default_quota = 6;
     auto store = open();
     EXPECT_EQ(usage_of(*store, "a").plants, 5);
@@ -1030,9 +1075,11 @@ TEST_P(PlantStoreContract, UpgradingCountsTheBytesEachLogAlreadyHolds) {
         update_and_wait(*store, "a", 2, rename("mossy"));
         create_and_wait(*store, "b", plant(1, "b"));
     }
-    run_sql(on_postgres() ? "ALTER TABLE tenants DROP COLUMN event_bytes; "
-                            "UPDATE plantstore_schema SET version = 10"
-                          : "ALTER TABLE tenants DROP COLUMN event_bytes; PRAGMA user_version = 9");
+    run_sql(std::string("ALTER TABLE tenants DROP COLUMN event_bytes; DROP TABLE webhook_payloads; "
+                        "DROP INDEX webhook_deliveries_by_seq; ") +
+            (on_postgres()
+                 ? "DROP INDEX plants_by_long_tag; UPDATE plantstore_schema SET version = 10"
+                 : "PRAGMA user_version = 9"));
     auto store = open();
     EXPECT_EQ(usage_of(*store, "a").event_bytes, event_log_bytes("fern", "green") +
                                                      event_log_bytes("moss", std::nullopt) +

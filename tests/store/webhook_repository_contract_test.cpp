@@ -81,6 +81,18 @@ class WebhookRepositoryContract : public testing::TestWithParam<const char*> {
         }
     }
 
+    // What the engine's database takes, in bytes (its files, for SQLite as pages).
+    std::int64_t stored_bytes() {
+        if (database_)
+            return std::stoll(database_->query("SELECT pg_database_size(current_database())"));
+        auto db = sqlite::open_existing_database(dir_.path() / "data");
+        auto pages = db->prepare("PRAGMA page_count");
+        pages.step();
+        auto size = db->prepare("PRAGMA page_size");
+        size.step();
+        return pages.column_int64(0) * size.column_int64(0);
+    }
+
     std::unique_ptr<PlantStore> plants;
     std::unique_ptr<WebhookRepository> repository;
     // Far in the future of any created_at: every queued delivery is due.
@@ -439,6 +451,71 @@ TEST_P(WebhookRepositoryContract, TheLimitPerTenantAndRotationAndPruning) {
     EXPECT_EQ(repository->prune(kLater + 1, 100), 2U);
     EXPECT_EQ(repository->find_subscription("acme", "wh_1")->delivered, 0);
     EXPECT_TRUE(repository->list_attempts("acme", "wh_1", 10, std::nullopt).empty());
+}
+
+// An event's payload (the plant's name and tag) is stored once, however many subscriptions
+// receive it (a tenant's 20 subscriptions made each rename of a long name 20 copies, each
+// rewritten at every claim and attempt: issue 65's delivery flood), and stays until the last
+// of its deliveries is gone: one pruned, deleted or redelivered leaves the others whole.
+TEST_P(WebhookRepositoryContract, AnEventsPayloadIsStoredOnceUntilItsLastDeliveryIsGone) {
+    constexpr int kSubscriptions = 20;
+    for (int i = 0; i < kSubscriptions; ++i) subscription("acme", "wh_" + std::to_string(i));
+    subscription("other", "wh_other");
+    // 64 KiB that no compression shrinks much: letters of a linear congruential sequence.
+    std::uint32_t state = 12345;
+    const auto text = [&state] {
+        std::string letters(64 * 1024, 'a');
+        for (char& c : letters) {
+            state = state * 1103515245U + 12345U;
+            c = static_cast<char>('a' + (state >> 16) % 26);
+        }
+        return letters;
+    };
+    // A first plant as long makes the tables' first pages (and PostgreSQL's TOAST tables').
+    create_and_wait(*plants, "acme", plant(1, text(), "tagged"));
+    for (const auto& delivery : claim(kLater)) {
+        repository->record_attempt(delivery, {kLater, 200, "", 1, true, std::nullopt, std::nullopt},
+                                   "a");
+    }
+    const std::string name = text();
+    const std::int64_t before = stored_bytes();
+    ASSERT_EQ(create_and_wait(*plants, "acme", plant(2, name, "tagged")).outcome,
+              WriteResult::Outcome::created);
+    // The plant, its event and the deliveries' payload (and on PostgreSQL the staged event,
+    // deleted at commit but not yet vacuumed), with the pages around them: not 22 copies.
+    EXPECT_LT(stored_bytes() - before, 8 * static_cast<std::int64_t>(name.size()));
+
+    auto claimed = claim(kLater + 1);
+    ASSERT_EQ(claimed.size(), static_cast<std::size_t>(kSubscriptions));
+    for (const ClaimedDelivery& delivery : claimed) {
+        EXPECT_EQ(delivery.name, name);
+        EXPECT_EQ(delivery.tag, std::optional<std::string>("tagged"));
+    }
+    // wh_0 delivered, wh_1 failed for good, wh_2 deleted with its subscription, the others
+    // left pending; pruning takes what finished.
+    std::vector<RecordedAttempt> outcomes;
+    for (const ClaimedDelivery& delivery : claimed) {
+        if (delivery.subscription_id == "wh_0") {
+            outcomes.push_back(
+                {delivery, {kLater + 2, 200, "", 1, true, std::nullopt, std::nullopt}});
+        } else if (delivery.subscription_id == "wh_1") {
+            outcomes.push_back(
+                {delivery, {kLater + 2, 500, "no", 1, false, std::nullopt, std::nullopt}});
+        } else {
+            outcomes.push_back(
+                {delivery, {kLater + 2, 500, "no", 1, false, kLater + 3, std::nullopt}});
+        }
+    }
+    repository->record_attempts(outcomes, "a");
+    EXPECT_TRUE(repository->remove_subscription("acme", "wh_2"));
+    // wh_0's and wh_1's, and the warm-up's but wh_2's (gone with it).
+    EXPECT_EQ(repository->prune(kLater + 3, 100), 2U + (kSubscriptions - 1U));
+    claimed = claim(kLater + 3);
+    ASSERT_EQ(claimed.size(), static_cast<std::size_t>(kSubscriptions - 3));
+    for (const ClaimedDelivery& delivery : claimed) {
+        EXPECT_EQ(delivery.name, name);
+        EXPECT_EQ(delivery.tag, std::optional<std::string>("tagged"));
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, WebhookRepositoryContract, testing::Values("sqlite", "postgres"),

@@ -37,6 +37,31 @@ WebhookSubscription read_subscription(const PGresult* rows, int row) {
     return subscription;
 }
 
+// Deletes the payloads of the events $1 (tenants) and $2 (seqs) that no delivery needs any more,
+// once their deliveries were deleted (a later statement of the transaction: one statement would
+// still see them). The callers hold kPayloadsLock, so that two transactions deleting the last
+// deliveries of one event never both see the other's and leave its payload behind.
+constexpr const char* kForgetPayloads =
+    "DELETE FROM webhook_payloads p USING unnest($1::text[], $2::bigint[]) AS g(tenant, seq) "
+    "WHERE p.tenant = g.tenant AND p.seq = g.seq AND NOT EXISTS "
+    "(SELECT 1 FROM webhook_deliveries d WHERE d.tenant = g.tenant AND d.seq = g.seq)";
+constexpr const char* kPayloadsLock = "SELECT pg_advisory_xact_lock(7365020651)";
+
+// kForgetPayloads' parameters from `rows`, whose columns `first` and `first + 1` are each deleted
+// delivery's tenant and seq (NULL for rows queued before the event log).
+std::vector<std::optional<std::string>> forget_payloads_parameters(const PGresult* rows,
+                                                                   int first) {
+    std::string tenants = "{", seqs = "{";
+    for (int row = 0; row < PQntuples(rows); ++row) {
+        const auto seq = optional_int64_at(rows, row, first + 1);
+        if (!seq) continue;
+        append_array_element(tenants, text_at(rows, row, first));
+        if (seqs.size() > 1) seqs += ',';
+        seqs += std::to_string(*seq);
+    }
+    return {tenants + '}', seqs + '}'};
+}
+
 }  // namespace
 
 ClaimedDelivery claimed_delivery_at(const PGresult* rows, int row, int first,
@@ -165,10 +190,14 @@ std::optional<WebhookSubscription> PgWebhookRepository::find_subscription(const 
 
 bool PgWebhookRepository::remove_subscription(const std::string& tenant, const std::string& id) {
     return in_transaction([&] {
+        run(kPayloadsLock, {});
         run("DELETE FROM webhook_attempts WHERE tenant = $1 AND subscription_id = $2",
             {tenant, id});
-        run("DELETE FROM webhook_deliveries WHERE tenant = $1 AND subscription_id = $2",
-            {tenant, id});
+        const Result gone =
+            run("DELETE FROM webhook_deliveries WHERE tenant = $1 AND subscription_id = $2 "
+                "RETURNING tenant, seq",
+                {tenant, id});
+        run(kForgetPayloads, forget_payloads_parameters(gone.get(), 0));
         const Result erased =
             run("DELETE FROM webhook_subscriptions WHERE tenant = $1 AND id = $2 RETURNING id",
                 {tenant, id});
@@ -293,10 +322,12 @@ picked AS (SELECT d.id FROM open o CROSS JOIN LATERAL (
            ORDER BY d.next_attempt_at LIMIT $3),
 claimed AS (UPDATE webhook_deliveries d SET lease_owner = $4, lease_until = $2
             FROM picked WHERE d.id = picked.id RETURNING d.*)
-SELECT c.id, c.tenant, c.subscription_id, c.plant_id, c.name, c.tag, c.attempts, c.created_at,
+SELECT c.id, c.tenant, c.subscription_id, c.plant_id, coalesce(p.name, c.name),
+       CASE WHEN p.seq IS NULL THEN c.tag ELSE p.tag END, c.attempts, c.created_at,
        s.url, s.secret, s.previous_secret, s.previous_secret_until, s.failing_since,
        c.event_type, c.seq, s.events, c.traceparent
 FROM claimed c JOIN webhook_subscriptions s ON s.tenant = c.tenant AND s.id = c.subscription_id
+LEFT JOIN webhook_payloads p ON p.tenant = c.tenant AND p.seq = c.seq
 ORDER BY c.next_attempt_at)sql",
             {number(now), number(lease_until), number(static_cast<std::int64_t>(rooms.total)),
              owner, ids, counts, number(static_cast<std::int64_t>(rooms.other))});
@@ -388,9 +419,10 @@ WHERE s.tenant = f.tenant AND s.id = f.id AND s.failing_since IS DISTINCT FROM f
 
 std::size_t PgWebhookRepository::prune(std::int64_t before, std::size_t limit) {
     return in_transaction([&] {
+        run(kPayloadsLock, {});
         const Result doomed =
-            run("SELECT id FROM webhook_deliveries WHERE finished_at < $1 ORDER BY finished_at, id "
-                "LIMIT $2 FOR UPDATE SKIP LOCKED",
+            run("SELECT id, tenant, seq FROM webhook_deliveries WHERE finished_at < $1 "
+                "ORDER BY finished_at, id LIMIT $2 FOR UPDATE SKIP LOCKED",
                 {number(before), number(static_cast<std::int64_t>(limit))});
         std::string ids = "{";
         for (int row = 0; row < PQntuples(doomed.get()); ++row) {
@@ -399,6 +431,7 @@ std::size_t PgWebhookRepository::prune(std::int64_t before, std::size_t limit) {
         ids += '}';
         run("DELETE FROM webhook_attempts WHERE delivery_id = ANY ($1::text[])", {ids});
         run("DELETE FROM webhook_deliveries WHERE id = ANY ($1::text[])", {ids});
+        run(kForgetPayloads, forget_payloads_parameters(doomed.get(), 1));
         return static_cast<std::size_t>(PQntuples(doomed.get()));
     });
 }

@@ -11,7 +11,7 @@ namespace {
 // Append-only: a released migration never changes; a new one is added at the end. Keys include
 // the tenant (distributed engines such as Citus need the distribution column in every unique
 // key); times are milliseconds since the Unix epoch, as in the SQLite engine.
-constexpr std::array<std::string_view, 11> kMigrations = {
+constexpr std::array<std::string_view, 13> kMigrations = {
     R"sql(
     CREATE TABLE plants (
         tenant     text   NOT NULL,
@@ -175,6 +175,35 @@ constexpr std::array<std::string_view, 11> kMigrations = {
     FROM (SELECT tenant, sum(64 + octet_length(name) + coalesce(octet_length(tag), 0)) AS bytes
           FROM plant_events GROUP BY tenant) AS s
     WHERE s.tenant = t.tenant;
+    )sql",
+    // 12: an event's payload (the plant's name and tag) stored once for all its deliveries
+    // instead of in each delivery row, which claims and records update (issue 65's delivery
+    // flood: 20 subscriptions made each rename of a long name 20 copies). Rows queued before
+    // keep their own copy. The (tenant, seq) index finds whether a payload still has a delivery
+    // when deliveries are pruned or deleted (built while other instances wait for the
+    // migration's lock: seconds per million deliveries).
+    R"sql(
+    CREATE TABLE webhook_payloads (
+        tenant  text   NOT NULL,
+        seq     bigint NOT NULL,
+        name    text   NOT NULL,
+        tag     text,
+        PRIMARY KEY (tenant, seq)
+    );
+    CREATE INDEX webhook_deliveries_by_seq ON webhook_deliveries (tenant, seq);
+    )sql",
+    // 13: a B-tree entry holds at most 2,704 bytes, and the tag index's held the tag and the
+    // name (up to 4 KiB each with the default --max-text-length): a tagged plant whose name and
+    // tag did not compress below it failed its write and every other write of its batch, other
+    // tenants' included. The covering index now holds the plants whose tag and name take at most
+    // 2,000 bytes (nearly all); the others are found by a digest of their tag, their tag checked
+    // on the row (kTaggedPage reads both in id order). Built like migration 3's (writes wait).
+    R"sql(
+    DROP INDEX plants_by_tag;
+    CREATE INDEX plants_by_tag ON plants (tenant, tag, id) INCLUDE (name)
+        WHERE tag IS NOT NULL AND octet_length(tag) + octet_length(name) <= 2000;
+    CREATE INDEX plants_by_long_tag ON plants (tenant, md5(tag), id)
+        WHERE tag IS NOT NULL AND octet_length(tag) + octet_length(name) > 2000;
     )sql",
 };
 

@@ -91,11 +91,18 @@ inline constexpr std::uint64_t kClearStagedEventsEvery = 64;
 /// with another instance's batch, a concurrent commit of its id) is tried this often at most.
 inline constexpr int kMaxAttempts = 5;
 
-/// A page of a tenant's plants with one tag (the API's list by tag), from the partial covering
-/// index `plants_by_tag` alone where its pages are all-visible (schema migration 8).
+/// A page of a tenant's plants with one tag (the API's list by tag): from the partial covering
+/// index `plants_by_tag` alone where its pages are all-visible (schema migrations 8 and 13), and
+/// the plants too long for it through `plants_by_long_tag` (a digest of the tag, the tag checked
+/// on the row), the two merged in id order. Each branch's length condition is its index's
+/// predicate, which lets it use that index.
 inline constexpr const char* kTaggedPage =
-    "SELECT id, name, tag FROM plants WHERE tenant = $1 AND tag = $4 AND id >= $2 "
-    "ORDER BY id LIMIT $3";
+    "SELECT id, name, tag FROM ("
+    "(SELECT id, name, tag FROM plants WHERE tenant = $1 AND tag = $4 AND id >= $2 "
+    "AND octet_length(tag) + octet_length(name) <= 2000 ORDER BY id LIMIT $3) UNION ALL "
+    "(SELECT id, name, tag FROM plants WHERE tenant = $1 AND md5(tag) = md5($4) AND tag = $4 "
+    "AND id >= $2 AND octet_length(tag) + octet_length(name) > 2000 ORDER BY id LIMIT $3)"
+    ") AS page ORDER BY id LIMIT $3";
 
 /// Run on each connection of the plant store before it prepares its statements (see above).
 /// `jit = off`: a scan of the staged events (a temporary table, which has no other path) costs
@@ -143,7 +150,8 @@ inline constexpr const char* kEventsChannel = "plantstore_events";
 /// Takes the events the batch staged out of staged_events, numbers them with each tenant's next
 /// seqs (in the order they were staged), appends them to the log, adds the plants created less
 /// those deleted to the tenant's count and the events' bytes (kEventBytes) to its log's, queues one
-/// webhook delivery of each event per enabled subscription of its tenant that receives its type,
+/// webhook delivery of each event per enabled subscription of its tenant that receives its type
+/// (the event's name and tag stored once, in webhook_payloads, for all its deliveries),
 /// leased to $2 until $3 when $2 is not NULL (the instance that hands them to its dispatcher at
 /// commit), and notifies kEventsChannel. Parameters: $1 the time (milliseconds), $2 the lease's
 /// owner (NULL: none), $3 its end. Rows: kind 0, one per tenant it appended to (kind, tenant, last
@@ -182,20 +190,25 @@ queued AS (
                                     lease_until)
     SELECT 'msg_' || lpad(to_hex($1::bigint), 12, '0') ||
            substr(replace(gen_random_uuid()::text, '-', ''), 1, 20), s.tenant, s.id, n.plant_id,
-           n.name, n.tag, $1, $1, n.type, n.seq, n.traceparent, $2::text, $3::bigint
+           '', NULL, $1, $1, n.type, n.seq, n.traceparent, $2::text, $3::bigint
     FROM numbered n
     JOIN webhook_subscriptions s ON s.tenant = n.tenant AND s.enabled
                                     AND (s.events & n.type_bit) <> 0
-    RETURNING id, tenant, subscription_id, plant_id, name, tag, event_type, seq, traceparent)
+    RETURNING id, tenant, subscription_id, plant_id, event_type, seq, traceparent),
+payloads AS (
+    INSERT INTO webhook_payloads (tenant, seq, name, tag)
+    SELECT n.tenant, n.seq, n.name, n.tag FROM numbered n
+    WHERE EXISTS (SELECT 1 FROM queued q WHERE q.tenant = n.tenant AND q.seq = n.seq))
 SELECT 0, c.tenant, c.last_seq, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM counters c CROSS JOIN LATERAL (SELECT pg_notify('plantstore_events',
                                                      c.last_seq || ' ' || c.tenant)) AS told
 UNION ALL
-SELECT 1, NULL, NULL, q.id, q.tenant, q.subscription_id, q.plant_id, q.name, q.tag, 0, $1,
+SELECT 1, NULL, NULL, q.id, q.tenant, q.subscription_id, q.plant_id, n.name, n.tag, 0, $1,
        s.url, s.secret, s.previous_secret, s.previous_secret_until, s.failing_since,
        q.event_type, q.seq, s.events, q.traceparent
 FROM queued q JOIN webhook_subscriptions s ON s.tenant = q.tenant AND s.id = q.subscription_id
+JOIN numbered n ON n.tenant = q.tenant AND n.seq = q.seq
 WHERE $2::text IS NOT NULL)sql";
     return statement;
 }

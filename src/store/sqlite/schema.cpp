@@ -14,7 +14,7 @@ namespace plantstore::store::sqlite {
 namespace {
 
 // Append-only: a released migration never changes; a new one is added at the end.
-constexpr std::array<std::string_view, 10> kMigrations = {
+constexpr std::array<std::string_view, 11> kMigrations = {
     // 1: plants keyed by (tenant, id) so ids are unique per tenant once tenants exist; tokens as
     // SHA-256 digests with room for a tenant and scopes; a counter that tells a running server
     // the token set changed without rereading it.
@@ -162,6 +162,22 @@ constexpr std::array<std::string_view, 10> kMigrations = {
     UPDATE tenants SET event_bytes = coalesce((
         SELECT sum(64 + length(CAST(name AS BLOB)) + coalesce(length(CAST(tag AS BLOB)), 0))
         FROM plant_events AS e WHERE e.tenant = tenants.tenant), 0);
+    )sql",
+    // 11: an event's payload (the plant's name and tag) stored once for all its deliveries
+    // instead of in each delivery row: SQLite rewrites a whole row, overflow pages included, at
+    // each claim and each attempt's record, and a tenant with 20 subscriptions had each rename
+    // of an 8 KiB name written 20 times and rewritten at every attempt (issue 65's delivery
+    // flood). Rows queued before keep their own copy. The (tenant, seq) index finds whether a
+    // payload still has a delivery when deliveries are pruned or deleted.
+    R"sql(
+    CREATE TABLE webhook_payloads (
+        tenant  TEXT    NOT NULL,
+        seq     INTEGER NOT NULL,
+        name    TEXT    NOT NULL,
+        tag     TEXT,
+        PRIMARY KEY (tenant, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX webhook_deliveries_by_seq ON webhook_deliveries (tenant, seq);
     )sql",
 };
 

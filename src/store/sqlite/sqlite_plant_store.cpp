@@ -147,14 +147,17 @@ class SqlitePlantStore::Writer {
           // the tenant that receives its type (store/webhook_repository.hpp), leased to this
           // instance's dispatcher when there is one (?10, until ?11), which gets them after the
           // commit. Delivery ids start with the time in hex, so a batch's rows go to the end of
-          // the primary key's B-tree (a few pages) instead of one random page each.
+          // the primary key's B-tree (a few pages) instead of one random page each. The plant's
+          // name and tag go once into webhook_payloads (store_payload_), not into each row.
           enqueue_deliveries_(db_->prepare(
               "INSERT INTO webhook_deliveries (id, tenant, subscription_id, plant_id, name, tag, "
               "created_at, next_attempt_at, event_type, seq, traceparent, lease_owner, "
               "lease_until) SELECT 'msg_' || printf('%012x', ?5) || lower(hex(randomblob(10))), "
-              "tenant, id, ?2, ?3, ?4, ?5, ?5, ?6, ?7, ?9, ?10, ?11 "
+              "tenant, id, ?2, '', NULL, ?5, ?5, ?6, ?7, ?9, ?10, ?11 "
               "FROM webhook_subscriptions WHERE tenant = ?1 AND enabled = 1 AND "
               "(events & ?8) != 0 RETURNING id, subscription_id")),
+          store_payload_(db_->prepare(
+              "INSERT INTO webhook_payloads (tenant, seq, name, tag) VALUES (?1, ?2, ?3, ?4)")),
           read_subscriptions_(db_->prepare(
               "SELECT id, url, secret, previous_secret, previous_secret_until, failing_since, "
               "events FROM webhook_subscriptions WHERE tenant = ?1 AND enabled = 1")) {
@@ -504,8 +507,6 @@ class SqlitePlantStore::Writer {
         }
         enqueue_deliveries_.bind(1, tenant)
             .bind(2, pending.plant.id)
-            .bind(3, std::string_view(plant.name))
-            .bind(4, plant.tag)
             .bind(5, at)
             .bind(6, domain::event_name(type))
             .bind(7, seq)
@@ -518,7 +519,9 @@ class SqlitePlantStore::Writer {
                 .bind(11, at + outbox_.lease_ms);
         }
         int rc = SQLITE_ROW;
+        bool queued = false;
         while ((rc = enqueue_deliveries_.try_step()) == SQLITE_ROW) {
+            queued = true;
             if (!hand_over) continue;
             const auto found = state.subscriptions->find(enqueue_deliveries_.column_text(1));
             if (found == state.subscriptions->end()) continue;  // cannot be: same transaction
@@ -544,6 +547,15 @@ class SqlitePlantStore::Writer {
         }
         if (rc != SQLITE_DONE) return fail("INSERT webhook_deliveries", enqueue_deliveries_);
         enqueue_deliveries_.reset();
+        if (!queued) return {};
+        store_payload_.bind(1, tenant)
+            .bind(2, seq)
+            .bind(3, std::string_view(plant.name))
+            .bind(4, plant.tag);
+        if (store_payload_.try_step() != SQLITE_DONE) {
+            return fail("INSERT webhook_payloads", store_payload_);
+        }
+        store_payload_.reset();
         return {};
     }
 
@@ -656,6 +668,7 @@ class SqlitePlantStore::Writer {
     std::map<std::string, std::int64_t, std::less<>> appended_;
     Statement append_event_;
     Statement enqueue_deliveries_;
+    Statement store_payload_;
     Statement read_subscriptions_;
     /// The deliveries the batch queued leased to this instance, handed over once it commits.
     std::vector<ClaimedDelivery> handed_;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "store/sqlite/schema.hpp"
 
@@ -44,6 +46,50 @@ WebhookSubscription read_subscription(const Statement& row) {
     subscription.failed = row.column_int64(12);
     subscription.events = row.column_int64(13);
     return subscription;
+}
+
+// Reads each claimed delivery's payload from webhook_payloads (schema migration 11), where the
+// plant's name and tag of an event are stored once for all its deliveries; a row queued before
+// it keeps its own copy, which it then has already.
+void read_payloads(Database& db, std::vector<ClaimedDelivery>& claimed) {
+    auto payload =
+        db.prepare("SELECT name, tag FROM webhook_payloads WHERE tenant = ?1 AND seq = ?2");
+    for (ClaimedDelivery& delivery : claimed) {
+        if (delivery.seq == 0) continue;
+        payload.bind(1, std::string_view(delivery.tenant)).bind(2, delivery.seq);
+        if (payload.step()) {
+            delivery.name = payload.column_text(0);
+            delivery.tag = payload.column_optional_text(1);
+        }
+        payload.reset();
+    }
+}
+
+// Deletes the payloads of the events `gone` (tenant, seq) that no delivery needs any more, once
+// their deliveries were deleted.
+void forget_payloads(Database& db, const std::set<std::pair<std::string, std::int64_t>>& gone) {
+    auto forget = db.prepare(
+        "DELETE FROM webhook_payloads WHERE tenant = ?1 AND seq = ?2 AND NOT EXISTS "
+        "(SELECT 1 FROM webhook_deliveries WHERE tenant = ?1 AND seq = ?2)");
+    for (const auto& [tenant, seq] : gone) {
+        forget.bind(1, std::string_view(tenant)).bind(2, seq).step();
+        forget.reset();
+    }
+}
+
+// Steps `deleting` (a DELETE of deliveries RETURNING tenant, seq) to its end and returns the
+// events it took deliveries of, and how many rows it deleted.
+std::pair<std::set<std::pair<std::string, std::int64_t>>, std::size_t> deleted_events(
+    Statement& deleting) {
+    std::set<std::pair<std::string, std::int64_t>> events;
+    std::size_t rows = 0;
+    while (deleting.step()) {
+        ++rows;
+        if (const auto seq = deleting.column_optional_int64(1)) {
+            events.emplace(deleting.column_text(0), *seq);
+        }
+    }
+    return {std::move(events), rows};
 }
 
 }  // namespace
@@ -152,12 +198,14 @@ std::optional<WebhookSubscription> SqliteWebhookRepository::find_subscription(
 bool SqliteWebhookRepository::remove_subscription(const std::string& tenant,
                                                   const std::string& id) {
     return in_transaction([&] {
-        for (const char* sql :
-             {"DELETE FROM webhook_attempts WHERE tenant = ?1 AND subscription_id = ?2",
-              "DELETE FROM webhook_deliveries WHERE tenant = ?1 AND subscription_id = ?2"}) {
-            auto statement = db_->prepare(sql);
-            statement.bind(1, std::string_view(tenant)).bind(2, std::string_view(id)).step();
-        }
+        auto attempts =
+            db_->prepare("DELETE FROM webhook_attempts WHERE tenant = ?1 AND subscription_id = ?2");
+        attempts.bind(1, std::string_view(tenant)).bind(2, std::string_view(id)).step();
+        auto deliveries = db_->prepare(
+            "DELETE FROM webhook_deliveries WHERE tenant = ?1 AND subscription_id = ?2 "
+            "RETURNING tenant, seq");
+        deliveries.bind(1, std::string_view(tenant)).bind(2, std::string_view(id));
+        forget_payloads(*db_, deleted_events(deliveries).first);
         auto erase =
             db_->prepare("DELETE FROM webhook_subscriptions WHERE tenant = ?1 AND id = ?2");
         erase.bind(1, std::string_view(tenant)).bind(2, std::string_view(id)).step();
@@ -359,6 +407,7 @@ std::vector<ClaimedDelivery> SqliteWebhookRepository::claim_due(std::int64_t now
             for (auto& [at, delivery] : due) claimed.push_back(std::move(delivery));
             last_claimed_ = id;
         }
+        read_payloads(*db_, claimed);
         return claimed;
     });
 }
@@ -445,9 +494,11 @@ std::size_t SqliteWebhookRepository::prune(std::int64_t before, std::size_t limi
         attempts.bind(1, before).bind(2, static_cast<std::int64_t>(limit)).step();
         auto deliveries = db_->prepare(
             "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries "
-            "WHERE finished_at < ?1 ORDER BY finished_at, id LIMIT ?2)");
-        deliveries.bind(1, before).bind(2, static_cast<std::int64_t>(limit)).step();
-        return static_cast<std::size_t>(db_->changes());
+            "WHERE finished_at < ?1 ORDER BY finished_at, id LIMIT ?2) RETURNING tenant, seq");
+        deliveries.bind(1, before).bind(2, static_cast<std::int64_t>(limit));
+        auto [events, deleted] = deleted_events(deliveries);
+        forget_payloads(*db_, events);
+        return deleted;
     });
 }
 
