@@ -65,6 +65,11 @@ struct WriteResult {
         std::int64_t held = 0;   ///< the plants it holds
     };
     Quota quota;  ///< for `over_quota`
+    /// For a change (created, updated, deleted): the webhook deliveries it queued, one per
+    /// subscription of its tenant that receives its event (on PostgreSQL, its tenant's deliveries
+    /// in the batch shared among its changes there; 0 where this instance does not deliver).
+    /// TenantShares weighs the tenant's next writes by it.
+    std::size_t deliveries = 0;
 };
 
 /// A tenant's quota of plants as stored: nullopt follows the server's default

@@ -1,5 +1,6 @@
 #include "store/tenant_shares.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace plantstore::store {
@@ -33,10 +34,13 @@ void TenantShares::touch(const std::string& tenant, Clock::time_point now) {
     last_time_ = now;
 }
 
-WriteRequest TenantShares::counted(WriteRequest request) {
-    request.done = [this, tenant = request.tenant,
+WriteRequest TenantShares::counted(WriteRequest request, Line& line) {
+    const auto known = weights_.find(request.tenant);
+    const std::size_t weight = known == weights_.end() ? 1 : known->second;
+    line.in_engine += weight;
+    request.done = [this, tenant = request.tenant, weight,
                     done = std::move(request.done)](WriteResult result) mutable {
-        finished(tenant);
+        finished(tenant, weight, result);
         done(std::move(result));
     };
     return request;
@@ -65,26 +69,38 @@ void TenantShares::write(WriteRequest request) {
             touch(request.tenant, now);
             Line& line = lines_[request.tenant];
             if (!line.waiting.empty() || held(request.tenant, line, now)) {
-                line.waiting.push_back(counted(std::move(request)));
+                line.waiting.push_back(std::move(request));
                 ++waiting_;
                 return;
             }
-            ++line.in_engine;
-            next.push_back(counted(std::move(request)));
+            next.push_back(counted(std::move(request), line));
             admit_waiting(now, next);  // a tenant with more now may let another's go
         }
     }
     start(std::move(next));
 }
 
-void TenantShares::finished(const std::string& tenant) {
+void TenantShares::finished(const std::string& tenant, std::size_t weight,
+                            const WriteResult& result) {
+    using Outcome = WriteResult::Outcome;
     std::vector<WriteRequest> next;
     {
         std::lock_guard lock(mutex_);
         const auto found = lines_.find(tenant);
         if (found == lines_.end()) return;  // counted before close() handed the lines over
-        --found->second.in_engine;
-        if (found->second.in_engine == 0 && found->second.waiting.empty()) lines_.erase(found);
+        Line& line = found->second;
+        line.in_engine -= std::min(weight, line.in_engine);
+        // Only a change queues deliveries: a replay or a refusal says nothing of what the
+        // tenant's changes cost (and cannot make them cheap).
+        if (result.outcome == Outcome::created || result.outcome == Outcome::updated ||
+            result.outcome == Outcome::deleted) {
+            if (result.deliveries == 0) {
+                weights_.erase(tenant);
+            } else {
+                weights_[tenant] = 1 + result.deliveries;
+            }
+        }
+        if (line.in_engine == 0 && line.waiting.empty()) lines_.erase(found);
         const Clock::time_point now = Clock::now();
         touch(tenant, now);
         admit_waiting(now, next);
@@ -96,10 +112,9 @@ void TenantShares::admit_waiting(Clock::time_point now, std::vector<WriteRequest
     for (auto& [tenant, line] : lines_) {
         if (waiting_ == 0) break;
         while (!line.waiting.empty() && !held(tenant, line, now)) {
-            next.push_back(std::move(line.waiting.front()));
+            next.push_back(counted(std::move(line.waiting.front()), line));
             line.waiting.pop_front();
             --waiting_;
-            ++line.in_engine;
         }
     }
 }

@@ -23,7 +23,10 @@ namespace plantstore::store {
 struct ShareOptions {
     /// Writes one tenant may have in the engine (queued or in a batch) while another tenant
     /// writes too, unless none of the others has as many; its next ones wait in its line. A
-    /// tenant alone is not held back. 0: no limit.
+    /// tenant alone is not held back. 0: no limit. Each write counts as 1 plus the webhook
+    /// deliveries its tenant's last change queued (WriteResult::deliveries): each is a row the
+    /// writer stores and an attempt it records, so a tenant whose changes go to 20
+    /// subscriptions has one write in the engine where another has up to 21.
     std::size_t writes_per_tenant = 8;
     /// How long after its last write a tenant still counts as writing: a neighbour between two
     /// of its requests (its answers on the way, the next ones not here yet) keeps its share.
@@ -54,7 +57,7 @@ class TenantShares final : public PlantStore {
   private:
     using Clock = std::chrono::steady_clock;
     struct Line {
-        std::size_t in_engine = 0;
+        std::size_t in_engine = 0;  ///< the weights of its writes in the engine
         std::deque<WriteRequest> waiting;
     };
 
@@ -63,14 +66,16 @@ class TenantShares final : public PlantStore {
     bool shared(const std::string& tenant, Clock::time_point now) const;
     // Notes that `tenant` wrote at `now`. Under mutex_.
     void touch(const std::string& tenant, Clock::time_point now);
-    // Wraps `request`'s callback so that its end gives its tenant's place back.
-    WriteRequest counted(WriteRequest request);
+    // Counts `request` in `line` (its tenant's) and wraps its callback so that its end gives
+    // that back and tells what the tenant's writes weigh. Under mutex_.
+    WriteRequest counted(WriteRequest request, Line& line);
     // Whether the next write of `tenant`, whose line is `line`, waits: it has its share in the
     // engine, another tenant writes too, and none of them has as many in the engine. Under
     // mutex_.
     bool held(const std::string& tenant, const Line& line, Clock::time_point now) const;
-    // A write of `tenant` left the engine: the waiting writes that may start now.
-    void finished(const std::string& tenant);
+    // A write of `tenant` that weighed `weight` left the engine with `result`: the waiting
+    // writes that may start now.
+    void finished(const std::string& tenant, std::size_t weight, const WriteResult& result);
     // Moves every waiting write that may start now into `next`, each line in its order. Under
     // mutex_.
     void admit_waiting(Clock::time_point now, std::vector<WriteRequest>& next);
@@ -83,6 +88,9 @@ class TenantShares final : public PlantStore {
     const ShareOptions options_;
     mutable std::mutex mutex_;
     std::unordered_map<std::string, Line> lines_;  // tenants with a write in the engine or waiting
+    // What each write of a tenant counts when more than 1: 1 + the deliveries its last change
+    // queued (kept while it is idle: at most one entry per tenant with webhook subscriptions).
+    std::unordered_map<std::string, std::size_t> weights_;
     std::size_t waiting_ = 0;
     // The tenant that wrote last and when, and when any other tenant last wrote: enough to say
     // whether anyone besides a given tenant wrote recently.

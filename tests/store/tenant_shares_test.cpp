@@ -34,10 +34,10 @@ struct HoldingEngine final : testing_support::FakePlantStore {
     HoldingEngine() {
         on_write = [this](WriteRequest request) { held.push_back(std::move(request)); };
     }
-    void complete(std::size_t index) {
+    void complete(std::size_t index, WriteResult result = {}) {
         WriteRequest request = std::move(held[index]);
         held.erase(held.begin() + static_cast<std::ptrdiff_t>(index));
-        request.done({});
+        request.done(std::move(result));
     }
     void close() override {
         while (!held.empty()) complete(0);
@@ -62,6 +62,15 @@ struct Harness {
         std::size_t count = 0;
         for (const auto& write : engine->held) count += write.tenant == tenant;
         return count;
+    }
+    // What the writes of `tenant` in the engine weigh, as `weights` (by plant id) says each does.
+    std::size_t weighed(const std::string& tenant,
+                        const std::map<int, std::size_t>& weights) const {
+        std::size_t total = 0;
+        for (const auto& write : engine->held) {
+            if (write.tenant == tenant) total += weights.at(static_cast<int>(write.plant.id));
+        }
+        return total;
     }
     HoldingEngine* engine = nullptr;
     std::unique_ptr<TenantShares> shares;
@@ -93,12 +102,50 @@ TEST(TenantShares, ATenantOverItsShareWaitsWhileAnotherWritesAndGoesOnInOrder) {
     EXPECT_EQ(answered.size(), 10U);
 }
 
-// The plain model: per tenant, the writes given in order; which reached the engine.
+// A write counts as 1 plus the webhook deliveries its tenant's last change queued: a tenant whose
+// changes each go to 20 subscriptions has one write in the engine while another has fewer than
+// 21, and a change that queued none makes its writes count 1 again.
+TEST(TenantShares, AWriteWeighsItsTenantsLastDeliveries) {
+    Harness harness(8);
+    std::vector<int> answered;
+    harness.shares->write(numbered("victim", 100, answered));
+    harness.shares->write(numbered("attacker", 0, answered));
+    WriteResult fanned{WriteResult::Outcome::updated};
+    fanned.deliveries = 20;
+    harness.engine->complete(1, fanned);
+    for (int i = 1; i <= 5; ++i) harness.shares->write(numbered("attacker", i, answered));
+    EXPECT_EQ(harness.in_engine("attacker"), 1U) << "each of its writes weighs 21, not 1";
+    // The victim's writes all go (as many as the attacker's weight, and more once its next
+    // went at the victim's 21st): the attacker's next waited for the victim to have 21.
+    for (int i = 101; i <= 130; ++i) harness.shares->write(numbered("victim", i, answered));
+    EXPECT_EQ(harness.in_engine("victim"), 31U);
+    EXPECT_EQ(harness.in_engine("attacker"), 2U);
+    const auto attackers_first = [&harness] {
+        const auto& held = harness.engine->held;
+        return static_cast<std::size_t>(
+            std::find_if(held.begin(), held.end(),
+                         [](const WriteRequest& write) { return write.tenant == "attacker"; }) -
+            held.begin());
+    };
+    // A replay or a refusal says nothing of what its changes cost: its place goes to the next
+    // at 21. A change without deliveries makes the next ones count 1 again.
+    harness.engine->complete(attackers_first(), {WriteResult::Outcome::replayed});
+    EXPECT_EQ(harness.in_engine("attacker"), 2U);
+    harness.engine->complete(attackers_first(), {WriteResult::Outcome::updated});
+    EXPECT_EQ(harness.in_engine("attacker"), 3U);  // its 3rd at 21, its 4th and 5th at 1
+    harness.shares->close();
+    EXPECT_EQ(answered.size(), 37U);
+}
+
+// The plain model: per tenant, the writes given in order; which reached the engine; what each
+// write weighed when it did (1 + the deliveries of its tenant's last change then).
 RC_GTEST_PROP(TenantShares, SharesHoldAndNothingIsLostReorderedOrAnsweredTwice, ()) {
     const std::size_t share = *rc::gen::inRange<std::size_t>(1, 4);
     Harness harness(share);
     std::vector<int> answered;
     std::map<std::string, std::deque<int>> given;  // not yet seen by the engine
+    std::map<std::string, std::size_t> weight;     // of each tenant's next write (none: 1)
+    std::map<int, std::size_t> weighed;            // each write in the engine: its weight
     int next = 0;
     const int steps = *rc::gen::inRange(1, 200);
     for (int step = 0; step < steps; ++step) {
@@ -106,8 +153,16 @@ RC_GTEST_PROP(TenantShares, SharesHoldAndNothingIsLostReorderedOrAnsweredTwice, 
         std::vector<int> held_before;
         for (const auto& write : harness.engine->held) held_before.push_back(write.plant.id);
         if (complete) {
-            harness.engine->complete(
-                *rc::gen::inRange<std::size_t>(0, harness.engine->held.size()));
+            const auto index = *rc::gen::inRange<std::size_t>(0, harness.engine->held.size());
+            const std::string tenant = harness.engine->held[index].tenant;
+            WriteResult result;  // unavailable: it teaches nothing
+            if (*rc::gen::inRange(0, 2) == 0) {
+                result.outcome = WriteResult::Outcome::created;
+                result.deliveries = *rc::gen::element(std::size_t{0}, std::size_t{1},
+                                                      std::size_t{3}, std::size_t{20});
+                weight[tenant] = 1 + result.deliveries;
+            }
+            harness.engine->complete(index, result);
         } else {
             const std::string tenant(1, static_cast<char>('a' + *rc::gen::inRange(0, 3)));
             given[tenant].push_back(next);
@@ -123,18 +178,20 @@ RC_GTEST_PROP(TenantShares, SharesHoldAndNothingIsLostReorderedOrAnsweredTwice, 
             RC_ASSERT(!line.empty());
             RC_ASSERT(line.front() == write.plant.id);
             line.pop_front();
+            const auto known = weight.find(write.tenant);
+            weighed[static_cast<int>(write.plant.id)] = known == weight.end() ? 1 : known->second;
         }
         // Work-conserving: a tenant with a waiting write has its share in the engine, more than
-        // any other tenant, and another tenant has a write in the engine or waiting.
+        // any other tenant (by weight), and another tenant has a write in the engine or waiting.
         for (const auto& [tenant, waiting] : given) {
             if (waiting.empty()) continue;
-            RC_ASSERT(harness.in_engine(tenant) >= share);
+            const std::size_t mine = harness.weighed(tenant, weighed);
+            RC_ASSERT(mine >= share);
             bool other = false;
             for (const auto& [someone, line] : given) other |= someone != tenant && !line.empty();
             for (const auto& write : harness.engine->held) {
                 other |= write.tenant != tenant;
-                RC_ASSERT(write.tenant == tenant ||
-                          harness.in_engine(write.tenant) < harness.in_engine(tenant));
+                RC_ASSERT(write.tenant == tenant || harness.weighed(write.tenant, weighed) < mine);
             }
             RC_ASSERT(other);
         }

@@ -252,9 +252,12 @@ TEST_P(WebhookRepositoryContract, DeliveriesLeasedAtCommitAreHandedOverAndClaime
     ASSERT_TRUE(repository->set_events("acme", "wh_2", 7));
     hand_over_to("me", collector);
     const auto before = common::unix_ms_now();
-    ASSERT_EQ(create_and_wait(*plants, "acme", plant(7, "Fern", "green")).outcome,
-              WriteResult::Outcome::created);
-    create_and_wait(*plants, "acme", plant(7, "Fern", "green"));  // a replay queues nothing
+    const WriteResult created = create_and_wait(*plants, "acme", plant(7, "Fern", "green"));
+    ASSERT_EQ(created.outcome, WriteResult::Outcome::created);
+    EXPECT_EQ(created.deliveries, 2U);  // what TenantShares weighs its tenant's writes by
+    // A replay queues nothing, nor does a change of a tenant without subscriptions.
+    EXPECT_EQ(create_and_wait(*plants, "acme", plant(7, "Fern", "green")).deliveries, 0U);
+    EXPECT_EQ(create_and_wait(*plants, "other", plant(7, "Fern")).deliveries, 0U);
     std::vector<ClaimedDelivery> handed;
     {
         std::lock_guard lock(collector.mutex);

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -612,8 +613,10 @@ class PgPlantStore::Engine {
                 for (Pending& pending : batch)
                     pending.done(WriteResult::unavailable_because(failure));
             }
-            if (failure.empty())
+            if (failure.empty()) {
+                share_deliveries(outcome.results[events_at].get(), batch);
                 failure = complete_rows(batch, creates, changes, outcome.results, again);
+            }
         }
         if (options_.writes.observer != nullptr) {
             store::BatchReport report;
@@ -643,6 +646,33 @@ class PgPlantStore::Engine {
                 claimed_delivery_at(appended, row, 3, now + options_.writes.outbox.lease_ms));
         }
         if (!handed.empty()) options_.writes.observer->on_deliveries(std::move(handed));
+    }
+
+    // Tells each change of the committed `batch` how many webhook deliveries it queued
+    // (WriteResult::deliveries, which TenantShares weighs): the rows of append_events of kind 1
+    // (only with an outbox owner), each tenant's shared among its writes in the batch.
+    static void share_deliveries(const PGresult* appended, std::vector<Pending>& batch) {
+        std::map<std::string, std::size_t, std::less<>> queued;
+        for (int row = 0; row < PQntuples(appended); ++row) {
+            if (int64_at(appended, row, 0) == 1) ++queued[std::string(text_at(appended, row, 4))];
+        }
+        if (queued.empty()) return;
+        std::map<std::string_view, std::size_t> writes;
+        for (const Pending& pending : batch) ++writes[pending.tenant];
+        for (Pending& pending : batch) {
+            const auto found = queued.find(pending.tenant);
+            if (found == queued.end()) continue;
+            const std::size_t each =
+                (found->second + writes[pending.tenant] - 1) / writes[pending.tenant];
+            pending.done = [each, done = std::move(pending.done)](WriteResult result) {
+                using Outcome = WriteResult::Outcome;
+                if (result.outcome == Outcome::created || result.outcome == Outcome::updated ||
+                    result.outcome == Outcome::deleted) {
+                    result.deliveries = each;
+                }
+                done(std::move(result));
+            };
+        }
     }
 
     // Answers each write of a committed batch that its row settles (committed_batch.hpp) and moves

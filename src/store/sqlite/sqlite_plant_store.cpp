@@ -397,6 +397,7 @@ class SqlitePlantStore::Writer {
             }
             ++tenant->plants;
             results.push_back({WriteResult::Outcome::created, plant.plant, {}});
+            results.back().deliveries = queued_;
             return {};
         }
         bool found = false;
@@ -448,6 +449,7 @@ class SqlitePlantStore::Writer {
         }
         --tenant->plants;
         results.push_back({WriteResult::Outcome::deleted, {}, {}});
+        results.back().deliveries = queued_;
         return {};
     }
 
@@ -478,6 +480,7 @@ class SqlitePlantStore::Writer {
             return failure;
         }
         results.push_back({WriteResult::Outcome::updated, std::move(changed), {}});
+        results.back().deliveries = queued_;
         return {};
     }
 
@@ -488,6 +491,7 @@ class SqlitePlantStore::Writer {
                        const domain::Plant& plant, std::int64_t at) {
         const std::string_view tenant = pending.tenant;
         const std::int64_t seq = ++state.last_seq;
+        queued_ = 0;
         state.appended = true;
         state.event_bytes += event_log_bytes(plant.name, plant.tag);
         append_event_.bind(1, tenant)
@@ -519,9 +523,8 @@ class SqlitePlantStore::Writer {
                 .bind(11, at + outbox_.lease_ms);
         }
         int rc = SQLITE_ROW;
-        bool queued = false;
         while ((rc = enqueue_deliveries_.try_step()) == SQLITE_ROW) {
-            queued = true;
+            ++queued_;
             if (!hand_over) continue;
             const auto found = state.subscriptions->find(enqueue_deliveries_.column_text(1));
             if (found == state.subscriptions->end()) continue;  // cannot be: same transaction
@@ -547,7 +550,7 @@ class SqlitePlantStore::Writer {
         }
         if (rc != SQLITE_DONE) return fail("INSERT webhook_deliveries", enqueue_deliveries_);
         enqueue_deliveries_.reset();
-        if (!queued) return {};
+        if (queued_ == 0) return {};
         store_payload_.bind(1, tenant)
             .bind(2, seq)
             .bind(3, std::string_view(plant.name))
@@ -668,6 +671,8 @@ class SqlitePlantStore::Writer {
     std::map<std::string, std::int64_t, std::less<>> appended_;
     Statement append_event_;
     Statement enqueue_deliveries_;
+    /// The deliveries the last record() queued (WriteResult::deliveries of its change).
+    std::size_t queued_ = 0;
     Statement store_payload_;
     Statement read_subscriptions_;
     /// The deliveries the batch queued leased to this instance, handed over once it commits.
