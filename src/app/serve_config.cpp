@@ -396,7 +396,8 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
         number("--writes-per-tenant", store.writes_per_tenant, std::size_t{0}, kMillion,
                "Writes one tenant may have waiting for the disk while another tenant writes too; "
                "its next ones wait their turn, so that each tenant keeps its share (a tenant "
-               "alone is not held back; 0: no limit)"),
+               "alone is not held back; a write counts 1 plus the webhook deliveries its "
+               "tenant's last change queued; 0: no limit)"),
         // ---- What the API does with each request ----
         text("--base-path", api.base_path, "Prefix of every API path, e.g. /v1 (empty: none)"),
         number("--max-text-length", api.max_text_length, std::size_t{1}, std::size_t{1} << 20,
@@ -553,6 +554,9 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
                "Delivered and failed events are kept this long for the deliveries endpoint"),
         number("--webhook-disable-after-hours", webhooks.disable_after_hours, 1L, 87'600L,
                "A subscription whose every attempt failed for this long is disabled"),
+        number("--webhook-max-pending", webhooks.max_pending, 0L, 100'000'000L,
+               "A subscription with more deliveries pending is disabled, with the reason, and "
+               "its pending deliveries fail (checked every 5 s; 0: no limit)"),
         // ---- Outbound calls (deliveries, span exports, JWKS fetches) ----
         number("--outbound-max-idle-connections", outbound.max_idle_connections, std::size_t{1},
                std::size_t{100'000},

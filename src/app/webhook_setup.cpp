@@ -199,6 +199,7 @@ WebhookPlan plan_webhooks(const WebhookConfig& config, const store::StoreConfig&
     delivery.ca_file = config.ca_file;
     delivery.retention = std::chrono::hours(config.retention_hours);
     delivery.disable_after = std::chrono::hours(config.disable_after_hours);
+    delivery.max_pending = config.max_pending;
     delivery.user_agent = user_agent;
     return plan;
 }

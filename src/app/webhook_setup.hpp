@@ -30,6 +30,7 @@ struct WebhookConfig {
     std::string ca_file;
     long retention_hours = 168;      // 7 days
     long disable_after_hours = 120;  // 5 days
+    long max_pending = 100'000;      // per subscription; 0: no limit
 };
 
 /// The running webhook pieces; both null when webhooks are off. The service (which wakes the

@@ -134,6 +134,14 @@ void Observability::on_outbox_failed(std::string_view what) {
     log_event(LogLevel::error, "webhook_outbox_failed", {{"reason", std::string(what)}});
 }
 
+void Observability::on_subscription_disabled(std::string_view tenant, std::string_view id,
+                                             std::string_view reason) {
+    log_event(LogLevel::warn, "webhook_subscription_disabled",
+              {{"tenant", std::string(tenant)},
+               {"subscription", std::string(id)},
+               {"reason", std::string(reason)}});
+}
+
 std::string Observability::render_metrics() const {
     PrometheusText out;
     out.family("plantstore_build_info", "gauge", "Version of this build.");

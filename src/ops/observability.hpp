@@ -68,6 +68,8 @@ class Observability final : public transport::ExchangeObserver,
     void on_outbox(const store::OutboxStats& stats) override;
     void on_outbox_failed(std::string_view what) override;
     void on_bookkeeping(std::string_view kind, std::size_t rows) override;
+    void on_subscription_disabled(std::string_view tenant, std::string_view id,
+                                  std::string_view reason) override;
 
     /// The change feed handed out a page with `events_behind` of its tenant's events after it
     /// (FeedMetrics). Thread-safe.

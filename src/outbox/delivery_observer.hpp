@@ -47,6 +47,9 @@ class DeliveryObserver {
     /// (`kind` "claim"), a record of ended attempts ("record", `rows` of them) or housekeeping
     /// ("housekeeping": pruning and the outbox's figures), each a transaction at most.
     virtual void on_bookkeeping(std::string_view kind, std::size_t rows) = 0;
+    /// The dispatcher disabled a subscription, for `reason` (its pending deliveries failed).
+    virtual void on_subscription_disabled(std::string_view tenant, std::string_view id,
+                                          std::string_view reason) = 0;
 };
 
 }  // namespace plantstore::outbox

@@ -457,6 +457,16 @@ void Dispatcher::record(std::vector<Done>& done, const std::vector<std::string>&
 void Dispatcher::housekeep(std::int64_t now) {
     try {
         const std::size_t pruned = repository_->prune(now - options_.retention.count(), 1000);
+        if (options_.max_pending > 0) {
+            const std::string reason = "more than " + std::to_string(options_.max_pending) +
+                                       " deliveries were pending (--webhook-max-pending)";
+            for (const auto& [tenant, id] :
+                 repository_->subscriptions_over_pending(options_.max_pending)) {
+                if (repository_->set_enabled(tenant, id, false, reason, now)) {
+                    observer_.on_subscription_disabled(tenant, id, reason);
+                }
+            }
+        }
         observer_.on_outbox(repository_->stats());
         observer_.on_bookkeeping("housekeeping", pruned);
     } catch (const std::exception& error) {

@@ -55,6 +55,9 @@ struct DeliveryOptions {
     std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};
     /// A subscription whose every attempt failed for this long is disabled.
     std::chrono::milliseconds disable_after{std::chrono::hours(24 * 5)};
+    /// A subscription with more deliveries pending is disabled at the next housekeeping (every
+    /// 5 s), its pending deliveries failed (--webhook-max-pending; 0: no limit).
+    std::int64_t max_pending = 100'000;
     std::string user_agent = "plantstore";
     /// How often the outbox is looked at for deliveries nobody handed over: retries, what an
     /// instance that died held, what did not fit in memory.

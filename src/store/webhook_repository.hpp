@@ -244,6 +244,10 @@ class WebhookRepository {
     /// Deletes deliveries (and their attempts) finished before `before`, at most `limit`; returns
     /// how many.
     virtual std::size_t prune(std::int64_t before, std::size_t limit) = 0;
+    /// The enabled subscriptions (tenant, id) with more than `max_pending` deliveries pending,
+    /// each counted up to `max_pending` + 1 at most (--webhook-max-pending).
+    virtual std::vector<std::pair<std::string, std::string>> subscriptions_over_pending(
+        std::int64_t max_pending) = 0;
     virtual OutboxStats stats() = 0;
 
   protected:

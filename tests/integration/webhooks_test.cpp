@@ -694,6 +694,33 @@ TEST_F(Webhooks, ASubscriptionFailingForTooLongIsDisabledWithTheReason) {
     EXPECT_EQ(text(deliveries(id)[0].at("state")), "failed");
 }
 
+// A subscription whose deliveries pile up past --webhook-max-pending (its receiver failing, here)
+// is disabled at the next check with the reason, its pending deliveries failed: what a tenant's
+// outbox holds is bounded. Another subscription of the tenant below the bound is left alone.
+TEST_F(Webhooks, ASubscriptionWithTooManyDeliveriesPendingIsDisabledWithTheReason) {
+    start(webhook_options({"--webhook-max-pending", "3", "--webhook-retry-schedule", "0s,1h"}));
+    HttpsTestServer failing;
+    failing.respond(500, "");
+    HttpsTestServer working;
+    working.respond(200, "");
+    const std::string id = text(subscribe(failing.url()).at("id"));
+    const std::string other = text(subscribe(working.url()).at("id"));
+    for (int plant = 1; plant <= 5; ++plant) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(plant) + R"(,"name":"Ivy"})").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] { return !subscription(id).at("enabled").as_bool(); }));
+    const auto disabled = subscription(id);
+    EXPECT_NE(text(disabled.at("disabled_reason")).find("more than 3 deliveries were pending"),
+              std::string::npos)
+        << boost::json::serialize(disabled);
+    EXPECT_EQ(disabled.at("deliveries").at("pending").as_int64(), 0);
+    EXPECT_EQ(disabled.at("deliveries").at("failed").as_int64(), 5);
+    EXPECT_NE(server->log().find(R"("event":"webhook_subscription_disabled")"), std::string::npos);
+    ASSERT_TRUE(eventually(
+        [&] { return subscription(other).at("deliveries").at("delivered").as_int64() == 5; }));
+    EXPECT_TRUE(subscription(other).at("enabled").as_bool());
+}
+
 TEST_F(Webhooks, RedirectsAreNotFollowedAndTheTimeOutCutsSlowReceivers) {
     start(webhook_options({"--webhook-retry-schedule", "0s", "--webhook-timeout-ms", "500"}));
     HttpsTestServer elsewhere;

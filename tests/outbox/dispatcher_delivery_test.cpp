@@ -38,6 +38,7 @@ class CountingObserver final : public DeliveryObserver {
     }
     void on_outbox(const store::OutboxStats&) override {}
     void on_bookkeeping(std::string_view, std::size_t) override {}
+    void on_subscription_disabled(std::string_view, std::string_view, std::string_view) override {}
     void on_outbox_failed(std::string_view what) override {
         std::lock_guard lock(mutex_);
         failures_.emplace_back(what);

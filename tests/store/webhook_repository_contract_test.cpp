@@ -521,6 +521,29 @@ TEST_P(WebhookRepositoryContract, AnEventsPayloadIsStoredOnceUntilItsLastDeliver
     }
 }
 
+// The subscriptions with more deliveries pending than a bound (--webhook-max-pending): enabled
+// ones only, of every tenant, and not those whose deliveries ended.
+TEST_P(WebhookRepositoryContract, SubscriptionsOverTheirPendingBoundAreFound) {
+    subscription("acme", "wh_1");
+    subscription("acme", "wh_2");
+    subscription("other", "wh_3");
+    for (int id = 1; id <= 3; ++id) create_and_wait(*plants, "acme", plant(id, "Ivy"));
+    create_and_wait(*plants, "other", plant(1, "Ivy"));
+    using Found = std::vector<std::pair<std::string, std::string>>;
+    auto over = repository->subscriptions_over_pending(2);
+    std::sort(over.begin(), over.end());
+    EXPECT_EQ(over, (Found{{"acme", "wh_1"}, {"acme", "wh_2"}}));
+    EXPECT_TRUE(repository->subscriptions_over_pending(3).empty());
+    for (const ClaimedDelivery& delivery : claim(kLater)) {
+        if (delivery.subscription_id == "wh_2") {
+            repository->record_attempt(delivery,
+                                       {kLater, 200, "", 1, true, std::nullopt, std::nullopt}, "a");
+        }
+    }
+    ASSERT_TRUE(repository->set_enabled("other", "wh_3", false, "by hand", 5));
+    EXPECT_EQ(repository->subscriptions_over_pending(0), (Found{{"acme", "wh_1"}}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, WebhookRepositoryContract, testing::Values("sqlite", "postgres"),
                          [](const testing::TestParamInfo<const char*>& engine) {
                              return std::string(engine.param);

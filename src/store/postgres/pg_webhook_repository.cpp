@@ -436,6 +436,23 @@ std::size_t PgWebhookRepository::prune(std::int64_t before, std::size_t limit) {
     });
 }
 
+std::vector<std::pair<std::string, std::string>> PgWebhookRepository::subscriptions_over_pending(
+    std::int64_t max_pending) {
+    // Through the pending deliveries' (tenant, subscription_id, next_attempt_at) index, at most
+    // max_pending + 1 entries each.
+    const Result rows =
+        run("SELECT s.tenant, s.id FROM webhook_subscriptions s WHERE s.enabled AND "
+            "(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d WHERE d.tenant = s.tenant "
+            "AND d.subscription_id = s.id AND d.state = 'pending' LIMIT $1::bigint + 1) AS p) "
+            "> $1::bigint",
+            {number(max_pending)});
+    std::vector<std::pair<std::string, std::string>> over;
+    for (int row = 0; row < PQntuples(rows.get()); ++row) {
+        over.emplace_back(text_at(rows.get(), row, 0), text_at(rows.get(), row, 1));
+    }
+    return over;
+}
+
 OutboxStats PgWebhookRepository::stats() {
     const Result rows =
         run("SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'), "

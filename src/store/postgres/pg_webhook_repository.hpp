@@ -52,6 +52,8 @@ class PgWebhookRepository final : public WebhookRepository {
                                            const std::string& owner) override;
     void release_leases(const std::string& owner) override;
     std::size_t prune(std::int64_t before, std::size_t limit) override;
+    std::vector<std::pair<std::string, std::string>> subscriptions_over_pending(
+        std::int64_t max_pending) override;
     OutboxStats stats() override;
 
   protected:

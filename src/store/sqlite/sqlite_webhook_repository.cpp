@@ -502,6 +502,19 @@ std::size_t SqliteWebhookRepository::prune(std::int64_t before, std::size_t limi
     });
 }
 
+std::vector<std::pair<std::string, std::string>>
+SqliteWebhookRepository::subscriptions_over_pending(std::int64_t max_pending) {
+    // Through the (tenant, subscription_id, state) index, at most max_pending + 1 entries each.
+    auto query = db_->prepare(
+        "SELECT s.tenant, s.id FROM webhook_subscriptions s WHERE s.enabled = 1 AND "
+        "(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d WHERE d.tenant = s.tenant "
+        "AND d.subscription_id = s.id AND d.state = 'pending' LIMIT ?1 + 1)) > ?1");
+    query.bind(1, max_pending);
+    std::vector<std::pair<std::string, std::string>> over;
+    while (query.step()) over.emplace_back(query.column_text(0), query.column_text(1));
+    return over;
+}
+
 OutboxStats SqliteWebhookRepository::stats() {
     auto query = db_->prepare(
         "SELECT (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'), "
