@@ -54,6 +54,12 @@ struct WriteResult {
     static WriteResult unavailable_because(std::string why) {
         return {Outcome::unavailable, {}, std::move(why)};
     }
+    /// Whether the write changed the store (created, updated or deleted a plant): only those
+    /// append an event and queue deliveries.
+    bool changed() const {
+        return outcome == Outcome::created || outcome == Outcome::updated ||
+               outcome == Outcome::deleted;
+    }
 
     Outcome outcome = Outcome::unavailable;
     /// The plant as stored: after the write for created, replayed, updated and unchanged; as it

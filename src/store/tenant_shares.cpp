@@ -82,7 +82,6 @@ void TenantShares::write(WriteRequest request) {
 
 void TenantShares::finished(const std::string& tenant, std::size_t weight,
                             const WriteResult& result) {
-    using Outcome = WriteResult::Outcome;
     std::vector<WriteRequest> next;
     {
         std::lock_guard lock(mutex_);
@@ -92,8 +91,7 @@ void TenantShares::finished(const std::string& tenant, std::size_t weight,
         line.in_engine -= std::min(weight, line.in_engine);
         // Only a change queues deliveries: a replay or a refusal says nothing of what the
         // tenant's changes cost (and cannot make them cheap).
-        if (result.outcome == Outcome::created || result.outcome == Outcome::updated ||
-            result.outcome == Outcome::deleted) {
+        if (result.changed()) {
             if (result.deliveries == 0) {
                 weights_.erase(tenant);
             } else {

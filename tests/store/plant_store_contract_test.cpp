@@ -15,6 +15,7 @@
 
 #include "domain/etag.hpp"
 #include "store/open.hpp"
+#include "store/postgres/pq.hpp"
 #include "store/sqlite/schema.hpp"
 #include "store/store_calls.hpp"
 #include "support/postgres.hpp"
@@ -117,6 +118,7 @@ class PlantStoreContract : public testing::TestWithParam<const char*> {
 
     // PostgreSQL's answer to `sql` (its first column of its first row).
     std::string postgres_value(const std::string& sql) { return database_->query(sql); }
+    std::string postgres_url() const { return database_->url(); }
 
     // In one snapshot of PostgreSQL: the tenant's largest seq and how many events it has.
     std::pair<std::int64_t, std::int64_t> postgres_log_extent(const std::string& tenant) {
@@ -657,6 +659,62 @@ TEST_P(PlantStoreContract, TheLongestNamesAndTagsAreStoredAndFoundByTag) {
     EXPECT_EQ(tagged.plants.front().plant.name, name);
     EXPECT_EQ(update_and_wait(*store, "a", 1, {name + "!", true, tag + "!"}).outcome,
               Outcome::updated);
+}
+
+// A write that the database refuses for its own data (here a constraint added by hand, as a
+// value past a limit would) fails alone: the other writes of its batch, another tenant's, commit.
+// The writer is held (SQLite: work run between writes; PostgreSQL: the tenants' table locked
+// by another session) while all of them are queued, so that they make one batch.
+TEST_P(PlantStoreContract, AWriteRefusedForItsDataFailsAloneNotItsBatch) {
+    StoreConfig settings = config();
+    settings.shares.writes_per_tenant = 0;  // every queued write in the next batch
+    settings.write_connections = 1;
+    auto store = open_plant_store(settings);
+    run_sql(on_postgres()
+                ? "ALTER TABLE plants ADD CONSTRAINT poison CHECK (name <> 'poison')"
+                : "CREATE TRIGGER poison BEFORE INSERT ON plants WHEN NEW.name = 'poison' "
+                  "BEGIN SELECT RAISE(ABORT, 'poisoned'); END");
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::optional<postgres::Connection> locker;
+    std::future<void> holding;
+    std::future<WriteResult> first;
+    if (on_postgres()) {
+        locker.emplace(postgres::connect_blocking(postgres_url()));
+        postgres::exec(locker->get(), "BEGIN");
+        postgres::exec(locker->get(), "LOCK TABLE tenants IN ACCESS EXCLUSIVE MODE");
+        // The first write takes the writer and waits for the lock; the next ones queue.
+        first = std::async(std::launch::async,
+                           [&] { return create_and_wait(*store, "b", plant(100, "Fern")); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } else {
+        holding = std::async(std::launch::async,
+                             [&] { store->run_between_writes([&] { released.wait(); }); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    std::mutex mutex;
+    std::map<std::int64_t, WriteResult::Outcome> outcomes;
+    std::atomic<int> answered{0};
+    for (int id = 1; id <= 20; ++id) {
+        store->create(id == 7 ? "a" : "b", plant(id, id == 7 ? "poison" : "Fern"),
+                      [&, id](WriteResult result) {
+                          std::lock_guard lock(mutex);
+                          outcomes[id] = result.outcome;
+                          ++answered;
+                      });
+    }
+    if (locker) {
+        postgres::exec(locker->get(), "COMMIT");
+        EXPECT_EQ(first.get().outcome, Outcome::created);
+    } else {
+        release.set_value();
+        holding.get();
+    }
+    store->close();  // commits (and answers) everything accepted
+    ASSERT_EQ(answered.load(), 20);
+    for (const auto& [id, outcome] : outcomes) {
+        EXPECT_EQ(outcome, id == 7 ? Outcome::unavailable : Outcome::created) << "plant " << id;
+    }
 }
 
 TEST_P(PlantStoreContract, IdsAreUniquePerTenant) {

@@ -59,6 +59,15 @@ std::vector<std::pair<std::string, std::string>> prepared_statements() {
             {"usage", kUsage}};
 }
 
+// Whether `error` can come from the data of one write of a batch: a data exception (SQLSTATE
+// class 22, a value out of range or too long), an integrity constraint (23) or a program limit
+// exceeded (54, an index entry too large), as opposed to the connection, the server or the
+// statements themselves.
+bool from_one_rows_data(const PgError& error) {
+    const std::string_view state = error.sqlstate();
+    return state.starts_with("22") || state.starts_with("23") || state.starts_with("54");
+}
+
 // The first statement result that is not what `expected` says, as an error; nullopt when all
 // are fine.
 std::optional<PgError> first_failure(const std::vector<Result>& results, std::size_t expected) {
@@ -81,6 +90,8 @@ class PgPlantStore::Engine {
   public:
     struct Pending : WriteRequest {
         int attempts = 0;  ///< transactions it was part of without an answer
+        /// Runs in a transaction of its own: its batch failed on an error of one row's data.
+        bool alone = false;
     };
     struct Writer {
         std::unique_ptr<PipelinedConnection> connection;
@@ -380,9 +391,11 @@ class PgPlantStore::Engine {
         std::deque<Pending>& pending = queue_.writes();
         while (!pending.empty() && batch.size() < options_.writes.max_batch) {
             Pending& next = pending.front();
+            if (next.alone && !batch.empty()) break;
             if (!in_flight_keys_.emplace(next.tenant, next.plant.id).second) break;
             batch.push_back(std::move(next));
             pending.pop_front();
+            if (batch.back().alone) break;
         }
         return batch;
     }
@@ -532,6 +545,13 @@ class PgPlantStore::Engine {
                          changes = std::move(changes), started, now, sent,
                          events_at](SegmentOutcome outcome) mutable {
                 writer.busy = false;
+                // A statement that failed leaves the transaction open and aborted (pipeline
+                // mode skips the rest, COMMIT included, up to the sync): it is rolled back
+                // before anything else runs on the connection, or every later batch on it
+                // would fail too (a request whose data failed a batch took the writer down).
+                if (!outcome.lost && first_failure(outcome.results, sent)) {
+                    writer.connection->submit({{{}, "ROLLBACK", {}}}, [](SegmentOutcome) {});
+                }
                 release_keys(batch);
                 complete_batch(batch, creates, changes, std::move(outcome), started, now, sent,
                                events_at);
@@ -595,6 +615,13 @@ class PgPlantStore::Engine {
                 outcome.lost_reason;
         } else if (auto error = first_failure(outcome.results, sent)) {
             if (error->retryable()) {
+                again = std::move(batch);
+                batch.clear();
+            } else if (batch.size() > 1 && from_one_rows_data(*error)) {
+                // One write's data failed the whole transaction (a value past a limit, a
+                // constraint): each runs again alone, so that only its own fails and no
+                // tenant's write can fail another's.
+                for (Pending& pending : batch) pending.alone = true;
                 again = std::move(batch);
                 batch.clear();
             } else {
@@ -665,11 +692,7 @@ class PgPlantStore::Engine {
             const std::size_t each =
                 (found->second + writes[pending.tenant] - 1) / writes[pending.tenant];
             pending.done = [each, done = std::move(pending.done)](WriteResult result) {
-                using Outcome = WriteResult::Outcome;
-                if (result.outcome == Outcome::created || result.outcome == Outcome::updated ||
-                    result.outcome == Outcome::deleted) {
-                    result.deliveries = each;
-                }
+                if (result.changed()) result.deliveries = each;
                 done(std::move(result));
             };
         }

@@ -183,6 +183,7 @@ class SqlitePlantStore::Writer {
     /// Runs `batch` in one transaction; fills `results` (same order) only when it committed.
     /// Returns an empty string on success, otherwise why nothing of the batch was written.
     std::string commit(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
+        failed_on_data_ = false;
         results.clear();
         tenants_.clear();
         appended_.clear();
@@ -200,6 +201,10 @@ class SqlitePlantStore::Writer {
 
     /// The deliveries the last committed batch queued leased to this instance.
     std::vector<ClaimedDelivery> take_handed() { return std::exchange(handed_, {}); }
+
+    /// Whether the last commit() failed on the data of one of its writes (a constraint, a value
+    /// too large or of the wrong type), not on the store itself.
+    bool failed_on_data() const { return failed_on_data_; }
 
   private:
     std::string commit_batch(const std::vector<Pending>& batch, std::vector<WriteResult>& results) {
@@ -642,6 +647,9 @@ class SqlitePlantStore::Writer {
 
     std::string fail(std::string_view step, Statement& statement) {
         std::string reason = std::string(step) + " failed: " + db_->error_message();
+        const int code = sqlite3_errcode(db_->handle()) & 0xff;
+        failed_on_data_ = code == SQLITE_CONSTRAINT || code == SQLITE_TOOBIG ||
+                          code == SQLITE_MISMATCH || code == SQLITE_RANGE;
         statement.reset();
         if (db_->in_transaction() && db_->try_exec("ROLLBACK") != SQLITE_OK &&
             observer_ != nullptr) {
@@ -653,7 +661,8 @@ class SqlitePlantStore::Writer {
 
     Checkpointer& checkpointer_;
     StoreObserver* observer_;
-    std::int64_t default_quota_;  ///< --max-plants-per-tenant (0: unlimited)
+    bool failed_on_data_ = false;  ///< see failed_on_data()
+    std::int64_t default_quota_;   ///< --max-plants-per-tenant (0: unlimited)
     const OutboxLease outbox_;
     int pages_at_last_request_ = 0;
     std::unique_ptr<Database> db_;
@@ -1001,26 +1010,39 @@ void SqlitePlantStore::run_writer() {
                 pending.erase(pending.begin(), split);
             }
         }
-        const auto started = std::chrono::steady_clock::now();
-        const std::string failure = writer_->commit(batch, results);
-        if (options_.writes.observer != nullptr) {
-            store::BatchReport report;
-            report.duration = std::chrono::steady_clock::now() - started;
-            report.failure = failure;
-            for (const Pending& write : batch) report.carry(write, started);
-            options_.writes.observer->on_batch(report);
-            for (const auto& [tenant, last] : writer_->appended()) {
-                options_.writes.observer->on_events(tenant, last);
-            }
-            if (auto handed = writer_->take_handed(); !handed.empty()) {
-                options_.writes.observer->on_deliveries(std::move(handed));
-            }
-        }
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            batch[i].done(failure.empty() ? std::move(results[i])
-                                          : WriteResult::unavailable_because(failure));
-        }
+        commit_and_answer(batch, results);
         batch.clear();
+    }
+}
+
+void SqlitePlantStore::commit_and_answer(std::vector<Pending>& batch,
+                                         std::vector<WriteResult>& results) {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string failure = writer_->commit(batch, results);
+    if (!failure.empty() && batch.size() > 1 && writer_->failed_on_data()) {
+        for (Pending& write : batch) {
+            std::vector<Pending> alone;
+            alone.push_back(std::move(write));
+            commit_and_answer(alone, results);
+        }
+        return;
+    }
+    if (options_.writes.observer != nullptr) {
+        store::BatchReport report;
+        report.duration = std::chrono::steady_clock::now() - started;
+        report.failure = failure;
+        for (const Pending& write : batch) report.carry(write, started);
+        options_.writes.observer->on_batch(report);
+        for (const auto& [tenant, last] : writer_->appended()) {
+            options_.writes.observer->on_events(tenant, last);
+        }
+        if (auto handed = writer_->take_handed(); !handed.empty()) {
+            options_.writes.observer->on_deliveries(std::move(handed));
+        }
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        batch[i].done(failure.empty() ? std::move(results[i])
+                                      : WriteResult::unavailable_because(failure));
     }
 }
 

@@ -80,6 +80,10 @@ class SqlitePlantStore final : public PlantStore {
 
     void enqueue(Pending pending);
     void run_writer();
+    /// Commits `batch` in one transaction, tells the observer, and answers each write. When it
+    /// failed on one write's data (a constraint, a value too large) each write runs again alone,
+    /// so that one tenant's write cannot fail another's. On the writer thread.
+    void commit_and_answer(std::vector<Pending>& batch, std::vector<WriteResult>& results);
     /// Runs `query` on a pooled reader and hands its result (or unavailable) to `done`.
     template <typename Result, typename Query>
     void run_read(const std::function<void(Result)>& done, Query query);
