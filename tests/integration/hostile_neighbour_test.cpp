@@ -439,5 +439,56 @@ TEST_F(HostileNeighbour, LargeAnswersNobodyReadsHoldATenantsShareOfTheirBudgetAn
     EXPECT_EQ(again->status, 200) << "the attacker's share was not given back";
 }
 
+// A stream's later piece counts in its tenant's share too: while the tenant holds more than its
+// share in an unread page, a large event for its stream ends the stream (its client resumes
+// from the last event it got) instead of being held; another tenant's stream gets its own.
+TEST_F(HostileNeighbour, AStreamsLargePieceBeyondItsTenantsShareEndsTheStream) {
+    start({"--answer-memory-mib", "16", "--max-text-length", "16384", "--max-body-bytes", "262144",
+           "--write-timeout-ms", "600000", "--idle-timeout-ms", "600000"});
+    std::string escaped;
+    for (int i = 0; i < 16384; ++i) escaped += "\\u0001";
+    const auto large = [&](int id) {
+        return R"({"id":)" + std::to_string(id) + R"(,"name":")" + escaped + R"("})";
+    };
+    for (int id = 1; id <= 30; ++id) {  // a page of 30 such plants with their tags: 5.9 MB
+        ASSERT_EQ(post_plant(port(), attacker,
+                             R"({"id":)" + std::to_string(id) + R"(,"name":")" + escaped +
+                                 R"(","tag":")" + escaped + R"("})")
+                      .status,
+                  200);
+    }
+    auto stream = open_stream(port(), attacker);
+    ASSERT_EQ(stream->status(), 200);
+    auto victims = open_stream(port(), token);
+    ASSERT_EQ(victims->status(), 200);
+    // While the attacker holds nothing, its stream gets a large event like any other.
+    ASSERT_EQ(post_plant(port(), attacker, large(101)).status, 200);
+    const auto served = stream->next_event(10s);
+    ASSERT_TRUE(served);
+    EXPECT_GT(served->data.size(), 16'384U);
+
+    HttpConnection stalled(port(), 60s);
+    ASSERT_TRUE(
+        stalled.send_raw("GET /plants?limit=30 HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                         "Bearer " +
+                         attacker + "\r\n\r\n"));
+    ASSERT_EQ(stalled.read_bytes(12), "HTTP/1.1 200");  // held from here on, unread
+
+    // A delete's answer is empty, its event carries the plant as it was (about 100 KB): that
+    // piece does not fit the attacker's share, and the stream ends.
+    HttpConnection remover(port(), 10s);
+    const auto removed =
+        remover.request("DELETE", "/plants/101", "", {"Authorization: Bearer " + attacker});
+    ASSERT_TRUE(removed);
+    ASSERT_EQ(removed->status, 204);
+    EXPECT_FALSE(stream->next_event(5s)) << "the attacker's large piece was written";
+    EXPECT_TRUE(stream->ended_cleanly(5s));
+    // The victim's share holds nothing: its stream gets its own large event.
+    ASSERT_EQ(post_plant(port(), token, large(1)).status, 200);
+    const auto victims_event = victims->next_event(10s);
+    ASSERT_TRUE(victims_event);
+    EXPECT_GT(victims_event->data.size(), 16'384U);
+}
+
 }  // namespace
 }  // namespace plantstore::testing_support
