@@ -550,7 +550,7 @@ class PgPlantStore::Engine {
                 // before anything else runs on the connection, or every later batch on it
                 // would fail too (a request whose data failed a batch took the writer down).
                 if (!outcome.lost && first_failure(outcome.results, sent)) {
-                    writer.connection->submit({{{}, "ROLLBACK", {}}}, [](SegmentOutcome) {});
+                    writer.connection->submit({{{}, "ROLLBACK", {}}}, [](const SegmentOutcome&) {});
                 }
                 release_keys(batch);
                 complete_batch(batch, creates, changes, std::move(outcome), started, now, sent,

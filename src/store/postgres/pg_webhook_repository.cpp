@@ -447,6 +447,7 @@ std::vector<std::pair<std::string, std::string>> PgWebhookRepository::subscripti
             "> $1::bigint",
             {number(max_pending)});
     std::vector<std::pair<std::string, std::string>> over;
+    over.reserve(static_cast<std::size_t>(PQntuples(rows.get())));
     for (int row = 0; row < PQntuples(rows.get()); ++row) {
         over.emplace_back(text_at(rows.get(), row, 0), text_at(rows.get(), row, 1));
     }
