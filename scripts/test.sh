@@ -5,8 +5,8 @@
 # integration tests fail on any sanitizer report from the server they start). In the dev build
 # it also runs the failover tests against a throwaway Patroni cluster (scripts/ha-cluster.sh) and
 # the soak for 2 minutes (PLANTSTORE_SOAK_SECONDS=N for another length): both mostly wait on
-# timers and a cluster, so they run in the background while the ASan build compiles and its
-# tests run (their log is printed when they end, before the fuzzers). The PostgreSQL suites run
+# timers and a cluster, so they run in the background while the ASan build compiles, its
+# tests and the fuzzers run (their log is printed when they end). The PostgreSQL suites run
 # against throwaway clusters (scripts/pg-cluster.sh). It runs each libFuzzer target for 20 s on
 # its checked-in corpus, two at a time, from the ASan build (scripts/fuzz.sh). It lints the
 # served OpenAPI document with a real linter (Redocly CLI, via npm), runs clang-tidy on the
@@ -160,8 +160,10 @@ step "asan: build" build asan
 # the layout, the alert rules, the API page, the generated client). When the ASan build had
 # little to compile (a warm cache), the ASan tests start beside the waiting steps.
 step "asan: test" ctest --preset asan
-step "waiting for the background steps" joined
+# The fuzzers need no timer and make no timing claim: they run while the waiting steps end (a
+# warm run waited 90 s for them after the ASan tests).
 step "fuzz: 20 s per target (asan build)" scripts/fuzz.sh 20
+step "waiting for the background steps" joined
 step "tsan: build" build tsan
 step "tsan: test" ctest --preset tsan
 step "package: lintian, install, purge" tests/package/package_test.sh --prebuilt build/dev/plantstore
