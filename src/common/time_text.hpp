@@ -16,6 +16,14 @@ inline std::int64_t unix_ms_now() {
         .count();
 }
 
+/// Now, in nanoseconds since the Unix epoch (the system clock): for spans, whose order within a
+/// millisecond matters.
+inline std::int64_t unix_ns_now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 /// RFC 3339 in UTC: 2026-11-24T01:02:03Z, or with milliseconds (.456 before the Z).
 inline std::string rfc3339(std::int64_t unix_ms, bool with_milliseconds) {
     const auto seconds = static_cast<std::time_t>(unix_ms / 1000 - (unix_ms % 1000 < 0));

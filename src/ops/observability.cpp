@@ -109,8 +109,8 @@ void Observability::on_attempt(const outbox::AttemptReport& attempt) {
     if (attempt.outcome != "delivered") {
         // Never the secret or the body: which delivery, and what the receiver (or the network)
         // did; once per subscription a minute, with the failures the minute before counted.
-        if (const auto unlogged =
-                failed_attempts_.admit(attempt.subscription_id, attempt.started_unix_ms)) {
+        if (const auto unlogged = failed_attempts_.admit(attempt.subscription_id,
+                                                         attempt.started_unix_ns / 1'000'000)) {
             log_event(LogLevel::warn, "webhook_attempt_failed",
                       {{"subscription", std::string(attempt.subscription_id)},
                        {"event_id", std::string(attempt.event_id)},

@@ -105,7 +105,7 @@ std::optional<common::Span> delivery_span(const outbox::AttemptReport& attempt) 
     }
     span.name = "POST";
     span.kind = common::Span::Kind::client;
-    span.start_unix_ns = attempt.started_unix_ms * 1'000'000;
+    span.start_unix_ns = attempt.started_unix_ns;
     span.end_unix_ns =
         span.start_unix_ns +
         std::chrono::duration_cast<std::chrono::nanoseconds>(attempt.duration).count();

@@ -28,9 +28,11 @@ struct AttemptReport {
     /// The span of the request whose change it announces (stored with the delivery); empty:
     /// none.
     std::string_view caused_by;
-    int attempt = 1;                   ///< 1 for the first attempt of the event
-    std::optional<int> status;         ///< the receiver's status, when it answered
-    std::int64_t started_unix_ms = 0;  ///< when the attempt began
+    int attempt = 1;            ///< 1 for the first attempt of the event
+    std::optional<int> status;  ///< the receiver's status, when it answered
+    /// When the attempt began, in nanoseconds (its span starts then: a delivery handed over at
+    /// commit often begins in the millisecond its request did, and after it).
+    std::int64_t started_unix_ns = 0;
     std::chrono::milliseconds duration{0};
 };
 

@@ -278,7 +278,8 @@ void Dispatcher::pump() {
 }
 
 std::optional<Dispatcher::Done> Dispatcher::send(store::ClaimedDelivery delivery) {
-    const std::int64_t at = common::unix_ms_now();
+    const std::int64_t started_ns = common::unix_ns_now();
+    const std::int64_t at = started_ns / 1'000'000;
     const std::string context = webhooks::secret_context(delivery.tenant, delivery.subscription_id);
     std::vector<std::string> keys;
     const auto add_key = [&](const std::string& sealed) {
@@ -311,10 +312,11 @@ std::optional<Dispatcher::Done> Dispatcher::send(store::ClaimedDelivery delivery
             return webhooks::is_public_address_text(address);
         };
     }
-    client_.send(std::move(request), [this, delivery = std::move(delivery), at,
+    client_.send(std::move(request), [this, delivery = std::move(delivery), at, started_ns,
                                       traceparent = std::move(signed_request.traceparent)](
                                          const outbound::Response& response) mutable {
         Done done = finish(std::move(delivery), at, std::move(traceparent), response);
+        done.started_unix_ns = started_ns;
         {
             std::lock_guard lock(mutex_);
             ended_locked(std::move(done), common::unix_ms_now());
@@ -447,7 +449,8 @@ void Dispatcher::record(std::vector<Done>& done, const std::vector<std::string>&
         attempt.caused_by = finished.delivery.traceparent;
         attempt.attempt = finished.delivery.attempts + 1;
         attempt.status = finished.record.status;
-        attempt.started_unix_ms = finished.record.at;
+        attempt.started_unix_ns = finished.started_unix_ns != 0 ? finished.started_unix_ns
+                                                                : finished.record.at * 1'000'000;
         attempt.duration = std::chrono::milliseconds(finished.record.duration_ms);
         observer_.on_attempt(attempt);
     }

@@ -120,7 +120,8 @@ class Dispatcher {
         store::AttemptRecord record;
         std::string outcome;
         std::string problem;
-        std::string traceparent;  // the attempt's span
+        std::string traceparent;           // the attempt's span
+        std::int64_t started_unix_ns = 0;  // when it was sent (0: never: record.at)
     };
 
     void run();

@@ -104,7 +104,7 @@ TEST(Spans, ADeliveryKeepsNeitherTheUrlsUserInformationNorItsQuery) {
     attempt.problem = "status 500: the receiver did not answer with a 2xx status";
     attempt.status = 500;
     attempt.attempt = 3;
-    attempt.started_unix_ms = 1'795'747'302'431;
+    attempt.started_unix_ns = 1'795'747'302'431'123'456;
     attempt.duration = std::chrono::milliseconds(12);
     const auto span = delivery_span(attempt);
     ASSERT_TRUE(span);
@@ -117,6 +117,9 @@ TEST(Spans, ADeliveryKeepsNeitherTheUrlsUserInformationNorItsQuery) {
     EXPECT_EQ(span->kind, common::Span::Kind::client);
     EXPECT_EQ(span->parent_span_id,
               (std::array<std::uint8_t, 8>{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}));
+    // Its start to the nanosecond: a delivery handed over at commit often begins within the
+    // millisecond its request did, and its span must not seem to start before the request's.
+    EXPECT_EQ(span->start_unix_ns, 1'795'747'302'431'123'456);
     EXPECT_EQ(span->end_unix_ns - span->start_unix_ns, 12'000'000);
     attempt.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-00";
     EXPECT_FALSE(delivery_span(attempt));  // not sampled
