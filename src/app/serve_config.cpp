@@ -557,6 +557,13 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
         number("--webhook-max-pending", webhooks.max_pending, 0L, 100'000'000L,
                "A subscription with more deliveries pending is disabled, with the reason, and "
                "its pending deliveries fail (checked every 5 s; 0: no limit)"),
+        number("--webhook-rest-after-failures", webhooks.rest_after_failures, std::size_t{0},
+               std::size_t{1'000'000},
+               "Attempts of a subscription that fail in a row before its receiver rests: "
+               "nothing is sent to it for --webhook-rest-ms, then one attempt at a time until "
+               "one is delivered, each failure doubling the pause up to 5 minutes (0: never)"),
+        number("--webhook-rest-ms", webhooks.rest_ms, 1L, 3'600'000L,
+               "The first pause of a receiver that rests (--webhook-rest-after-failures)"),
         // ---- Outbound calls (deliveries, span exports, JWKS fetches) ----
         number("--outbound-max-idle-connections", outbound.max_idle_connections, std::size_t{1},
                std::size_t{100'000},

@@ -200,6 +200,8 @@ WebhookPlan plan_webhooks(const WebhookConfig& config, const store::StoreConfig&
     delivery.retention = std::chrono::hours(config.retention_hours);
     delivery.disable_after = std::chrono::hours(config.disable_after_hours);
     delivery.max_pending = config.max_pending;
+    delivery.rest_after_failures = config.rest_after_failures;
+    delivery.rest = std::chrono::milliseconds(config.rest_ms);
     delivery.user_agent = user_agent;
     return plan;
 }

@@ -28,9 +28,11 @@ struct WebhookConfig {
     bool allow_http = false;
     bool allow_private_addresses = false;
     std::string ca_file;
-    long retention_hours = 168;      // 7 days
-    long disable_after_hours = 120;  // 5 days
-    long max_pending = 100'000;      // per subscription; 0: no limit
+    long retention_hours = 168;            // 7 days
+    long disable_after_hours = 120;        // 5 days
+    long max_pending = 100'000;            // per subscription; 0: no limit
+    std::size_t rest_after_failures = 10;  // 0: never
+    long rest_ms = 5'000;
 };
 
 /// The running webhook pieces; both null when webhooks are off. The service (which wakes the

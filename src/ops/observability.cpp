@@ -142,6 +142,23 @@ void Observability::on_subscription_disabled(std::string_view tenant, std::strin
                {"reason", std::string(reason)}});
 }
 
+void Observability::on_receiver_rest(std::string_view tenant, std::string_view subscription,
+                                     std::chrono::milliseconds pause, std::string_view problem) {
+    // At most one line per pause (5 s or more) and subscription.
+    if (pause.count() == 0) {
+        log_event(LogLevel::info, "webhook_receiver_recovered",
+                  {{"tenant", std::string(tenant)}, {"subscription", std::string(subscription)}});
+        return;
+    }
+    log_event(LogLevel::warn, "webhook_receiver_resting",
+              {{"tenant", std::string(tenant)},
+               {"subscription", std::string(subscription)},
+               {"pause_ms", std::to_string(pause.count())},
+               {"problem", std::string(problem)}});
+}
+
+void Observability::on_resting(std::size_t subscriptions) { webhooks_.on_resting(subscriptions); }
+
 std::string Observability::render_metrics() const {
     PrometheusText out;
     out.family("plantstore_build_info", "gauge", "Version of this build.");

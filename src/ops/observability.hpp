@@ -70,6 +70,9 @@ class Observability final : public transport::ExchangeObserver,
     void on_bookkeeping(std::string_view kind, std::size_t rows) override;
     void on_subscription_disabled(std::string_view tenant, std::string_view id,
                                   std::string_view reason) override;
+    void on_receiver_rest(std::string_view tenant, std::string_view subscription,
+                          std::chrono::milliseconds pause, std::string_view problem) override;
+    void on_resting(std::size_t subscriptions) override;
 
     /// The change feed handed out a page with `events_behind` of its tenant's events after it
     /// (FeedMetrics). Thread-safe.

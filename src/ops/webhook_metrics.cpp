@@ -63,6 +63,11 @@ void WebhookMetrics::render(PrometheusText& out) const {
     out.family("plantstore_webhook_subscriptions_disabled", "gauge",
                "Subscriptions disabled (410 Gone, failing too long, or by their tenant).");
     out.sample("plantstore_webhook_subscriptions_disabled", "", disabled_subscriptions_.load());
+    out.family("plantstore_webhook_subscriptions_resting", "gauge",
+               "Subscriptions whose receiver this instance rests: their attempts failed in a row "
+               "(--webhook-rest-after-failures), nothing is sent to them for a pause, then one "
+               "probe at a time until one is delivered.");
+    out.sample("plantstore_webhook_subscriptions_resting", "", resting_.load());
 }
 
 }  // namespace plantstore::ops

@@ -20,6 +20,8 @@ class WebhookMetrics {
     /// `outcome`: delivered, retry or failed.
     void on_attempt(std::string_view outcome, std::chrono::milliseconds duration);
     void on_outbox(const store::OutboxStats& stats);
+    /// Subscriptions whose receiver rests at this instance.
+    void on_resting(std::size_t subscriptions) { resting_.store(subscriptions); }
     /// `kind`: claim, record or housekeeping (outbox/delivery_observer.hpp).
     void on_bookkeeping(std::string_view kind);
     /// Thread-safe.
@@ -40,6 +42,7 @@ class WebhookMetrics {
     std::atomic<std::int64_t> pending_{0};
     std::atomic<std::int64_t> oldest_pending_created_at_{0};  // 0: none pending
     std::atomic<std::int64_t> disabled_subscriptions_{0};
+    std::atomic<std::size_t> resting_{0};
     std::atomic<bool> reported_{false};
 };
 

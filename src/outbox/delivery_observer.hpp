@@ -52,6 +52,14 @@ class DeliveryObserver {
     /// The dispatcher disabled a subscription, for `reason` (its pending deliveries failed).
     virtual void on_subscription_disabled(std::string_view tenant, std::string_view id,
                                           std::string_view reason) = 0;
+    /// A subscription's receiver began to rest for `pause` (its attempts failed in a row, the
+    /// last for `problem`; or a probe after a pause failed): nothing is sent to it meanwhile. A
+    /// `pause` of 0: it recovered (an attempt was delivered).
+    virtual void on_receiver_rest(std::string_view tenant, std::string_view subscription,
+                                  std::chrono::milliseconds pause, std::string_view problem) = 0;
+    /// How many subscriptions' receivers rest at this instance: after a change, and every few
+    /// seconds.
+    virtual void on_resting(std::size_t subscriptions) = 0;
 };
 
 }  // namespace plantstore::outbox

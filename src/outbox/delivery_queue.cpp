@@ -36,7 +36,8 @@ void DeliveryQueue::measure(Flow& flow, std::int64_t now, bool now_if_possible) 
     flow.completed = 0;
 }
 
-std::size_t DeliveryQueue::hold(const Flow& flow) const {
+std::size_t DeliveryQueue::hold(const Flow& flow, std::int64_t now) const {
+    if (flow.pause > 0) return now < flow.rests_until ? 0 : 1;
     if (flow.rate < 0) return kFirstHold;
     // What it completes in half the time a delivery may wait here before it must be sent.
     const double wait_s =
@@ -49,6 +50,13 @@ std::size_t DeliveryQueue::hold(const Flow& flow) const {
 }
 
 DeliveryQueue::Offered DeliveryQueue::offer(store::ClaimedDelivery delivery, std::int64_t now) {
+    // A resting receiver's subscription takes nothing during its pause and one probe after: the
+    // rest stays in the outbox, without a write to end its lease.
+    if (const auto found = flows_.find(delivery.subscription_id);
+        found != flows_.end() && found->second.pause > 0 &&
+        found->second.queue.size() + found->second.in_flight >= hold(found->second, now)) {
+        return Offered::deferred;
+    }
     if (queued_ + in_flight_ >= limits_.max_held ||
         delivery.lease_until - now < limits_.send_margin_ms) {
         return Offered::refused;
@@ -62,7 +70,7 @@ DeliveryQueue::Offered DeliveryQueue::offer(store::ClaimedDelivery delivery, std
     }
     flow.tenant = delivery.tenant;
     measure(flow, now);
-    if (flow.queue.size() + flow.in_flight >= hold(flow)) return Offered::refused;
+    if (flow.queue.size() + flow.in_flight >= hold(flow, now)) return Offered::refused;
     flow.last_active = now;
     Tenant& tenant = tenants_[delivery.tenant];
     tenant.ready.insert(at->first);
@@ -78,6 +86,8 @@ std::optional<store::ClaimedDelivery> DeliveryQueue::take(Tenant& tenant, const 
                                                           std::int64_t now) {
     Flow& flow = flows_.at(name);
     if (flow.in_flight >= limits_.per_subscription) return std::nullopt;
+    // A resting receiver gets nothing during its pause, then one probe at a time.
+    if (flow.pause > 0 && (now < flow.rests_until || flow.in_flight > 0)) return std::nullopt;
     // One whose lease would end before an attempt could be made and recorded is left to be
     // claimed again later.
     bool expired = false;
@@ -91,7 +101,7 @@ std::optional<store::ClaimedDelivery> DeliveryQueue::take(Tenant& tenant, const 
     // It held more than it could send: its pace says how much less it should hold.
     if (expired) measure(flow, now, true);
     if (flow.queue.empty()) {
-        drained(flow);
+        drained(flow, now);
         // (`name` may be the very element: found first, then erased by its position.)
         if (const auto at = tenant.ready.find(name); at != tenant.ready.end()) {
             tenant.ready.erase(at);
@@ -107,7 +117,7 @@ std::optional<store::ClaimedDelivery> DeliveryQueue::take(Tenant& tenant, const 
     flow.last_active = now;
     tenant.last = name;
     if (flow.queue.empty()) {
-        drained(flow);
+        drained(flow, now);
         tenant.ready.erase(tenant.last);
     }
     return delivery;
@@ -143,8 +153,10 @@ std::optional<store::ClaimedDelivery> DeliveryQueue::next(std::int64_t now) {
     return std::nullopt;
 }
 
-void DeliveryQueue::finished(const std::string& tenant_name, const std::string& subscription,
-                             std::int64_t now) {
+DeliveryQueue::Rest DeliveryQueue::finished(const std::string& tenant_name,
+                                            const std::string& subscription, std::int64_t now,
+                                            bool delivered) {
+    Rest rest;
     --in_flight_;
     if (const auto found = tenants_.find(tenant_name); found != tenants_.end()) {
         --found->second.in_flight;
@@ -155,9 +167,30 @@ void DeliveryQueue::finished(const std::string& tenant_name, const std::string& 
         --flow.in_flight;
         ++flow.completed;
         flow.last_active = now;
+        if (delivered) {
+            if (flow.pause > 0) {
+                // It recovered: what it deferred waits in the outbox, due.
+                rest.changed = true;
+                wants_claim_ = true;
+            }
+            flow.failures = 0;
+            flow.pause = 0;
+            flow.rests_until = 0;
+        } else if (limits_.rest_after_failures > 0 &&
+                   ++flow.failures >= limits_.rest_after_failures && now >= flow.rests_until) {
+            // It begins to rest, or its probe failed (an attempt that ends during the pause,
+            // sent before it, changes nothing): twice the last pause.
+            flow.pause =
+                flow.pause == 0
+                    ? limits_.rest_ms
+                    : std::min(2 * flow.pause, std::max(limits_.rest_longest_ms, limits_.rest_ms));
+            flow.rests_until = now + flow.pause;
+            rest = {true, flow.pause};
+        }
         measure(flow, now);
-        if (flow.queue.empty()) drained(flow);
+        if (flow.queue.empty()) drained(flow, now);
     }
+    return rest;
 }
 
 std::size_t DeliveryQueue::room(const std::string& subscription, std::int64_t now) {
@@ -166,7 +199,7 @@ std::size_t DeliveryQueue::room(const std::string& subscription, std::int64_t no
     Flow& flow = found->second;
     if (!flow.queue.empty() || flow.in_flight > 0) measure(flow, now);
     const std::size_t held = flow.queue.size() + flow.in_flight;
-    const std::size_t most = hold(flow);
+    const std::size_t most = hold(flow, now);
     return held < most ? most - held : 0;
 }
 
@@ -187,8 +220,8 @@ void DeliveryQueue::filled_by_claim(const std::string& subscription) {
     }
 }
 
-void DeliveryQueue::drained(Flow& flow) {
-    if (!flow.more_due || flow.queue.size() + flow.in_flight >= hold(flow)) return;
+void DeliveryQueue::drained(Flow& flow, std::int64_t now) {
+    if (!flow.more_due || flow.queue.size() + flow.in_flight >= hold(flow, now)) return;
     flow.more_due = false;
     wants_claim_ = true;
 }
@@ -204,10 +237,17 @@ void DeliveryQueue::clear_queued() {
 }
 
 void DeliveryQueue::forget_idle(std::int64_t now) {
+    // (A resting one is kept through its pause: forgotten, it would be sent to at once.)
     std::erase_if(flows_, [now](const auto& entry) {
         const Flow& flow = entry.second;
-        return flow.queue.empty() && flow.in_flight == 0 && now - flow.last_active > kForgetAfterMs;
+        return flow.queue.empty() && flow.in_flight == 0 &&
+               now - std::max(flow.last_active, flow.rests_until) > kForgetAfterMs;
     });
+}
+
+std::size_t DeliveryQueue::resting() const {
+    return static_cast<std::size_t>(std::count_if(
+        flows_.begin(), flows_.end(), [](const auto& entry) { return entry.second.pause > 0; }));
 }
 
 }  // namespace plantstore::outbox

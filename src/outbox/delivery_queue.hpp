@@ -28,6 +28,13 @@ struct QueueLimits {
     std::int64_t send_margin_ms = 20'000;
     /// How long a claim leases what it takes.
     std::int64_t lease_ms = 35'000;
+    /// Attempts of one subscription that fail in a row before its receiver rests (a circuit
+    /// breaker): nothing is sent to it for a pause, then one attempt at a time (a probe) until
+    /// one is delivered. 0: never.
+    std::size_t rest_after_failures = 10;
+    /// The first pause; each probe that fails doubles it, up to rest_longest_ms.
+    std::int64_t rest_ms = 5'000;
+    std::int64_t rest_longest_ms = 300'000;
 };
 
 /// The deliveries held to be sent, per tenant and subscription in the order they came, and those
@@ -42,6 +49,13 @@ struct QueueLimits {
 /// concurrency; before any pace is known, kFirstHold. So a fast receiver's subscription holds
 /// thousands and is claimed for rarely, and a slow one's holds what it can send before the leases
 /// end, never more.
+///
+/// A subscription whose attempts fail rest_after_failures times in a row rests (a circuit
+/// breaker, per subscription and instance): for a pause it holds nothing more and sends nothing
+/// (what is offered is deferred: its lease runs out and a claim brings it later); then it holds
+/// one delivery at a time, a probe, until one is delivered. A failed probe doubles the pause. So
+/// a receiver that fails everything costs an attempt per pause, not one per change: another
+/// tenant's deliveries and writes keep the workers and the store.
 class DeliveryQueue {
   public:
     /// What a subscription may hold before its receiver's pace is known.
@@ -54,14 +68,24 @@ class DeliveryQueue {
                    ///< lease is too short to send it: its claimer should end its lease
         queued,    ///< taken, behind others of its subscription or tenant
         sendable,  ///< taken, and next() would give it (or another) now
+        deferred,  ///< not taken: its subscription's receiver rests; its claimer keeps its
+                   ///< lease, which runs out, and a claim brings it when the receiver is tried
     };
     /// Takes `delivery` to send, unless it is refused.
     Offered offer(store::ClaimedDelivery delivery, std::int64_t now);
     /// The next delivery to send, counted in flight; nullopt when none has room. Drops
     /// deliveries whose lease no longer leaves the send margin.
     std::optional<store::ClaimedDelivery> next(std::int64_t now);
-    /// An attempt of a delivery next() gave has ended.
-    void finished(const std::string& tenant, const std::string& subscription, std::int64_t now);
+    /// What an ended attempt changed in its receiver's rest.
+    struct Rest {
+        bool changed = false;
+        /// The pause it began (it failed rest_after_failures times in a row, or a probe failed);
+        /// 0 with `changed`: it was resting and an attempt was delivered.
+        std::int64_t pause_ms = 0;
+    };
+    /// An attempt of a delivery next() gave has ended, `delivered` or not.
+    Rest finished(const std::string& tenant, const std::string& subscription, std::int64_t now,
+                  bool delivered);
 
     /// What a claim may bring now: the room of each subscription held here (its hold less what
     /// it holds), kFirstHold for any other, and what is left of max_held in all.
@@ -83,6 +107,8 @@ class DeliveryQueue {
     void forget_idle(std::int64_t now);
 
     std::size_t queued() const { return queued_; }
+    /// Subscriptions whose receiver rests (paused, or waiting for a probe to be delivered).
+    std::size_t resting() const;
     std::size_t in_flight() const { return in_flight_; }
     /// Deliveries dropped so far because their lease ran too short here.
     std::uint64_t expired() const { return expired_; }
@@ -99,6 +125,11 @@ class DeliveryQueue {
         double rate = -1;
         std::int64_t last_active = 0;
         bool more_due = false;  // its last claim filled its room
+        // Its receiver's rest: attempts failed in a row, and while it rests (pause > 0) the
+        // pause and when it ends (a probe may go then).
+        std::size_t failures = 0;
+        std::int64_t pause = 0;
+        std::int64_t rests_until = 0;
     };
     struct Tenant {
         std::set<std::string> ready;  // its subscriptions with something queued
@@ -106,7 +137,9 @@ class DeliveryQueue {
         std::size_t in_flight = 0;
     };
 
-    std::size_t hold(const Flow& flow) const;
+    /// What `flow` may hold at `now`: nothing while its receiver pauses, one (a probe) after,
+    /// or what its pace says.
+    std::size_t hold(const Flow& flow, std::int64_t now) const;
     /// Ends `flow`'s pace window when it has lasted long enough (a busy window with nothing
     /// completed counts as a pace of zero); `now_if_possible`: as soon as it can say anything.
     void measure(Flow& flow, std::int64_t now, bool now_if_possible = false) const;
@@ -114,7 +147,7 @@ class DeliveryQueue {
                                                std::int64_t now);
     /// `flow` has nothing queued: a claim is wanted if its last one filled its room and it has
     /// room again.
-    void drained(Flow& flow);
+    void drained(Flow& flow, std::int64_t now);
 
     QueueLimits limits_;
     std::map<std::string, Flow> flows_;      // by subscription id

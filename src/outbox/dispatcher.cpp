@@ -24,6 +24,8 @@ constexpr std::size_t kRecordBatch = 1000;
 constexpr std::int64_t kClaimGapMs = 200;
 // How often finished deliveries are pruned and the outbox's figures read.
 constexpr std::int64_t kHousekeepingMs = 5000;
+// The longest pause of a resting receiver (or --webhook-rest-ms, when longer).
+constexpr std::int64_t kLongestRestMs = 300'000;
 // Signing secrets kept opened (a subscription's current and previous one each): past it, all
 // are forgotten and opened again as they are needed.
 constexpr std::size_t kOpenedSecrets = 4096;
@@ -72,7 +74,8 @@ Dispatcher::Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
       // A delivery is sent only with time left on its lease for the attempt and for recording
       // it (5 s), so that no attempt is recorded after its lease ended (and sent again meanwhile).
       queue_({options_.workers, options_.per_tenant, options_.per_subscription, options_.max_held,
-              options_.timeout.count() + 5000, lease_ms(options_)}) {
+              options_.timeout.count() + 5000, lease_ms(options_), options_.rest_after_failures,
+              options_.rest.count(), std::max(kLongestRestMs, options_.rest.count())}) {
     if (options_.schedule.delays.empty()) throw std::invalid_argument("an empty retry schedule");
     // The outbox's figures from the start, so that its metrics are served as soon as the server
     // listens (the thread's first housekeeping comes after its first claim, which a loaded
@@ -121,6 +124,10 @@ bool Dispatcher::take(store::ClaimedDelivery delivery, std::int64_t now) {
         case DeliveryQueue::Offered::sendable:
             return true;
         case DeliveryQueue::Offered::queued:
+            return false;
+        case DeliveryQueue::Offered::deferred:
+            // Its receiver rests: its lease runs out, and a claim brings it when the receiver
+            // is tried again (ending the lease now would be a write per change it missed).
             return false;
         case DeliveryQueue::Offered::refused:
             break;
@@ -195,7 +202,9 @@ void Dispatcher::run() {
         if (now >= next_housekeeping) {
             next_housekeeping = now + kHousekeepingMs;
             queue_.forget_idle(now);
+            const std::size_t resting = queue_.resting();
             lock.unlock();
+            observer_.on_resting(resting);
             housekeep(now);
             lock.lock();
             continue;
@@ -350,7 +359,11 @@ std::optional<std::string> Dispatcher::opened(const std::string& sealed,
 }
 
 void Dispatcher::ended_locked(Done done, std::int64_t now) {
-    queue_.finished(done.delivery.tenant, done.delivery.subscription_id, now);
+    if (const DeliveryQueue::Rest rest = queue_.finished(
+            done.delivery.tenant, done.delivery.subscription_id, now, done.record.delivered);
+        rest.changed) {
+        done.rest_ms = rest.pause_ms;
+    }
     if (queue_.wants_claim()) claim_soon_ = true;
     // The first to record since the last record sets when the next one is due: the claimer
     // looks again at what it waits for.
@@ -370,7 +383,7 @@ Dispatcher::Done Dispatcher::unsent(store::ClaimedDelivery delivery, std::int64_
 Dispatcher::Done Dispatcher::finish(store::ClaimedDelivery delivery, std::int64_t at,
                                     std::string traceparent,
                                     const outbound::Response& response) const {
-    Done done{std::move(delivery), {}, {}, {}, std::move(traceparent)};
+    Done done{std::move(delivery), {}, {}, {}, std::move(traceparent), 0, {}};
     const store::ClaimedDelivery& attempted = done.delivery;
     store::AttemptRecord& record = done.record;
     record.at = at;
@@ -427,16 +440,20 @@ void Dispatcher::record(std::vector<Done>& done, const std::vector<std::string>&
                                    " delivery attempts failed: " + error.what());
     }
     std::int64_t soonest = 0;
+    bool rests_changed = false;
     for (const Done& finished : done) {
         if (const auto next = finished.record.next_attempt_at;
             next && (!soonest || *next < soonest)) {
             soonest = *next;
         }
+        rests_changed |= finished.rest_ms.has_value();
     }
-    if (soonest != 0) {
-        // The claimer looks then, not only at its next poll.
+    std::size_t resting = 0;
+    if (soonest != 0 || rests_changed) {
         std::lock_guard lock(mutex_);
-        if (next_due_ == 0 || soonest < next_due_) next_due_ = soonest;
+        // The claimer looks then, not only at its next poll.
+        if (soonest != 0 && (next_due_ == 0 || soonest < next_due_)) next_due_ = soonest;
+        resting = queue_.resting();
     }
     for (const Done& finished : done) {
         AttemptReport attempt;
@@ -453,7 +470,13 @@ void Dispatcher::record(std::vector<Done>& done, const std::vector<std::string>&
                                                                 : finished.record.at * 1'000'000;
         attempt.duration = std::chrono::milliseconds(finished.record.duration_ms);
         observer_.on_attempt(attempt);
+        if (finished.rest_ms) {
+            observer_.on_receiver_rest(finished.delivery.tenant, finished.delivery.subscription_id,
+                                       std::chrono::milliseconds(*finished.rest_ms),
+                                       finished.problem);
+        }
     }
+    if (rests_changed) observer_.on_resting(resting);
     done.clear();
 }
 

@@ -55,6 +55,12 @@ struct DeliveryOptions {
     std::chrono::milliseconds retention{std::chrono::hours(24 * 7)};
     /// A subscription whose every attempt failed for this long is disabled.
     std::chrono::milliseconds disable_after{std::chrono::hours(24 * 5)};
+    /// Attempts of a subscription that fail in a row before its receiver rests: nothing is
+    /// sent to it for `rest`, then one attempt at a time until one is delivered; each failed
+    /// probe doubles the pause, up to 5 minutes (or `rest`, when longer)
+    /// (--webhook-rest-after-failures; 0: never). See DeliveryQueue.
+    std::size_t rest_after_failures = 10;
+    std::chrono::milliseconds rest{5000};  ///< --webhook-rest-ms
     /// A subscription with more deliveries pending is disabled at the next housekeeping (every
     /// 5 s), its pending deliveries failed (--webhook-max-pending; 0: no limit).
     std::int64_t max_pending = 100'000;
@@ -122,6 +128,8 @@ class Dispatcher {
         std::string problem;
         std::string traceparent;           // the attempt's span
         std::int64_t started_unix_ns = 0;  // when it was sent (0: never: record.at)
+        // What it changed in its receiver's rest: the pause it began, or 0: it recovered.
+        std::optional<std::int64_t> rest_ms;
     };
 
     void run();

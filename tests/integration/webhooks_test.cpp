@@ -721,6 +721,49 @@ TEST_F(Webhooks, ASubscriptionWithTooManyDeliveriesPendingIsDisabledWithTheReaso
     EXPECT_TRUE(subscription(other).at("enabled").as_bool());
 }
 
+// A receiver that fails every attempt rests after --webhook-rest-after-failures in a row: the
+// changes made meanwhile are not each sent to it (an attempt that fails, recorded, retried),
+// only one probe per pause; the rest is logged and shown in /metrics. Once the receiver works
+// again, the next probe is delivered and every change arrives, none lost.
+TEST_F(Webhooks, AReceiverThatFailsEveryAttemptRestsAndGetsEveryChangeWhenItRecovers) {
+    start(webhook_options({"--webhook-rest-after-failures", "3", "--webhook-rest-ms", "1000",
+                           "--webhook-timeout-ms", "1000", "--webhook-retry-schedule",
+                           "0s,500ms,500ms,500ms,500ms,500ms,500ms,500ms"}));
+    HttpsTestServer receiver;
+    receiver.respond(500, "");
+    const std::string id = text(subscribe(receiver.url()).at("id"));
+    constexpr int kPlants = 40;
+    for (int plant = 1; plant <= kPlants; ++plant) {
+        ASSERT_EQ(post(R"({"id":)" + std::to_string(plant) + R"(,"name":"Ivy"})").status, 200);
+    }
+    ASSERT_TRUE(eventually([&] {
+        return server->log().find(R"("event":"webhook_receiver_resting")") != std::string::npos;
+    }));
+    EXPECT_NE(call("GET", "/metrics").body.find("plantstore_webhook_subscriptions_resting 1"),
+              std::string::npos);
+    std::this_thread::sleep_for(1500ms);  // past the first pause: one probe
+    // Three failed in a row, at most three more were in flight (--webhook-concurrency 4), and a
+    // probe or two: not one attempt per plant.
+    EXPECT_LE(receiver.requests(), 10) << "of " << kPlants << " plants";
+
+    receiver.respond(200, "");
+    // The next probe is delivered; what was deferred comes when its lease (7 s) runs out.
+    ASSERT_TRUE(eventually(
+        [&] { return subscription(id).at("deliveries").at("delivered").as_int64() == kPlants; },
+        40s))
+        << boost::json::serialize(subscription(id));
+    std::set<std::string> events;
+    for (const auto& raw : receiver.all_requests()) {
+        events.insert(parse_request(raw).headers.at("webhook-id"));
+    }
+    EXPECT_EQ(events.size(), std::size_t{kPlants});
+    EXPECT_NE(server->log().find(R"("event":"webhook_receiver_recovered")"), std::string::npos);
+    ASSERT_TRUE(eventually([&] {
+        return call("GET", "/metrics").body.find("plantstore_webhook_subscriptions_resting 0") !=
+               std::string::npos;
+    }));
+}
+
 TEST_F(Webhooks, RedirectsAreNotFollowedAndTheTimeOutCutsSlowReceivers) {
     start(webhook_options({"--webhook-retry-schedule", "0s", "--webhook-timeout-ms", "500"}));
     HttpsTestServer elsewhere;
@@ -1167,9 +1210,11 @@ TEST_F(Webhooks, AnEndlessAnswerFailsTheAttemptWithinABound) {
 }
 
 // Every delivery to a receiver that fails them all: one log line for the subscription (and one
-// a minute after), however many attempts failed, never one per attempt.
+// a minute after), however many attempts failed, never one per attempt. (Its receiver never
+// rests here, so that every delivery is attempted.)
 TEST_F(Webhooks, AFailingReceiverIsLoggedOncePerSubscriptionPerMinute) {
-    start(webhook_options({"--webhook-retry-schedule", "0s"}));
+    start(
+        webhook_options({"--webhook-retry-schedule", "0s", "--webhook-rest-after-failures", "0"}));
     HttpsTestServer receiver;
     receiver.keep_alive();
     receiver.respond(500, "");

@@ -6,7 +6,11 @@
 // subscription, held in all) always hold; no tenant (or subscription of a tenant) with
 // something to send and room for it is passed over more often than there are others to serve
 // first; and, at the end, everything accepted whose lease has time left is sent: none lost,
-// none starved. Then the holds: a subscription's claims follow its receiver's pace.
+// none starved. Attempts fail now and then, and a subscription whose attempts fail twice in a
+// row rests (a plain model of its pause): nothing is picked from it or taken for it during the
+// pause, one at a time after it, and a delivered attempt ends the rest; what it held is still
+// sent once it recovers. Then the holds: a subscription's claims follow its receiver's pace; and
+// the rests, by example.
 #include "outbox/delivery_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +18,7 @@
 #include <rapidcheck/gtest.h>
 #include <rapidcheck/state.h>
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <map>
@@ -27,9 +32,15 @@ namespace {
 
 constexpr int kTenants = 4;
 constexpr int kSubscriptions = 3;  // per tenant
-constexpr QueueLimits kLimits{/*workers=*/3,          /*per_tenant=*/2,
-                              /*per_subscription=*/1, /*max_held=*/12,
-                              /*send_margin_ms=*/100, /*lease_ms=*/400};
+constexpr QueueLimits kLimits{/*workers=*/3,
+                              /*per_tenant=*/2,
+                              /*per_subscription=*/2,
+                              /*max_held=*/12,
+                              /*send_margin_ms=*/100,
+                              /*lease_ms=*/400,
+                              /*rest_after_failures=*/2,
+                              /*rest_ms=*/30,
+                              /*rest_longest_ms=*/120};
 
 std::string tenant_name(int tenant) { return "t" + std::to_string(tenant); }
 std::string subscription_name(int tenant, int subscription) {
@@ -47,7 +58,16 @@ class Harness {
         delivery.tenant = tenant_name(tenant);
         delivery.subscription_id = subscription_name(tenant, subscription);
         delivery.lease_until = now_ + lease_left;
-        const bool accepted = queue_.offer(delivery, now_) != DeliveryQueue::Offered::refused;
+        const auto offered = queue_.offer(delivery, now_);
+        const bool deferred = offered == DeliveryQueue::Offered::deferred;
+        const bool accepted = offered != DeliveryQueue::Offered::refused && !deferred;
+        if (deferred && !rests(delivery.subscription_id)) {
+            fail("deferred one of " + delivery.subscription_id + ", whose receiver does not rest");
+        }
+        if (!deferred && paused(delivery.subscription_id)) {
+            // (Refused, its lease would be ended by a write: one per change the receiver misses.)
+            fail("did not defer one of " + delivery.subscription_id + " during its pause");
+        }
         if (accepted && held() > kLimits.max_held) fail("took one past max_held");
         if (accepted && lease_left < kLimits.send_margin_ms) fail("took one without time left");
         if (!accepted) return;
@@ -68,6 +88,10 @@ class Harness {
         }
         const std::string& tenant = delivery->tenant;
         const std::string& subscription = delivery->subscription_id;
+        if (paused(subscription)) fail("picked one of " + subscription + " during its pause");
+        if (rests(subscription) && sending(subscription) > 0) {
+            fail("picked a second probe of " + subscription + " while one is in flight");
+        }
         if (given_.contains(delivery->event_id)) fail(delivery->event_id + " given twice");
         given_.insert(delivery->event_id);
         if (delivery->lease_until - now_ < kLimits.send_margin_ms) {
@@ -121,26 +145,59 @@ class Harness {
         check_counts();
     }
 
-    void finish(std::size_t which) {
+    void finish(std::size_t which, bool delivered) {
         if (in_flight_.empty()) return;
         const auto [tenant, subscription] = in_flight_[which % in_flight_.size()];
         in_flight_.erase(in_flight_.begin() +
                          static_cast<std::ptrdiff_t>(which % in_flight_.size()));
-        queue_.finished(tenant, subscription, now_);
+        const DeliveryQueue::Rest rest = queue_.finished(tenant, subscription, now_, delivered);
+        // The model: twice in a row begins a pause (30 ms), a failure after the pause doubles it
+        // (at most 120 ms), a delivery ends the rest.
+        Rest& model = rests_[subscription];
+        DeliveryQueue::Rest expected;
+        if (delivered) {
+            expected.changed = model.pause > 0;
+            model = {};
+        } else if (++model.failures >= kLimits.rest_after_failures && now_ >= model.until) {
+            model.pause = model.pause == 0 ? kLimits.rest_ms
+                                           : std::min(2 * model.pause, kLimits.rest_longest_ms);
+            model.until = now_ + model.pause;
+            expected = {true, model.pause};
+        }
+        if (rest.changed != expected.changed || rest.pause_ms != expected.pause_ms) {
+            fail(subscription + "'s rest: " + std::to_string(rest.pause_ms) + " ms (" +
+                 (rest.changed ? "changed" : "unchanged") + "), the model's " +
+                 std::to_string(expected.pause_ms) + " ms (" +
+                 (expected.changed ? "changed" : "unchanged") + ")");
+        }
+        std::size_t resting = 0;
+        for (const auto& entry : rests_) resting += entry.second.pause > 0 ? 1 : 0;
+        if (queue_.resting() != resting) fail("resting miscounted");
         check_counts();
     }
 
     void advance(std::int64_t ms) { now_ += ms; }
 
-    // Everything still held is sent (each attempt ending at once), until nothing is left: what
-    // had time left on its lease must have gone.
+    // Everything still held is sent (each attempt delivered at once; a resting receiver's
+    // after its pause), until nothing is left: what had time left on its lease must have gone.
     void drain() {
-        while (!in_flight_.empty()) finish(0);
+        while (!in_flight_.empty()) finish(0, true);
         for (int guard = 0; guard < 10'000; ++guard) {
             const std::size_t before = given_.size();
             pick();
-            if (given_.size() == before) break;
-            finish(0);
+            if (given_.size() == before) {
+                std::int64_t pause_ends = 0;
+                for (const auto& [subscription, model] : rests_) {
+                    if (model.pause > 0 && model.until > now_ && !queued_[subscription].empty() &&
+                        (pause_ends == 0 || model.until < pause_ends)) {
+                        pause_ends = model.until;
+                    }
+                }
+                if (pause_ends == 0) break;
+                now_ = pause_ends;
+                continue;
+            }
+            finish(0, true);
         }
         for (const auto& [subscription, queue] : queued_) {
             for (const auto& delivery : queue) {
@@ -160,14 +217,31 @@ class Harness {
     const std::optional<std::string>& violation() const { return violation_; }
 
   private:
+    struct Rest {  // the model of a subscription's rest
+        std::size_t failures = 0;
+        std::int64_t pause = 0;
+        std::int64_t until = 0;
+    };
+    bool rests(const std::string& subscription) const {
+        const auto found = rests_.find(subscription);
+        return found != rests_.end() && found->second.pause > 0;
+    }
+    bool paused(const std::string& subscription) const {
+        return rests(subscription) && now_ < rests_.at(subscription).until;
+    }
+    std::size_t sending(const std::string& subscription) const {
+        return static_cast<std::size_t>(
+            std::count_if(in_flight_.begin(), in_flight_.end(),
+                          [&](const auto& attempt) { return attempt.second == subscription; }));
+    }
     struct Eligible {
         std::set<std::string> tenants;
         std::set<std::string> subscriptions;
         bool empty() const { return tenants.empty(); }
         const std::string* begin() const { return &*tenants.begin(); }
     };
-    // Who could send now: a subscription with a live delivery queued and room in flight, of a
-    // tenant with room in flight.
+    // Who could send now: a subscription with a live delivery queued and room in flight (none
+    // during its receiver's pause, one after it), of a tenant with room in flight.
     Eligible eligible() const {
         std::map<std::string, std::size_t> per_tenant, per_subscription;
         for (const auto& [t, s] : in_flight_) {
@@ -182,8 +256,9 @@ class Harness {
             });
             const auto sending = per_subscription.find(subscription);
             const auto tenant_sending = per_tenant.find(tenant);
-            if (live &&
-                (sending == per_subscription.end() || sending->second < kLimits.per_subscription) &&
+            const std::size_t most =
+                rests(subscription) ? (paused(subscription) ? 0 : 1) : kLimits.per_subscription;
+            if (live && (sending == per_subscription.end() || sending->second < most) && most > 0 &&
                 (tenant_sending == per_tenant.end() ||
                  tenant_sending->second < kLimits.per_tenant)) {
                 who.tenants.insert(tenant);
@@ -210,6 +285,7 @@ class Harness {
     std::vector<std::pair<std::string, std::string>> in_flight_;
     std::set<std::string> given_;
     std::map<std::string, int> tenant_skips_, subscription_skips_;
+    std::map<std::string, Rest> rests_;
     std::optional<std::string> violation_;
 };
 
@@ -244,11 +320,14 @@ struct Pick final : Command {
 
 struct Finish final : Command {
     std::size_t which = *rc::gen::inRange<std::size_t>(0, 8);
+    bool delivered = *rc::gen::arbitrary<bool>();
     void run(const Model&, Harness& harness) const override {
-        harness.finish(which);
+        harness.finish(which, delivered);
         require_no_violation(harness);
     }
-    void show(std::ostream& out) const override { out << "finish(" << which << ")"; }
+    void show(std::ostream& out) const override {
+        out << "finish(" << which << (delivered ? ", delivered)" : ", failed)");
+    }
 };
 
 struct Advance final : Command {
@@ -266,7 +345,9 @@ RC_GTEST_PROP(DeliveryQueue, PicksAreFairWithinTheLimitsAndNothingIsLostOrGivenT
     require_no_violation(harness);
 }
 
-bool taken(DeliveryQueue::Offered offered) { return offered != DeliveryQueue::Offered::refused; }
+bool taken(DeliveryQueue::Offered offered) {
+    return offered == DeliveryQueue::Offered::queued || offered == DeliveryQueue::Offered::sendable;
+}
 
 store::ClaimedDelivery delivery(const std::string& subscription, std::int64_t lease_until) {
     store::ClaimedDelivery made;
@@ -296,7 +377,7 @@ TEST(DeliveryQueue, ASubscriptionHoldsWhatItsReceiverSendsInHalfTheWait) {
     for (int i = 0; i < 800; ++i) {
         ASSERT_TRUE(queue.next(now));
         now += 2 + i % 2;
-        queue.finished("acme", "fast", now);
+        queue.finished("acme", "fast", now, true);
     }
     EXPECT_NEAR(static_cast<double>(queue.room("fast", now)), 400.0 * 7.5, 300.0);
     // One that answers each request in 5 s holds twice its concurrency: 4 in flight, 4 waiting.
@@ -304,7 +385,7 @@ TEST(DeliveryQueue, ASubscriptionHoldsWhatItsReceiverSendsInHalfTheWait) {
         ASSERT_TRUE(taken(queue.offer(delivery("slow", now + 35'000), now)));
     for (int sent = 0; sent < 4; ++sent) ASSERT_TRUE(queue.next(now));
     now += 5000;
-    for (int sent = 0; sent < 4; ++sent) queue.finished("acme", "slow", now);
+    for (int sent = 0; sent < 4; ++sent) queue.finished("acme", "slow", now, true);
     EXPECT_EQ(queue.room("slow", now), 4U);  // 8, less the 4 waiting
     for (int i = 0; i < 4; ++i)
         EXPECT_TRUE(taken(queue.offer(delivery("slow", now + 35'000), now)));
@@ -328,13 +409,97 @@ TEST(DeliveryQueue, ADeliveryLeftWithoutTimeIsDroppedAndShrinksTheHold) {
     for (int sent = 0; sent < 3; ++sent) {
         ASSERT_TRUE(queue.next(now));
         now += 150;
-        queue.finished("acme", "slow", now);
+        queue.finished("acme", "slow", now, true);
     }
     now += 100;  // past the time left: the rest is dropped when its turn comes
     EXPECT_FALSE(queue.next(now));
     EXPECT_EQ(queue.expired(), 57U);
     EXPECT_EQ(queue.queued(), 0U);
     EXPECT_EQ(queue.room("slow", now), 2U);  // twice its concurrency, not kFirstHold
+}
+
+// A receiver whose attempts fail rest_after_failures times in a row rests: during its pause its
+// subscription sends nothing and takes nothing (what is offered is deferred, a claim brings
+// none); after it, one probe at a time; each failed probe doubles the pause up to the longest;
+// a delivered probe ends the rest and asks for a claim of what waited. Another subscription's
+// deliveries go meanwhile.
+TEST(DeliveryQueue, AReceiverThatFailsInARowRestsAndIsProbedOneAttemptAtATime) {
+    QueueLimits limits;
+    limits.per_subscription = 4;
+    limits.send_margin_ms = 1'000;
+    limits.lease_ms = 60'000;
+    limits.rest_after_failures = 3;
+    limits.rest_ms = 1'000;
+    limits.rest_longest_ms = 4'000;
+    DeliveryQueue queue(limits);
+    std::int64_t now = 1'000'000;
+    const auto lease = [&] { return now + limits.lease_ms; };
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(taken(queue.offer(delivery("down", lease()), now)));
+    for (int sent = 0; sent < 4; ++sent) ASSERT_TRUE(queue.next(now));
+    EXPECT_FALSE(queue.finished("acme", "down", now, false).changed);
+    EXPECT_FALSE(queue.finished("acme", "down", now, false).changed);
+    const DeliveryQueue::Rest rest = queue.finished("acme", "down", now, false);
+    EXPECT_TRUE(rest.changed);
+    EXPECT_EQ(rest.pause_ms, 1'000);
+    EXPECT_EQ(queue.resting(), 1U);
+    // The fourth attempt, sent before the pause, fails during it: nothing changes.
+    EXPECT_FALSE(queue.finished("acme", "down", now + 10, false).changed);
+
+    now += 500;  // paused
+    EXPECT_FALSE(queue.next(now));
+    EXPECT_EQ(queue.offer(delivery("down", lease()), now), DeliveryQueue::Offered::deferred);
+    EXPECT_EQ(queue.room("down", now), 0U);
+    store::ClaimedDelivery other = delivery("up", lease());
+    other.tenant = "globex";
+    ASSERT_TRUE(taken(queue.offer(other, now)));
+    const auto sent = queue.next(now);
+    ASSERT_TRUE(sent);
+    EXPECT_EQ(sent->subscription_id, "up");
+    queue.finished("globex", "up", now, true);
+
+    std::int64_t pause = 1'000;
+    for (const std::int64_t longer : {2'000, 4'000, 4'000}) {
+        now += pause;  // one probe, and no second while it is in flight
+        ASSERT_TRUE(queue.next(now));
+        EXPECT_FALSE(queue.next(now));
+        const DeliveryQueue::Rest again = queue.finished("acme", "down", now, false);
+        EXPECT_TRUE(again.changed);
+        EXPECT_EQ(again.pause_ms, longer);
+        pause = longer;
+    }
+    now += pause;
+    ASSERT_TRUE(queue.next(now));
+    EXPECT_FALSE(queue.wants_claim());
+    const DeliveryQueue::Rest recovered = queue.finished("acme", "down", now, true);
+    EXPECT_TRUE(recovered.changed);
+    EXPECT_EQ(recovered.pause_ms, 0);
+    EXPECT_EQ(queue.resting(), 0U);
+    EXPECT_TRUE(queue.wants_claim());
+    // Back to its concurrency: the 2 left and 2 more offered now go at once.
+    ASSERT_TRUE(taken(queue.offer(delivery("down", lease()), now)));
+    ASSERT_TRUE(taken(queue.offer(delivery("down", lease()), now)));
+    for (int sent_now = 0; sent_now < 4; ++sent_now) EXPECT_TRUE(queue.next(now)) << sent_now;
+    EXPECT_FALSE(queue.next(now));
+}
+
+// A resting receiver's subscription is not forgotten during its pause (forgotten, it would be
+// sent to at once), and is a minute after it with nothing held.
+TEST(DeliveryQueue, ARestingSubscriptionIsKeptThroughItsPause) {
+    QueueLimits limits;
+    limits.rest_after_failures = 1;
+    limits.rest_ms = 120'000;
+    DeliveryQueue queue(limits);
+    std::int64_t now = 1'000'000;
+    ASSERT_TRUE(taken(queue.offer(delivery("down", now + limits.lease_ms), now)));
+    ASSERT_TRUE(queue.next(now));
+    ASSERT_TRUE(queue.finished("acme", "down", now, false).changed);
+    now += 100'000;
+    queue.forget_idle(now);
+    EXPECT_EQ(queue.resting(), 1U);
+    EXPECT_EQ(queue.room("down", now), 0U);
+    now += 20'000 + 60'001;
+    queue.forget_idle(now);
+    EXPECT_EQ(queue.resting(), 0U);
 }
 
 }  // namespace

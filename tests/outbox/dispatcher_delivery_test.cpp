@@ -39,6 +39,9 @@ class CountingObserver final : public DeliveryObserver {
     void on_outbox(const store::OutboxStats&) override {}
     void on_bookkeeping(std::string_view, std::size_t) override {}
     void on_subscription_disabled(std::string_view, std::string_view, std::string_view) override {}
+    void on_receiver_rest(std::string_view, std::string_view, std::chrono::milliseconds,
+                          std::string_view) override {}
+    void on_resting(std::size_t) override {}
     void on_outbox_failed(std::string_view what) override {
         std::lock_guard lock(mutex_);
         failures_.emplace_back(what);
@@ -116,6 +119,7 @@ TEST(Dispatcher, ThousandsOfDeliveriesThatCannotBeSentInARowAreEachRecorded) {
     {
         DeliveryOptions made = options();
         made.max_held = 100'000;
+        made.rest_after_failures = 0;  // every one attempted: none rests its receiver
         Dispatcher dispatcher(made, webhooks::SecretKey::generate(), std::move(repository),
                               observer, client, "me");
         ASSERT_TRUE(eventually(
