@@ -347,6 +347,11 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
                "a quarter of it, or one answer of any size while it holds none; a large answer "
                "past it gets 503 with Retry-After (a stream's later piece ends the stream). 0: "
                "no limit"),
+        number("--requests-per-tenant", listener.requests_per_tenant, std::size_t{0}, kMillion,
+               "Requests of one tenant each I/O thread works on at once (from its turn until "
+               "its answer is written) while another tenant has requests on that thread too, "
+               "unless another has as many; its next ones wait, read, for one to end. Streams "
+               "and long polls do not count once held. 0: no limit"),
         number("--store-timeout-ms", listener.store_timeout_ms, 1L, kHourMs,
                "Time a request may wait for the store; longer gets 503 with Retry-After"),
         number("--shutdown-delay-ms", listener.shutdown_delay_ms, 0L, kMaxShutdownDelayMs,
@@ -636,6 +641,7 @@ transport::ServerOptions server_options(const ListenerSettings& listener, const 
     limits.idle_timeout = milliseconds(listener.idle_timeout_ms);
     limits.write_timeout = milliseconds(listener.write_timeout_ms);
     limits.max_answer_bytes = listener.answer_memory_mib << 20;
+    limits.requests_per_tenant = listener.requests_per_tenant;
     // The transport's name for it: what a handler waits on is the store.
     limits.handler_timeout = milliseconds(listener.store_timeout_ms);
     limits.drain_idle = milliseconds(listener.drain_idle_ms);

@@ -73,6 +73,8 @@ struct ListenerSettings {
     long store_timeout_ms = 10'000;
     /// The memory large answers being written may hold, MiB (ServerLimits::max_answer_bytes).
     std::size_t answer_memory_mib = 256;
+    /// ServerLimits::requests_per_tenant (per I/O thread; 0: no bound).
+    std::size_t requests_per_tenant = 8;
     /// On SIGTERM, how long /readyz answers 503 while serving goes on, before the listeners
     /// close: the shipped HAProxy settings (inter 1s, fall 2) take an instance out within 2 s.
     long shutdown_delay_ms = 3'000;

@@ -188,6 +188,7 @@ class Connection final : public ConnectionBase,
                 observer_.on_failure(ids(request), "connection", error.what());
                 open = false;
             }
+            leave_turn();
             fresh_ = false;
         }
         phase_ = Phase::closed;
@@ -322,10 +323,15 @@ class Connection final : public ConnectionBase,
             co_return co_await answer_read_failure(request, ec, chunk_extensions.exceeded);
         }
 
-        if (!decision.share.empty() && worker_.turns.must_wait(decision.share)) {
-            // Its caller's turn on this thread (FairTurns): a caller with many connections
-            // waits here while one with few goes first.
-            co_await worker_.turns.async_wait(std::move(decision.share), net::use_awaitable);
+        if (!decision.share.empty()) {
+            if (worker_.turns.must_wait(decision.share)) {
+                // Its caller's turn on this thread (FairTurns): a caller with many connections
+                // waits here while one with few goes first.
+                co_await worker_.turns.async_wait(decision.share, net::use_awaitable);
+            } else {
+                worker_.turns.run_now(decision.share);
+            }
+            running_share_ = std::move(decision.share);  // running until leave_turn()
         }
         plantstore::http::Response response =
             co_await run_handler(request, *decision.next, parser.get().body());
@@ -390,6 +396,8 @@ class Connection final : public ConnectionBase,
             observer_.on_failure(ids(request), "handler", error.what());
             co_return refuse(request, 500, "internal error");
         }
+        // A request held open on purpose (a long poll) runs in nobody's share while it waits.
+        if (next.patience() > std::chrono::milliseconds::zero()) leave_turn();
         const auto timeout = limits_.handler_timeout + next.patience();
         if (!co_await wait_ready(timeout)) {
             co_return refuse(request, 503,
@@ -455,6 +463,14 @@ class Connection final : public ConnectionBase,
         } else {
             net::post(socket_.get_executor(), std::move(waiter_));
         }
+    }
+
+    // The request is no longer running in its caller's share of the thread (FairTurns::leave):
+    // its answer was written, or it is held open on purpose.
+    void leave_turn() {
+        if (running_share_.empty()) return;
+        worker_.turns.leave(running_share_);
+        running_share_.clear();
     }
 
     // Gives up the wait for the handler, if there is one: the call is abandoned (wait_ready).
@@ -720,6 +736,7 @@ class Connection final : public ConnectionBase,
         if (request.request_id.empty()) request.request_id = worker_.request_ids.next();
         if (request.started == Clock::time_point{}) request.started = Clock::now();
         if (response.stream && !request.head_request) {
+            leave_turn();  // a stream is held open on purpose: it runs in nobody's share
             co_return co_await send_stream(request, std::move(response), version);
         }
         response.stream.reset();  // HEAD: the head alone, as for any response
@@ -875,6 +892,9 @@ class Connection final : public ConnectionBase,
     std::string client_key_;  // counted under, per client (count_as); "": not counted
     const Clock::time_point accepted_ = Clock::now();
     bool fresh_ = true;  // no request served yet
+    // The caller (a tenant) whose share of the thread the current request runs in, from its
+    // turn until leave_turn(); empty when none.
+    std::string running_share_;
     // The deadline the worker's sweep checks (check_deadline) and what it depends on.
     Phase phase_ = Phase::reading;
     Clock::time_point deadline_{};

@@ -119,7 +119,8 @@ class HttpServer::Impl {
           observer_(observer),
           proxies_(options_.trusted_proxies) {
         for (unsigned i = 0; i < std::max(1U, options_.threads); ++i)
-            workers_.push_back(std::make_unique<Worker>(i, options_.trace_sample_ratio));
+            workers_.push_back(std::make_unique<Worker>(i, options_.trace_sample_ratio,
+                                                        options_.limits.requests_per_tenant));
         if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
             tls_ = load_tls_context(options_);
         }

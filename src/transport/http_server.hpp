@@ -44,6 +44,11 @@ struct ServerLimits {
     /// quarter of it, or one answer of any size while it holds none. A large answer past it is
     /// answered 503 with Retry-After instead (a stream's later piece ends the stream). 0: none.
     std::size_t max_answer_bytes = std::size_t{256} << 20;
+    /// Requests of one caller (a tenant) each I/O thread runs at once, from its turn until its
+    /// answer is written, while another caller has requests on that thread too, unless another
+    /// runs as many; its next ones wait, read, in its line (FairTurns). Streams and long polls
+    /// are not counted once held. 0: no bound.
+    std::size_t requests_per_tenant = 8;
     /// How long a request whose body was read may wait for its handler (the store) before it
     /// is answered 503 with Retry-After; the handler's late answer is then dropped.
     std::chrono::milliseconds handler_timeout{10'000};

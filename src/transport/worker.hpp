@@ -39,8 +39,12 @@ class ConnectionBase {
 // thread has stopped, destroys a connection: other threads reach one through the gate (closed
 // before the loop is destroyed) and weak references alone.
 struct Worker {
-    explicit Worker(unsigned worker_index, double sample_ratio = 0.0)
-        : index(worker_index), trace_sample_ratio(sample_ratio), request_ids(worker_index) {}
+    explicit Worker(unsigned worker_index, double sample_ratio = 0.0,
+                    std::size_t running_per_caller = 0)
+        : index(worker_index),
+          trace_sample_ratio(sample_ratio),
+          turns(context, running_per_caller),
+          request_ids(worker_index) {}
     ~Worker() {
         gate->close();
         // The event loop has stopped. A connection waiting for its handler is held by its own
@@ -63,7 +67,7 @@ struct Worker {
     boost::asio::io_context context;
     const std::shared_ptr<common::LoopGate> gate = std::make_shared<common::LoopGate>(context);
     std::unordered_set<ConnectionBase*> connections;
-    FairTurns turns{context};  // the order its connections' handlers run in (one per caller)
+    FairTurns turns;  // the order its connections' handlers run in (one per caller)
     RequestIds request_ids;
     DateText date;
 };

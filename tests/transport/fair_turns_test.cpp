@@ -1,7 +1,8 @@
 // One I/O thread's turns between callers (transport/fair_turns.hpp), on a real io_context with
 // real coroutines: a caller with few requests is not served after every request of a caller with
 // many that came first, every request gets exactly one turn, and requests still waiting when the
-// loop is gone are destroyed, never run.
+// loop is gone are destroyed, never run. While another caller has requests, a caller runs at
+// most its bound at once (its others wait, and every one still runs).
 #include "transport/fair_turns.hpp"
 
 #include <gtest/gtest.h>
@@ -9,8 +10,11 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +79,60 @@ TEST(FairTurns, RequestsStillWaitingWhenTheLoopIsGoneAreDestroyedNotRun) {
         turns.clear();
     }
     EXPECT_TRUE(ran->empty());
+}
+
+// Requests of callers held for a while after their turn (as if waiting for the store and their
+// answer's write), counted while they run.
+struct Running {
+    std::map<std::string, int> now;
+    std::map<std::string, int> most;  // while the other caller was still sending
+    bool few_done = false;
+    int ended = 0;
+};
+
+net::awaitable<void> connection(FairTurns& turns, std::string share, int requests,
+                                Running& running) {
+    net::steady_timer timer(co_await net::this_coro::executor);
+    for (int i = 0; i < requests; ++i) {
+        co_await turns.async_wait(share, net::use_awaitable);
+        const int count = ++running.now[share];
+        if (!running.few_done) running.most[share] = std::max(running.most[share], count);
+        timer.expires_after(1ms);
+        co_await timer.async_wait(net::use_awaitable);
+        --running.now[share];
+        turns.leave(share);
+        ++running.ended;
+    }
+    if (share == "few") running.few_done = true;
+}
+
+// A caller with 20 connections runs at most 2 requests at once (its bound) while another
+// caller's connection sends one request after another; every request of both still runs.
+TEST(FairTurns, ACallerRunsAtMostItsBoundWhileAnotherHasRequests) {
+    net::io_context context;
+    FairTurns turns(context, 2);
+    Running running;
+    for (int i = 0; i < 20; ++i) {
+        net::co_spawn(context, connection(turns, "many", 5, running), net::detached);
+    }
+    net::co_spawn(context, connection(turns, "few", 30, running), net::detached);
+    context.run();
+    EXPECT_EQ(running.ended, 20 * 5 + 30);
+    EXPECT_LE(running.most["many"], 2);
+    EXPECT_EQ(running.most["few"], 1);
+}
+
+// Alone, a caller is not bound: its 20 connections run at once.
+TEST(FairTurns, ACallerAloneIsNotBound) {
+    net::io_context context;
+    FairTurns turns(context, 2);
+    Running running;
+    for (int i = 0; i < 20; ++i) {
+        net::co_spawn(context, connection(turns, "many", 2, running), net::detached);
+    }
+    context.run();
+    EXPECT_EQ(running.ended, 40);
+    EXPECT_EQ(running.most["many"], 20);
 }
 
 }  // namespace
