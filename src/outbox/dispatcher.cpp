@@ -124,10 +124,9 @@ bool Dispatcher::take(store::ClaimedDelivery delivery, std::int64_t now) {
         case DeliveryQueue::Offered::sendable:
             return true;
         case DeliveryQueue::Offered::queued:
-            return false;
         case DeliveryQueue::Offered::deferred:
-            // Its receiver rests: its lease runs out, and a claim brings it when the receiver
-            // is tried again (ending the lease now would be a write per change it missed).
+            // (Deferred: its receiver rests. Its lease runs out, and a claim brings it when the
+            // receiver is tried again: ending the lease now would be a write per change missed.)
             return false;
         case DeliveryQueue::Offered::refused:
             break;
