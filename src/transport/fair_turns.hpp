@@ -51,14 +51,19 @@ class FairTurns {
 
     /// A request of `share` runs at once (must_wait said it need not wait): counted as running
     /// until leave().
-    void run_now(const std::string& share) { ++running_[share]; }
+    void run_now(const std::string& share) {
+        if (running_.size() > kForgetIdleAbove) forget_idle();
+        ++running_[share];
+    }
 
     /// A request of `share` that had its turn (or ran at once) is done: its answer was written,
     /// or it is held open on purpose (a stream, a long poll), or its connection closed.
     void leave(const std::string& share) {
         const auto found = running_.find(share);
-        if (found == running_.end()) return;
-        if (--found->second == 0) running_.erase(found);
+        if (found == running_.end() || found->second == 0) return;
+        // (A count that reaches 0 stays, so that a caller alone, whose count goes between 0 and
+        // 1 with each request, does not allocate its entry each time: forget_idle() drops them.)
+        --found->second;
         // A caller held at its bound may go on.
         if (waiting_ > 0) schedule();
     }
@@ -92,6 +97,8 @@ class FairTurns {
     static constexpr int kTurnsPerPass = 16;
     static constexpr std::chrono::microseconds kPassBudget{500};
     static constexpr std::chrono::milliseconds kShared{100};
+    // Callers counted (running or not) past which those running nothing are forgotten at once.
+    static constexpr std::size_t kForgetIdleAbove = 256;
 
     struct Line {
         std::deque<Handler> waiting;
@@ -105,6 +112,11 @@ class FairTurns {
         line.waiting.push_back(std::move(handler));
         ++waiting_;
         schedule();
+    }
+
+    // Forgets the callers running nothing.
+    void forget_idle() {
+        std::erase_if(running_, [](const auto& entry) { return entry.second == 0; });
     }
 
     // Whether another caller than `share` has requests on this thread: waiting, running, or one
@@ -187,13 +199,15 @@ class FairTurns {
         std::erase_if(lines_, [this](const auto& entry) {
             return entry.second.waiting.empty() && entry.second.finish <= virtual_;
         });
+        forget_idle();
         if (more) schedule();
     }
 
     boost::asio::io_context& context_;
     const std::size_t running_per_caller_;
     std::unordered_map<std::string, Line> lines_;
-    // Requests of each caller from their turn until leave() (callers with none are erased).
+    // Requests of each caller from their turn until leave() (callers with none are forgotten by
+    // forget_idle()).
     std::unordered_map<std::string, std::size_t> running_;
     std::size_t waiting_ = 0;
     double virtual_ = 0;  // the virtual start of the request run last
