@@ -1,6 +1,7 @@
 #include "outbox/delivery_queue.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,9 @@ DeliveryQueue::Offered DeliveryQueue::offer(store::ClaimedDelivery delivery, std
     if (const auto found = flows_.find(delivery.subscription_id);
         found != flows_.end() && found->second.pause > 0 &&
         found->second.queue.size() + found->second.in_flight >= hold(found->second, now)) {
+        if (found->second.deferred.size() < kKeptDeferred) {
+            found->second.deferred.push_back(std::move(delivery.event_id));
+        }
         return Offered::deferred;
     }
     if (queued_ + in_flight_ >= limits_.max_held ||
@@ -169,9 +173,12 @@ DeliveryQueue::Rest DeliveryQueue::finished(const std::string& tenant_name,
         flow.last_active = now;
         if (delivered) {
             if (flow.pause > 0) {
-                // It recovered: what it deferred waits in the outbox, due.
+                // It recovered: what it deferred waits in the outbox, due once its lease ends.
                 rest.changed = true;
                 wants_claim_ = true;
+                std::move(flow.deferred.begin(), flow.deferred.end(),
+                          std::back_inserter(released_));
+                flow.deferred.clear();
             }
             flow.failures = 0;
             flow.pause = 0;

@@ -60,6 +60,8 @@ class DeliveryQueue {
   public:
     /// What a subscription may hold before its receiver's pace is known.
     static constexpr std::size_t kFirstHold = 1024;
+    /// Deferred deliveries whose ids a resting subscription keeps, to release at its recovery.
+    static constexpr std::size_t kKeptDeferred = 256;
 
     explicit DeliveryQueue(QueueLimits limits);
 
@@ -69,7 +71,8 @@ class DeliveryQueue {
         queued,    ///< taken, behind others of its subscription or tenant
         sendable,  ///< taken, and next() would give it (or another) now
         deferred,  ///< not taken: its subscription's receiver rests; its claimer keeps its
-                   ///< lease, which runs out, and a claim brings it when the receiver is tried
+                   ///< lease, which ends when the receiver recovers (take_released()) or runs
+                   ///< out, and a claim brings it then
     };
     /// Takes `delivery` to send, unless it is refused.
     Offered offer(store::ClaimedDelivery delivery, std::int64_t now);
@@ -101,6 +104,10 @@ class DeliveryQueue {
     /// The ids of the deliveries next() dropped since the last call (their leases ran too short
     /// here): their claimer should end their leases, so that they are claimed again at once.
     std::vector<std::string> take_dropped() { return std::exchange(dropped_, {}); }
+    /// The ids of deliveries deferred while their receiver rested (kKeptDeferred a
+    /// subscription at most), since the last call, once it recovered: their claimer should end
+    /// their leases, so that they are claimed at once instead of when the leases run out.
+    std::vector<std::string> take_released() { return std::exchange(released_, {}); }
     /// Drops everything queued (not in flight): the dispatcher stops.
     void clear_queued();
     /// Forgets the pace of subscriptions that held nothing for a minute.
@@ -130,6 +137,7 @@ class DeliveryQueue {
         std::size_t failures = 0;
         std::int64_t pause = 0;
         std::int64_t rests_until = 0;
+        std::vector<std::string> deferred;  // ids deferred during the rest (kKeptDeferred)
     };
     struct Tenant {
         std::set<std::string> ready;  // its subscriptions with something queued
@@ -158,6 +166,7 @@ class DeliveryQueue {
     std::size_t in_flight_ = 0;
     std::uint64_t expired_ = 0;
     std::vector<std::string> dropped_;
+    std::vector<std::string> released_;
     bool wants_claim_ = false;
 };
 

@@ -125,8 +125,8 @@ bool Dispatcher::take(store::ClaimedDelivery delivery, std::int64_t now) {
             return true;
         case DeliveryQueue::Offered::queued:
         case DeliveryQueue::Offered::deferred:
-            // (Deferred: its receiver rests. Its lease runs out, and a claim brings it when the
-            // receiver is tried again: ending the lease now would be a write per change missed.)
+            // (Deferred: its receiver rests. Its lease ends when the receiver recovers, or runs
+            // out: ending it now would be a write per change missed.)
             return false;
         case DeliveryQueue::Offered::refused:
             break;
@@ -369,6 +369,9 @@ void Dispatcher::ended_locked(Done done, std::int64_t now) {
     const bool first = done_.empty() && unleased_.empty();
     if (first) first_done_at_ = now;
     done_.push_back(std::move(done));
+    // A receiver that recovered: what it deferred is claimed at once (its leases end with this
+    // record), not when the leases run out.
+    for (std::string& id : queue_.take_released()) unleash(std::move(id), now);
     if (first || done_.size() >= kRecordBatch || stopping_) wake_.notify_all();
 }
 

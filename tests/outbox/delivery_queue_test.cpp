@@ -61,6 +61,9 @@ class Harness {
         const auto offered = queue_.offer(delivery, now_);
         const bool deferred = offered == DeliveryQueue::Offered::deferred;
         const bool accepted = offered != DeliveryQueue::Offered::refused && !deferred;
+        if (deferred && deferred_[delivery.subscription_id].size() < DeliveryQueue::kKeptDeferred) {
+            deferred_[delivery.subscription_id].push_back(delivery.event_id);
+        }
         if (deferred && !rests(delivery.subscription_id)) {
             fail("deferred one of " + delivery.subscription_id + ", whose receiver does not rest");
         }
@@ -155,8 +158,10 @@ class Harness {
         // (at most 120 ms), a delivery ends the rest.
         Rest& model = rests_[subscription];
         DeliveryQueue::Rest expected;
+        std::vector<std::string> released;  // what its recovery releases: what it deferred
         if (delivered) {
             expected.changed = model.pause > 0;
+            if (model.pause > 0) released = std::exchange(deferred_[subscription], {});
             model = {};
         } else if (++model.failures >= kLimits.rest_after_failures && now_ >= model.until) {
             model.pause = model.pause == 0 ? kLimits.rest_ms
@@ -169,6 +174,9 @@ class Harness {
                  (rest.changed ? "changed" : "unchanged") + "), the model's " +
                  std::to_string(expected.pause_ms) + " ms (" +
                  (expected.changed ? "changed" : "unchanged") + ")");
+        }
+        if (queue_.take_released() != released) {
+            fail(subscription + " released other deliveries than it deferred during its rest");
         }
         std::size_t resting = 0;
         for (const auto& entry : rests_) resting += entry.second.pause > 0 ? 1 : 0;
@@ -286,6 +294,7 @@ class Harness {
     std::set<std::string> given_;
     std::map<std::string, int> tenant_skips_, subscription_skips_;
     std::map<std::string, Rest> rests_;
+    std::map<std::string, std::vector<std::string>> deferred_;  // during each one's rest
     std::optional<std::string> violation_;
 };
 
@@ -449,6 +458,7 @@ TEST(DeliveryQueue, AReceiverThatFailsInARowRestsAndIsProbedOneAttemptAtATime) {
     EXPECT_FALSE(queue.next(now));
     EXPECT_EQ(queue.offer(delivery("down", lease()), now), DeliveryQueue::Offered::deferred);
     EXPECT_EQ(queue.room("down", now), 0U);
+    EXPECT_TRUE(queue.take_released().empty());
     store::ClaimedDelivery other = delivery("up", lease());
     other.tenant = "globex";
     ASSERT_TRUE(taken(queue.offer(other, now)));
@@ -475,6 +485,8 @@ TEST(DeliveryQueue, AReceiverThatFailsInARowRestsAndIsProbedOneAttemptAtATime) {
     EXPECT_EQ(recovered.pause_ms, 0);
     EXPECT_EQ(queue.resting(), 0U);
     EXPECT_TRUE(queue.wants_claim());
+    // The one deferred during the pause is released: its lease ends, and a claim brings it.
+    EXPECT_EQ(queue.take_released(), std::vector<std::string>{"msg"});
     // Back to its concurrency: the 2 left and 2 more offered now go at once.
     ASSERT_TRUE(taken(queue.offer(delivery("down", lease()), now)));
     ASSERT_TRUE(taken(queue.offer(delivery("down", lease()), now)));
