@@ -173,7 +173,7 @@ DeliveryQueue::Rest DeliveryQueue::finished(const std::string& tenant_name,
         flow.last_active = now;
         if (delivered) {
             if (flow.pause > 0) {
-                // It recovered: what it deferred waits in the outbox, due once its lease ends.
+                // It recovered: what it deferred is released (take_released), claimed at once.
                 rest.changed = true;
                 wants_claim_ = true;
                 std::move(flow.deferred.begin(), flow.deferred.end(),

@@ -24,7 +24,7 @@ constexpr std::size_t kRecordBatch = 1000;
 constexpr std::int64_t kClaimGapMs = 200;
 // How often finished deliveries are pruned and the outbox's figures read.
 constexpr std::int64_t kHousekeepingMs = 5000;
-// The longest pause of a resting receiver (or --webhook-rest-ms, when longer).
+// The longest pause of a resting receiver (DeliveryQueue makes it --webhook-rest-ms, when longer).
 constexpr std::int64_t kLongestRestMs = 300'000;
 // Signing secrets kept opened (a subscription's current and previous one each): past it, all
 // are forgotten and opened again as they are needed.
@@ -75,7 +75,7 @@ Dispatcher::Dispatcher(DeliveryOptions options, webhooks::SecretKey key,
       // it (5 s), so that no attempt is recorded after its lease ended (and sent again meanwhile).
       queue_({options_.workers, options_.per_tenant, options_.per_subscription, options_.max_held,
               options_.timeout.count() + 5000, lease_ms(options_), options_.rest_after_failures,
-              options_.rest.count(), std::max(kLongestRestMs, options_.rest.count())}) {
+              options_.rest.count(), kLongestRestMs}) {
     if (options_.schedule.delays.empty()) throw std::invalid_argument("an empty retry schedule");
     // The outbox's figures from the start, so that its metrics are served as soon as the server
     // listens (the thread's first housekeeping comes after its first claim, which a loaded
