@@ -4,7 +4,7 @@
 # and -O2, plus the tests; -Werror), an ASan+UBSan build (clang) and a TSan build (the
 # integration tests fail on any sanitizer report from the server they start). In the dev build
 # it also runs the failover tests against a throwaway Patroni cluster (scripts/ha-cluster.sh) and
-# the soak for 2 minutes (PLANTSTORE_SOAK_SECONDS=N for another length): both mostly wait on
+# the soak for 2 minutes at 3,000 requests a second (PLANTSTORE_SOAK_SECONDS, _RATE): both wait on
 # timers and a cluster, so they run in the background while the ASan build compiles, its
 # tests and the fuzzers run (their log is printed when they end). The PostgreSQL suites run
 # against throwaway clusters (scripts/pg-cluster.sh). It runs each libFuzzer target for 20 s on
