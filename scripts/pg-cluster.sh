@@ -6,7 +6,7 @@
 #   pg-cluster.sh stop DIR [MODE]      pg_ctl stop (MODE: smart, fast (default) or immediate)
 #   pg-cluster.sh start-again DIR      start a stopped cluster again
 #   pg-cluster.sh remove DIR [MODE]    stop it (immediate by default) and delete its files
-# The cluster itself lives in a short directory of its own under /tmp (/tmp/ps-pg.XXXXXX, named
+# The cluster itself lives in a short directory of its own under TMPDIR or /tmp (ps-pg.XXXXXX, named
 # in DIR/cluster, with DIR/data and DIR/server.log pointing into it): a Unix socket's path is at
 # most 107 bytes, and DIR may be deep in a clone. Run as root, the server runs as the
 # unprivileged user nobody (PostgreSQL refuses root), who owns that directory: DIR may then be
@@ -64,7 +64,11 @@ case "$action" in
         dir="$(cd "$dir" && pwd)"
         home=$(home)
         if [[ -z $home || ! -d $home/data ]]; then
-            home=$(mktemp -d /tmp/ps-pg.XXXXXX)
+            # Under TMPDIR when its path is short enough for the socket's (scripts/test.sh
+            # gives each run its own, and ends what is left there).
+            base=${TMPDIR:-/tmp}
+            ((${#base} <= 40)) || base=/tmp
+            home=$(mktemp -d "$base/ps-pg.XXXXXX")
             [[ $(id -u) == 0 ]] && chown nobody:nogroup "$home"
             chmod 0700 "$home"
             echo "$home" >"$dir/cluster"
@@ -109,7 +113,7 @@ CONF
             (cd / && as_owner "$bin/pg_ctl" -D "$home/data" -m "$mode" -w -t 60 stop) \
                 >/dev/null || true
         fi
-        [[ -n $home && $home == /tmp/ps-pg.* ]] && rm -rf "$home"
+        [[ -n $home && $home == */ps-pg.* ]] && rm -rf "$home"
         rm -rf "$dir/cluster" "$dir/data" "$dir/server.log" "$dir/url"
         ;;
     *)

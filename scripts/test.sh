@@ -42,6 +42,14 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 
 steps=()
 started=$SECONDS
+# Every temporary file of the run, and every cluster, server, Patroni and etcd it starts, lives
+# under a directory of its own (TMPDIR: the tests' directories, scripts/pg-cluster.sh's clusters,
+# and so ha-cluster.sh's): at the end whatever still runs from there is ended, even what a test
+# killed by a failure or a time-out detached and left behind, and nothing of another run is
+# touched. Searchable by the unprivileged user the clusters run as when this runs as root.
+run_tmp=$(mktemp -d /tmp/ps-run.XXXXXX)
+chmod 0711 "$run_tmp"
+export TMPDIR="$run_tmp"
 logs=$(mktemp -d)
 background=()   # pids of the steps running in the background
 # Runs a step and remembers how long it took.
@@ -102,7 +110,16 @@ report() {
     printf '%s\n' "${steps[@]}" >&2
     printf '%-40s %5d s%s\n' "total" $((SECONDS - started)) \
         "$( ((status == 0)) || echo " (failed)")" >&2
-    rm -rf "$logs"
+    # What still runs from the run's directory was left behind: named, then ended.
+    local left
+    left=$(pgrep -af -- "$run_tmp/" || true)
+    if [[ -n $left ]]; then
+        echo "== ended what the run left running:" >&2
+        echo "$left" >&2
+        pkill -KILL -f -- "$run_tmp/" || true
+        sleep 1
+    fi
+    rm -rf "$run_tmp"
 }
 trap report EXIT
 
