@@ -17,8 +17,8 @@
 # create, remove and purge). At the end it prints how long each step took.
 #
 # Compilation goes through ccache, into ~/.cache/plantstore/ccache (CCACHE_DIR to move it): a
-# later run, from this clone or another, compiles only what changed. Each build's hits and misses
-# are printed after it. A cache never hides a failure: the compiler's flags are part of each
+# later run, from this clone or another, compiles only what changed. The builds' hits and misses
+# are printed after they end. A cache never hides a failure: the compiler's flags are part of each
 # object's key, and a unit that failed to compile is not cached.
 #
 # Usage: scripts/test.sh [--quick]
@@ -51,14 +51,31 @@ run_tmp=$(mktemp -d /tmp/ps-run.XXXXXX)
 chmod 0711 "$run_tmp"
 export TMPDIR="$run_tmp"
 logs=$(mktemp -d)
-background=()   # pids of the steps running in the background
+background=()   # "pid:name" of the steps running in the background
+# The machine's CPU time so far, busy and in all (jiffies; /proc/stat's first line).
+cpu_now() {
+    local _cpu user nice system idle iowait irq softirq steal _rest
+    read -r _cpu user nice system idle iowait irq softirq steal _rest </proc/stat
+    echo "$((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal))"
+}
+# A step's line in the report: its name, how long it took, and how busy the machine's CPUs were
+# meanwhile (whatever ran: with steps beside it, the share idle is what another step could use).
+# Arguments: name, start in seconds, the cpu_now of its start.
+step_line() {
+    local busy total busy0 total0
+    read -r busy total < <(cpu_now)
+    read -r busy0 total0 <<<"$3"
+    printf '%-40s %5d s  (CPU %3d%% busy)' "$1" $((SECONDS - $2)) \
+        $((100 * (busy - busy0) / (total - total0 > 0 ? total - total0 : 1)))
+}
 # Runs a step and remembers how long it took.
 step() {
-    local name=$1 began=$SECONDS
+    local name=$1 began=$SECONDS cpu
+    cpu=$(cpu_now)
     shift
     echo "== $name" >&2
     "$@"
-    steps+=("$(printf '%-40s %5d s' "$name" $((SECONDS - began)))")
+    steps+=("$(step_line "$name" "$began" "$cpu")")
 }
 # Starts a step in the background; its output goes to a log that `joined` prints.
 beside() {
@@ -67,19 +84,25 @@ beside() {
     echo "== $name (in the background)" >&2
     (
         began=$SECONDS
+        cpu=$(cpu_now)
         status=0
         "$@" >"$logs/$name.log" 2>&1 || status=$?
-        printf '%-40s %5d s\n' "$name (beside)" $((SECONDS - began)) >"$logs/$name.time"
+        step_line "$name (beside)" "$began" "$cpu" >"$logs/$name.time"
         exit "$status"
     ) &
     background+=("$!:$name")
 }
-# Waits for the background steps, prints their logs and fails when one failed.
+# Waits for the background step named $1 (every one without an argument), prints its log and
+# fails when it failed.
 joined() {
-    local entry pid name status failed=0
+    local entry pid name status failed=0 left=()
     for entry in "${background[@]}"; do
         pid=${entry%%:*}
         name=${entry#*:}
+        if [[ $# -gt 0 && $name != "$1" ]]; then
+            left+=("$entry")
+            continue
+        fi
         status=0
         wait "$pid" || status=$?
         echo "== $name (ended)" >&2
@@ -90,7 +113,7 @@ joined() {
             failed=1
         fi
     done
-    background=()
+    background=("${left[@]}")
     return "$failed"
 }
 end_tree() {
@@ -124,11 +147,17 @@ report() {
 trap report EXIT
 
 build() {
-    ccache -z >/dev/null 2>&1 || true
     cmake --preset "$1" >/dev/null
     cmake --build --preset "$1"
+}
+build_at_lower_priority() {
+    renice -n 5 -p "$BASHPID" >/dev/null
+    build "$1"
+}
+# The cache's hits and misses of the run's builds (zeroed at its start; the builds run at once).
+cache_report() {
     if command -v ccache >/dev/null; then
-        ccache -s 2>/dev/null | grep -E '^ *(Hits|Misses):' | sed "s/^ */ccache ($1): /" >&2 ||
+        ccache -s 2>/dev/null | grep -E '^ *(Hits|Misses):' | sed "s/^ */ccache (the builds): /" >&2 ||
             true
     fi
 }
@@ -160,6 +189,7 @@ soak() {
 }
 
 step "install what is missing" scripts/install-deps.sh --tests
+ccache -z >/dev/null 2>&1 || true
 step "dev: build" build dev
 if $quick; then
     step "dev: test (quick)" env PLANTSTORE_CONSISTENCY_SECONDS=5 ctest --preset dev \
@@ -167,8 +197,12 @@ if $quick; then
     echo "== the dev build's tests passed (the whole command runs the rest)" >&2
     exit 0
 fi
-# clang-tidy needs only the dev build's compile commands, and the dev tests leave about half of
-# the CPU idle (they wait on servers and clusters): it runs beside them, at a lower priority.
+# The dev tests leave about half of the CPU idle (they wait on servers and clusters): the
+# sanitizer builds compile beside them, the TSan one at a lower priority (the ASan tests wait for
+# the ASan build first), and clang-tidy, which needs only the dev build's compile commands, at a
+# lower one still. A warm run spent 74 s on the ASan build and 29 s on the TSan one after them.
+beside "asan: build" build asan
+beside "tsan: build" build_at_lower_priority tsan
 beside "tidy: recently changed sources" nice -n 10 scripts/tidy.sh
 step "dev: test" dev_tests
 # The failover on Patroni and the soak wait on timers and a cluster: they run while the ASan
@@ -177,18 +211,16 @@ step "dev: test" dev_tests
 beside "dev: Patroni failover" patroni_tests
 beside "dev: soak ${PLANTSTORE_SOAK_SECONDS:-120} s" soak
 beside "openapi: lint" scripts/lint-openapi.sh
-step "asan: build" build asan
+step "asan: build (waiting for it)" joined "asan: build"
 # The sanitizer builds run the same suites but for the soak at full length (10 s there) and the
 # tests registered once, in dev (tests/CMakeLists.txt: the Patroni failover, the docs' links,
-# the layout, the alert rules, the API page, the generated client). When the ASan build had
-# little to compile (a warm cache), the ASan tests start beside the waiting steps.
+# the layout, the alert rules, the API page, the generated client).
 step "asan: test" ctest --preset asan
 # The fuzzers need no timer and make no timing claim: they run while the waiting steps end (a
 # warm run waited 90 s for them after the ASan tests).
 step "fuzz: 20 s per target (asan build)" scripts/fuzz.sh 20
-# And the TSan build compiles while they end (a warm run waited 22 s for them after the fuzzers).
-step "tsan: build" build tsan
 step "waiting for the background steps" joined
+cache_report
 step "tsan: test" ctest --preset tsan
 step "package: lintian, install, purge" tests/package/package_test.sh --prebuilt build/dev/plantstore
 echo "== all tests passed" >&2
