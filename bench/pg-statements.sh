@@ -30,7 +30,7 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && b
 postmaster=$(head -1 "$cluster/data/postmaster.pid")
 snapshot() {  # pid user system kind, for the postmaster and its children
     for pid in $postmaster $(pgrep -P "$postmaster"); do
-        read -r -a stat <"/proc/$pid/stat" 2>/dev/null || continue
+        read -r -a stat 2>/dev/null <"/proc/$pid/stat" || continue
         kind=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)
         [[ $kind == *"[local]"* ]] && kind="backends"
         echo "$pid ${stat[13]} ${stat[14]} ${kind:-postgres}"
