@@ -93,6 +93,18 @@ class WebhookRepositoryContract : public testing::TestWithParam<const char*> {
         return pages.column_int64(0) * size.column_int64(0);
     }
 
+    // What a store opened by hand_over_to hands over at commit. A member, so that it outlives
+    // the store, which TearDown closes: its writer thread reports each batch to it up to then.
+    struct Collector : StoreObserver {
+        void on_batch(const BatchReport&) override {}
+        void on_maintenance_failed(std::string_view) override {}
+        void on_deliveries(std::vector<ClaimedDelivery>&& deliveries) override {
+            std::lock_guard lock(mutex);
+            for (auto& delivery : deliveries) handed.push_back(std::move(delivery));
+        }
+        std::mutex mutex;
+        std::vector<ClaimedDelivery> handed;
+    } collector;
     std::unique_ptr<PlantStore> plants;
     std::unique_ptr<WebhookRepository> repository;
     // Far in the future of any created_at: every queued delivery is due.
@@ -237,16 +249,6 @@ TEST_P(WebhookRepositoryContract, AClaimTakesOfEachSubscriptionAtMostItsRoom) {
 // sending them needs; they are claimed by nobody until the lease ends, or its owner releases
 // it.
 TEST_P(WebhookRepositoryContract, DeliveriesLeasedAtCommitAreHandedOverAndClaimedOnlyLater) {
-    struct Collector : StoreObserver {
-        void on_batch(const BatchReport&) override {}
-        void on_maintenance_failed(std::string_view) override {}
-        void on_deliveries(std::vector<ClaimedDelivery>&& deliveries) override {
-            std::lock_guard lock(mutex);
-            for (auto& delivery : deliveries) handed.push_back(std::move(delivery));
-        }
-        std::mutex mutex;
-        std::vector<ClaimedDelivery> handed;
-    } collector;
     subscription("acme", "wh_1");
     subscription("acme", "wh_2");
     ASSERT_TRUE(repository->set_events("acme", "wh_2", 7));
