@@ -399,10 +399,14 @@ std::vector<Setting> serve_settings(ServeConfig& config) {
                "Creates waiting for the disk at most; more get 503"),
         max_plants_setting(store.max_plants_per_tenant),
         number("--writes-per-tenant", store.writes_per_tenant, std::size_t{0}, kMillion,
-               "Writes one tenant may have waiting for the disk while another tenant writes too; "
-               "its next ones wait their turn, so that each tenant keeps its share (a tenant "
-               "alone is not held back; a write counts 1 plus the webhook deliveries its "
-               "tenant's last change queued; 0: no limit)"),
+               "Each tenant's share of the writer, in writes: while another tenant writes too, a "
+               "tenant with this many waiting for the disk, or this many ahead of another, waits "
+               "its turn (a tenant alone is not held back; a write counts 1 plus the webhook "
+               "deliveries and the KiB of fields its tenant's last change stored; 0: no shares)"),
+        number("--write-share-hold-ms", store.write_share_hold_ms, 0L, 1000L,
+               "How long a tenant whose writes all ended still holds back one ahead of it by "
+               "--writes-per-tenant (one between two of its requests keeps its place; 0: only "
+               "while it has writes waiting for the disk)"),
         // ---- What the API does with each request ----
         text("--base-path", api.base_path, "Prefix of every API path, e.g. /v1 (empty: none)"),
         number("--max-text-length", api.max_text_length, std::size_t{1}, std::size_t{1} << 20,
@@ -594,6 +598,7 @@ store::StoreConfig store_config(const StoreSettings& settings) {
     store.writes.max_batch = settings.max_batch_writes;
     store.writes.max_plants_per_tenant = settings.max_plants_per_tenant;
     store.shares.writes_per_tenant = settings.writes_per_tenant;
+    store.shares.hold = milliseconds(settings.write_share_hold_ms);
     return store;
 }
 

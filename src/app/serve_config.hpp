@@ -54,6 +54,7 @@ struct StoreSettings {
     /// Quota of plants of each tenant without one of its own (`tenant set`); 0: unlimited.
     std::int64_t max_plants_per_tenant = 0;
     std::size_t writes_per_tenant = 8;
+    long write_share_hold_ms = 5;
 };
 store::StoreConfig store_config(const StoreSettings& settings);
 
