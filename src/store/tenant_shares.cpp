@@ -107,7 +107,8 @@ void TenantShares::write(WriteRequest request) {
             Line& line = found->second;
             if (!line.busy()) {
                 // Idle or new: it starts where the others are, neither paying for its past
-                // writes nor saving up for later ones.
+                // writes nor saving up for later ones; idle for the hold time, it is new.
+                if (!added && now - line.idle_since >= options_.hold) line = Line{};
                 line.finish = std::max(line.finish, virtual_);
             }
             if (!line.waiting.empty() || held(request.tenant, line, now)) {
@@ -149,10 +150,15 @@ void TenantShares::finished(const std::string& tenant, std::size_t weight,
 }
 
 void TenantShares::admit_waiting(Clock::time_point now, std::vector<WriteRequest>& next) {
-    std::erase_if(lines_, [&](const auto& entry) {
-        const Line& line = entry.second;
-        return !line.busy() && now - line.idle_since >= options_.hold;
-    });
+    // At most once per hold time: with many tenants a sweep at every write would cost each write
+    // a pass over all of them (held() passes over the lines that stopped holding).
+    if (now - swept_ >= options_.hold) {
+        swept_ = now;
+        std::erase_if(lines_, [&](const auto& entry) {
+            const Line& line = entry.second;
+            return !line.busy() && now - line.idle_since >= options_.hold;
+        });
+    }
     // One write at a time, of the line given least among those that may go: each write given
     // changes what holds the others. Lines are few (the tenants writing now).
     while (waiting_ > 0) {
@@ -174,24 +180,29 @@ void TenantShares::admit_waiting(Clock::time_point now, std::vector<WriteRequest
 void TenantShares::run_timer() {
     std::unique_lock lock(mutex_);
     while (!closing_) {
-        // The earliest moment an idle line stops holding the waiting writes.
         Clock::time_point wake_at = Clock::time_point::max();
         if (waiting_ > 0) {
+            // What the lines that stopped holding let go, then the earliest moment another
+            // stops holding.
+            const Clock::time_point now = Clock::now();
+            swept_ = {};
+            std::vector<WriteRequest> next;
+            admit_waiting(now, next);
+            if (!next.empty()) {
+                lock.unlock();
+                start(std::move(next));
+                lock.lock();
+                continue;
+            }
             for (const auto& [tenant, line] : lines_) {
                 if (!line.busy()) wake_at = std::min(wake_at, line.idle_since + options_.hold);
             }
         }
         if (wake_at == Clock::time_point::max()) {
             wake_.wait(lock);
-            continue;
+        } else {
+            wake_.wait_until(lock, wake_at);
         }
-        if (wake_.wait_until(lock, wake_at) == std::cv_status::no_timeout) continue;
-        std::vector<WriteRequest> next;
-        admit_waiting(Clock::now(), next);
-        if (next.empty()) continue;
-        lock.unlock();
-        start(std::move(next));
-        lock.lock();
     }
 }
 

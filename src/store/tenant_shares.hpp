@@ -126,6 +126,7 @@ class TenantShares final : public PlantStore {
     // The start of the last write given to the engine, on the lines' clock: where a tenant
     // that starts writing (or was idle) starts, so that it neither pays for nor banks its past.
     std::uint64_t virtual_ = 0;
+    Clock::time_point swept_{};  // when admit_waiting last forgot the lines idle for the hold
     // The tenant that wrote last and when, and when any other tenant last wrote: enough to say
     // whether anyone besides a given tenant wrote recently.
     std::string last_tenant_;

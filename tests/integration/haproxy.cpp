@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "fixture.hpp"
+#include "support/build_paths.hpp"
 
 extern char** environ;
 
@@ -68,7 +69,7 @@ std::vector<std::string> split(const std::string& line) {
 Haproxy::Haproxy(const std::filesystem::path& directory, unsigned short front, unsigned short a,
                  unsigned short b)
     : front_(front), stats_(free_port()), log_(directory / "haproxy.log") {
-    std::ifstream shipped(PLANTSTORE_SOURCE_DIR "/deploy/haproxy.cfg");
+    std::ifstream shipped(std::string(testing_support::source_dir()) + "/deploy/haproxy.cfg");
     std::stringstream text;
     text << shipped.rdbuf();
     std::string config = text.str();

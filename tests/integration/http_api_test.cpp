@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "fixture.hpp"
+#include "support/build_paths.hpp"
 
 namespace plantstore::testing_support {
 namespace {
@@ -273,7 +274,7 @@ TEST_F(HttpApi, ServesItsOpenApiDocumentWithoutCredentials) {
     ASSERT_TRUE(response);
     EXPECT_EQ(response->status, 200);
     EXPECT_EQ(response->header("content-type"), "application/json");
-    std::ifstream source(PLANTSTORE_SOURCE_DIR "/docs/openapi.json");
+    std::ifstream source(std::string(testing_support::source_dir()) + "/docs/openapi.json");
     const std::string expected((std::istreambuf_iterator<char>(source)), {});
     EXPECT_EQ(response->body, expected);
     const auto document = boost::json::parse(response->body).as_object();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fixture.hpp"
+#include "support/build_paths.hpp"
 
 namespace plantstore::testing_support {
 namespace {
@@ -406,7 +407,8 @@ TEST_F(Lifecycle, HelpDocumentsEveryServeOptionWithItsEnvironmentVariable) {
 TEST_F(Lifecycle, ConfigurationTableMatchesHelp) {
     const auto help = run_plantstore({"serve", "--help"});
     ASSERT_EQ(help.exit_code, 0);
-    std::ifstream page_file(PLANTSTORE_SOURCE_DIR "/docs/reference/command-line.md");
+    std::ifstream page_file(std::string(testing_support::source_dir()) +
+                            "/docs/reference/command-line.md");
     const std::string page((std::istreambuf_iterator<char>(page_file)), {});
     const auto table_start = page.find("## Configuration of `serve`");
     ASSERT_NE(table_start, std::string::npos);

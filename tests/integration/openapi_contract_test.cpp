@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "fixture.hpp"
+#include "support/build_paths.hpp"
 
 namespace plantstore::testing_support {
 namespace {
@@ -364,7 +365,7 @@ TEST_F(OpenApiContract, DocumentedAndObservedStatusesMatch) {
     ASSERT_EQ(server->stop(SIGTERM), 0);
 
     // Compare with the document.
-    std::ifstream source(PLANTSTORE_SOURCE_DIR "/docs/openapi.json");
+    std::ifstream source(std::string(testing_support::source_dir()) + "/docs/openapi.json");
     const std::string text((std::istreambuf_iterator<char>(source)), {});
     const auto paths = boost::json::parse(text).as_object().at("paths").as_object();
     std::set<Observation> documented;

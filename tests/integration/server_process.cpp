@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/build_paths.hpp"
 #include "support/postgres.hpp"
 
 extern char** environ;
@@ -67,7 +68,7 @@ std::vector<std::string> environment_with(const std::vector<std::string>& overri
 }
 
 std::vector<std::string> with_binary(std::vector<std::string> args) {
-    args.insert(args.begin(), PLANTSTORE_BINARY);
+    args.insert(args.begin(), testing_support::plantstore_binary());
     return args;
 }
 
@@ -154,7 +155,9 @@ CommandResult run_plantstore(const std::vector<std::string>& args,
     posix_spawn_file_actions_destroy(&actions);
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
-    if (rc != 0) throw std::runtime_error("cannot start " PLANTSTORE_BINARY);
+    if (rc != 0)
+        throw std::runtime_error(std::string("cannot start ") +
+                                 testing_support::plantstore_binary());
     CommandResult result;
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     drain_into(out_pipe[0], result.out, deadline);
@@ -188,7 +191,7 @@ namespace {
 // What tells one build of the binary from another: its size and time (digits only: a part of
 // a database's name).
 std::string binary_key() {
-    const std::filesystem::path binary(PLANTSTORE_BINARY);
+    const std::filesystem::path binary(testing_support::plantstore_binary());
     return std::to_string(std::filesystem::file_size(binary)) + "_" +
            std::to_string(static_cast<std::uint64_t>(
                std::filesystem::last_write_time(binary).time_since_epoch().count()));
@@ -223,7 +226,7 @@ std::pair<std::string, std::string> template_database(const std::string& cluster
 
 std::string copy_template_store(const std::filesystem::path& data_dir) {
     namespace fs = std::filesystem;
-    const fs::path binary(PLANTSTORE_BINARY);
+    const fs::path binary(testing_support::plantstore_binary());
     const fs::path templates = binary.parent_path() / "test-store-templates";
     const fs::path made = templates / binary_key();
     if (!fs::exists(made / "token")) {
@@ -349,7 +352,9 @@ ServerProcess::ServerProcess(const std::filesystem::path& data_dir,
     const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(out_pipe[1]);
-    if (rc != 0) throw std::runtime_error("cannot start " PLANTSTORE_BINARY);
+    if (rc != 0)
+        throw std::runtime_error(std::string("cannot start ") +
+                                 testing_support::plantstore_binary());
 
     // The server prints "plantstore listening on http(s)://127.0.0.1:PORT" once it accepts.
     std::string out;
@@ -471,7 +476,7 @@ std::vector<std::string> fault_injection_environment(const std::filesystem::path
     if (const char* current = std::getenv("ASAN_OPTIONS")) asan_options += current;
     // ASan wants its runtime first among the loaded libraries; the preloaded shim comes first.
     asan_options += ":verify_asan_link_order=0";
-    return {"LD_PRELOAD=" PLANTSTORE_FAULT_VFS_LIBRARY,
+    return {std::string("LD_PRELOAD=") + testing_support::fault_vfs_library(),
             "PLANTSTORE_FAULT_DIR=" + fault_dir.string(), asan_options};
 }
 

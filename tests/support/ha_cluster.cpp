@@ -4,11 +4,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/build_paths.hpp"
 #include "support/command.hpp"
-
-#ifndef PLANTSTORE_HA_CLUSTER_SCRIPT
-#error "PLANTSTORE_HA_CLUSTER_SCRIPT must name scripts/ha-cluster.sh"
-#endif
 
 namespace plantstore::testing_support {
 
@@ -73,7 +70,7 @@ std::string HaCluster::run(const std::string& arguments) const {
     const auto space = arguments.find(' ');
     const std::string action = arguments.substr(0, space);
     const std::string rest = space == std::string::npos ? "" : arguments.substr(space);
-    return command_output(std::string(PLANTSTORE_HA_CLUSTER_SCRIPT) + " " + action + " '" +
+    return command_output(std::string(ha_cluster_script()) + " " + action + " '" +
                           directory_.string() + "'" + rest);
 }
 

@@ -16,11 +16,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "support/build_paths.hpp"
 #include "support/command.hpp"
-
-#ifndef PLANTSTORE_PG_CLUSTER_SCRIPT
-#error "PLANTSTORE_PG_CLUSTER_SCRIPT must name scripts/pg-cluster.sh"
-#endif
 
 namespace plantstore::testing_support {
 
@@ -97,7 +94,7 @@ namespace {
 
 // Runs the cluster script; returns its standard output. @throws std::runtime_error
 std::string cluster_script(const std::string& arguments) {
-    return command_output(std::string(PLANTSTORE_PG_CLUSTER_SCRIPT) + " " + arguments);
+    return command_output(std::string(pg_cluster_script()) + " " + arguments);
 }
 
 }  // namespace
