@@ -95,6 +95,7 @@ void Receiver::subscribe(unsigned short port, const std::string& token) {
 
 void Receiver::collect(History& history) {
     const auto deadline = Clock::now() + 120s;
+    auto next_report = Clock::now() + 30s;  // a line every 30 s of waiting, to see it move
     for (;;) {
         history.deliveries.clear();
         std::set<std::int64_t> seqs;
@@ -115,6 +116,11 @@ void Receiver::collect(History& history) {
             history.deliveries.push_back(std::move(event));
         }
         if (seqs.size() >= history.events.size()) break;
+        if (Clock::now() >= next_report) {
+            std::cout << "consistency: the receiver has " << seqs.size() << " of "
+                      << history.events.size() << " events so far" << std::endl;
+            next_report += 30s;
+        }
         if (Clock::now() > deadline) {
             // Said before the checker names what is missing, so that a run cut short (a ctest
             // time-out) still shows where it was.
