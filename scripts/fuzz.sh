@@ -27,7 +27,6 @@ run() {
         -print_final_stats=1 "$scratch" "../../fuzz/corpus/${corpus}" >"${name}.log" 2>&1 || true
      rm -rf "$scratch") &
 }
-# Two at a time, one per core.
 targets=(new_plant_decoder:new_plant:json bearer_credentials:bearer:bearer
     request_path:request_path:request_path jwt:jwt:jwt feed:feed:)
 # Two at a time, one per core. With an odd number of targets the first runs alone, while the
